@@ -1,0 +1,3 @@
+"""Public (non-API) URLs of the campaigns app."""
+
+urlpatterns: list = []

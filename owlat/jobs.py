@@ -1,0 +1,129 @@
+"""Background work and time (spec D-05, D-15).
+
+`enqueue()` is the one helper every caller uses for background work:
+- immediate work goes straight to django-q2 (inside the caller's transaction with the ORM broker on the
+  default database, after commit with Redis);
+- future work becomes a `DueTask` row in the caller's transaction; `run_due_tasks` hands it to django-q2 when due.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import os
+import socket
+from collections.abc import Callable
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from owlat.models import DueTask, WorkerHeartbeat
+
+logger = logging.getLogger(__name__)
+
+QUEUES = ("default", "transactional", "campaign")
+_IMMEDIATE_SLACK = dt.timedelta(milliseconds=20)
+
+
+def task_path(func: Callable[..., Any] | str) -> str:
+    if isinstance(func, str):
+        return func
+    return f"{func.__module__}.{func.__qualname__}"
+
+
+def _push(path: str, args: list | tuple, kwargs: dict | None, queue: str | None) -> None:
+    """Hand a task to django-q2 now (no on_commit)."""
+    from django_q.tasks import async_task
+
+    options: dict[str, Any] = {}
+    if queue and queue != "default":
+        options["cluster"] = queue
+    async_task(path, *args, **(kwargs or {}), **options)
+
+
+def enqueue(
+    func: Callable[..., Any] | str,
+    *args: Any,
+    at: dt.datetime | None = None,
+    queue: str | None = None,
+    kwargs: dict[str, Any] | None = None,
+) -> None:
+    """Run `func(*args)` on the queue `queue` now, or at `at`. Arguments must be JSON-serializable ids/values."""
+    path = task_path(func)
+    if queue is not None and queue not in QUEUES:
+        raise ValueError(f"unknown queue {queue!r}")
+    if at is not None and at > timezone.now() + _IMMEDIATE_SLACK:
+        DueTask.objects.create(func=path, args=list(args), kwargs=kwargs or {}, queue=queue, due_at=at)
+        return
+    if settings.Q_BROKER_IS_TRANSACTIONAL:
+        _push(path, args, kwargs, queue)
+    else:
+        transaction.on_commit(lambda: _push(path, args, kwargs, queue))
+
+
+def dispatch_due_tasks(*, now: dt.datetime | None = None, batch: int = 200) -> int:
+    """Hand every due task to django-q2; returns how many were handed over.
+
+    Rows are claimed with SKIP LOCKED under a lease: a dispatcher that dies after claiming loses nothing,
+    its rows become claimable again when the lease runs out. With the ORM broker, the hand-off and the
+    row's deletion commit together; with Redis the task is pushed first (at-least-once; tasks are idempotent).
+    """
+    now = now or timezone.now()
+    lease_until = now + dt.timedelta(seconds=settings.DUE_TASK_LEASE_SECONDS)
+    with transaction.atomic():
+        qs = DueTask.objects.filter(due_at__lte=now).filter(
+            Q(lease_until__isnull=True) | Q(lease_until__lt=now)
+        )
+        if connection.features.has_select_for_update_skip_locked:
+            qs = qs.select_for_update(skip_locked=True)
+        rows = list(qs.order_by("due_at")[:batch])
+        if not rows:
+            return 0
+        DueTask.objects.filter(id__in=[r.id for r in rows]).update(lease_until=lease_until)
+    for row in rows:
+        try:
+            with transaction.atomic():
+                _push(row.func, row.args, row.kwargs, row.queue)
+                DueTask.objects.filter(id=row.id).delete()
+        except Exception:
+            logger.exception(
+                "could not hand due task %s (%s) to the queue; it will be retried", row.id, row.func
+            )
+    return len(rows)
+
+
+def next_due_in(*, now: dt.datetime | None = None) -> float | None:
+    """Seconds until the next unleased due task, or None if there is none."""
+    now = now or timezone.now()
+    row = (
+        DueTask.objects.filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
+        .order_by("due_at")
+        .first()
+    )
+    if row is None:
+        return None
+    return max(0.0, (row.due_at - now).total_seconds())
+
+
+def heartbeat(name: str) -> None:
+    """Record a sign of life for the health endpoint (D-15)."""
+    WorkerHeartbeat.objects.update_or_create(
+        name=name,
+        defaults={"beat_at": timezone.now(), "pid": os.getpid(), "host": socket.gethostname()[:200]},
+    )
+
+
+def heartbeat_task(name: str) -> str:
+    """Enqueued on each queue by the dispatcher: proves that queue's workers are taking work."""
+    heartbeat(name)
+    return f"heartbeat {name}"
+
+
+def newest_heartbeat_age_seconds() -> float | None:
+    newest = WorkerHeartbeat.objects.order_by("-beat_at").values_list("beat_at", flat=True).first()
+    if newest is None:
+        return None
+    return max(0.0, (timezone.now() - newest).total_seconds())

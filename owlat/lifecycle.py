@@ -1,0 +1,264 @@
+"""The one lifecycle mechanism every state machine uses (spec D-04).
+
+A lifecycle declares its graph with django-fsm-2 on the model (`FSMField(protected=True)` and `@transition`
+methods whose bodies only apply a patch). Its pure reducer decides, for `(state, to, input, actor, at)`,
+whether the move is allowed, which fields change and which effects follow. `Lifecycle.transition()` is the
+runner: in one transaction it locks the row, applies the declared self-loop policy, calls the fsm transition,
+saves, writes the audit row and applies the listed effects. It returns an `Outcome` and never raises for
+business outcomes.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+from django.db import models, transaction
+from django.utils import timezone
+
+Applied = Literal["transitioned", "recorded", "duplicate"]
+
+
+# --- Effects: plain data, applied by the runner ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Audit:
+    action: str
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Analytics:
+    event: str
+    properties: dict[str, Any] = field(default_factory=dict)
+    distinct_id: str | None = None  # defaults to the actor
+
+
+@dataclass(frozen=True)
+class Enqueue:
+    func: str
+    args: tuple = ()
+    at: dt.datetime | None = None
+    queue: str | None = None
+
+
+@dataclass(frozen=True)
+class Call:
+    """A named effect handled by the lifecycle's `effect_handlers` in the same transaction."""
+
+    name: str
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+Effect = Audit | Analytics | Enqueue | Call
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What a pure reducer returns."""
+
+    ok: bool
+    reason: str | None = None
+    applied: Applied | None = None
+    patch: dict[str, Any] = field(default_factory=dict)
+    effects: tuple[Effect, ...] = ()
+
+    @classmethod
+    def refuse(cls, reason: str) -> Decision:
+        return cls(ok=False, reason=reason)
+
+    @classmethod
+    def accept(
+        cls, patch: dict[str, Any], effects: Iterable[Effect] = (), applied: Applied = "transitioned"
+    ) -> Decision:
+        return cls(ok=True, applied=applied, patch=dict(patch), effects=tuple(effects))
+
+
+@dataclass(frozen=True)
+class Outcome:
+    ok: bool
+    applied: Applied | None = None
+    reason: str | None = None
+    message: str | None = None
+    from_state: str | None = None
+    to_state: str | None = None
+    object_id: Any = None
+    obj: Any = field(default=None, repr=False, compare=False)
+
+    def as_transition(self) -> dict[str, Any]:
+        """The API's `transition` object (API-24)."""
+        return {"applied": self.applied, "from": self.from_state, "to": self.to_state}
+
+
+def legal_edges(model: type[models.Model], field_name: str = "status") -> frozenset[tuple[str, str]]:
+    """The graph declared with django-fsm on `model.field_name`, as a set of (source, target) pairs."""
+    fsm_field = model._meta.get_field(field_name)
+    edges: set[tuple[str, str]] = set()
+    for t in fsm_field.get_all_transitions(model):
+        if t.target is not None:
+            edges.add((t.source, t.target))
+    return frozenset(edges)
+
+
+class Lifecycle:
+    """Base of every lifecycle module. Subclasses set the class attributes and implement `reduce`."""
+
+    model: ClassVar[type[models.Model]]
+    field: ClassVar[str] = "status"
+    resource: ClassVar[str] = ""
+    not_found_reason: ClassVar[str] = "not_found"
+    messages: ClassVar[dict[str, str]] = {}
+    #: "record": a self-loop is accepted as a no-op with an audit row; "reducer": the reducer decides.
+    self_loop: ClassVar[Literal["record", "reducer"]] = "record"
+    writes_audit: ClassVar[bool] = True
+
+    # -- to implement ---------------------------------------------------------------------------------
+    def reduce(
+        self, obj: Any, frm: str, to: str, *, input: dict[str, Any], actor: str, at: dt.datetime
+    ) -> Decision:
+        raise NotImplementedError  # abstract: each lifecycle defines its reducer
+
+    def self_loop_audit_action(self, state: str) -> str | None:
+        return None
+
+    def effect_handlers(self) -> dict[str, Callable[..., None]]:
+        return {}
+
+    # -- runner -----------------------------------------------------------------------------------------
+    def message_for(self, reason: str | None) -> str | None:
+        return self.messages.get(reason or "", reason)
+
+    def transition(
+        self,
+        pk: Any,
+        to: str,
+        *,
+        actor: str,
+        at: dt.datetime | None = None,
+        input: dict[str, Any] | None = None,
+        organization_id: Any = None,
+    ) -> Outcome:
+        at = at or timezone.now()
+        input = input or {}
+        with transaction.atomic():
+            qs = self.model._default_manager.select_for_update()
+            if organization_id is not None:
+                qs = qs.filter(organization_id=organization_id)
+            obj = qs.filter(pk=pk).first()
+            if obj is None:
+                return Outcome(
+                    ok=False, reason=self.not_found_reason, message=self.message_for(self.not_found_reason)
+                )
+            return self._apply(obj, to, actor=actor, at=at, input=input)
+
+    def transition_locked(
+        self,
+        obj: models.Model,
+        to: str,
+        *,
+        actor: str,
+        at: dt.datetime | None = None,
+        input: dict | None = None,
+    ) -> Outcome:
+        """Run a transition on a row the caller has already locked inside its own transaction."""
+        return self._apply(obj, to, actor=actor, at=at or timezone.now(), input=input or {})
+
+    def _apply(
+        self, obj: models.Model, to: str, *, actor: str, at: dt.datetime, input: dict[str, Any]
+    ) -> Outcome:
+        frm = getattr(obj, self.field)
+        if frm == to and self.self_loop == "record":
+            if self.writes_audit:
+                action = self.self_loop_audit_action(frm)
+                if action:
+                    self._audit(
+                        obj,
+                        actor,
+                        Audit(
+                            action,
+                            {"previousStatus": frm, "newStatus": to, "applied": "recorded", "no_op": True},
+                        ),
+                    )
+            return Outcome(
+                ok=True, applied="recorded", from_state=frm, to_state=to, object_id=obj.pk, obj=obj
+            )
+
+        decision = self.reduce(obj, frm, to, input=input, actor=actor, at=at)
+        if not decision.ok:
+            return Outcome(
+                ok=False,
+                reason=decision.reason,
+                message=self.message_for(decision.reason),
+                from_state=frm,
+                to_state=to,
+                object_id=obj.pk,
+                obj=obj,
+            )
+        if decision.applied == "duplicate":
+            return Outcome(
+                ok=True, applied="duplicate", from_state=frm, to_state=frm, object_id=obj.pk, obj=obj
+            )
+
+        patch = dict(decision.patch)
+        new_state = patch.pop(self.field, frm)
+        if new_state != frm:
+            method = self._fsm_method(obj, frm, new_state)
+            method(patch)
+        else:
+            for key, value in patch.items():
+                setattr(obj, key, value)
+        update_fields = {*patch.keys(), self.field}
+        update_fields.update(f.name for f in obj._meta.concrete_fields if getattr(f, "auto_now", False))
+        obj.save(update_fields=sorted(update_fields))
+
+        for effect in decision.effects:
+            self._apply_effect(obj, actor, effect)
+        return Outcome(
+            ok=True,
+            applied=decision.applied or "transitioned",
+            from_state=frm,
+            to_state=new_state,
+            object_id=obj.pk,
+            obj=obj,
+        )
+
+    def _fsm_method(self, obj: models.Model, frm: str, to: str) -> Callable[[dict], None]:
+        getter = getattr(obj, f"get_all_{self.field}_transitions")
+        for t in getter():
+            if t.target == to and t.source in (frm, "*", "+"):
+                return getattr(obj, t.name)
+        raise LookupError(
+            f"{type(obj).__name__}: no fsm transition {frm} -> {to}; the reducer and graph disagree"
+        )
+
+    def _audit(self, obj: models.Model, actor: str, effect: Audit) -> None:
+        from owlat.audit import audit_write
+
+        audit_write(
+            organization_id=obj.organization_id,
+            actor=actor,
+            action=effect.action,
+            resource=self.resource,
+            resource_id=str(obj.pk),
+            details=effect.details,
+        )
+
+    def _apply_effect(self, obj: models.Model, actor: str, effect: Effect) -> None:
+        if isinstance(effect, Audit):
+            if self.writes_audit:
+                self._audit(obj, actor, effect)
+        elif isinstance(effect, Analytics):
+            from owlat.analytics import capture
+
+            capture(distinct_id=effect.distinct_id or actor, event=effect.event, properties=effect.properties)
+        elif isinstance(effect, Enqueue):
+            from owlat.jobs import enqueue
+
+            enqueue(effect.func, *effect.args, at=effect.at, queue=effect.queue)
+        elif isinstance(effect, Call):
+            self.effect_handlers()[effect.name](obj, **effect.kwargs)
+        else:  # pragma: no cover - a programming error
+            raise TypeError(f"unknown effect {effect!r}")

@@ -1,0 +1,212 @@
+"""Settings, all read from the environment (django-environ).
+
+Required in production (DEBUG off): SECRET_KEY, SITE_URL, ALLOWED_HOSTS. See README.md for every variable.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import environ
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = BASE_DIR / "var"
+
+env = environ.Env()
+environ.Env.read_env(BASE_DIR / ".env", overwrite=False) if (BASE_DIR / ".env").exists() else None
+
+DEBUG = env.bool("DEBUG", default=False)
+TESTING = "pytest" in sys.modules or env.bool("OWLAT_TESTING", default=False)
+
+
+def _required(name: str, dev_default: str) -> str:
+    value = env.str(name, default="")
+    if value:
+        return value
+    if DEBUG or TESTING:
+        return dev_default
+    raise ImproperlyConfigured(
+        f"The setting {name} is required when DEBUG is off. Set it in the environment or in .env "
+        f"(see README.md, 'Configuration')."
+    )
+
+
+SECRET_KEY = _required("SECRET_KEY", "dev-insecure-secret-key-change-me-0123456789abcdef")
+SECRET_KEY_FALLBACKS = env.list("SECRET_KEY_FALLBACKS", default=[])
+SITE_URL = _required("SITE_URL", "http://127.0.0.1:8000").rstrip("/")
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["*"] if (DEBUG or TESTING) else [])
+if not ALLOWED_HOSTS:
+    raise ImproperlyConfigured("The setting ALLOWED_HOSTS is required when DEBUG is off.")
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[SITE_URL])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "django_q",
+    "anymail",
+    "owlat",
+    "templates.apps.TemplatesConfig",
+    "delivery",
+    "automations",
+    "campaigns",
+    "inbox",
+]
+
+MIDDLEWARE = [
+    "owlat.api.middleware.ApiMiddleware",
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "owlat.admin_tenancy.ActiveOrganizationMiddleware",
+]
+
+ROOT_URLCONF = "owlat.urls"
+WSGI_APPLICATION = "owlat.wsgi.application"
+ASGI_APPLICATION = "owlat.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "owlat" / "page_templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "owlat.admin_tenancy.active_organization_context",
+            ],
+        },
+    },
+]
+
+# --- Database -------------------------------------------------------------------------------------------
+# PostgreSQL is the real database; SQLite (file under var/) is the embedded quick-start default (D-16).
+VAR_DIR.mkdir(exist_ok=True)
+DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'owlat.sqlite3'}")}
+_db = DATABASES["default"]
+if _db["ENGINE"] == "django.db.backends.sqlite3":
+    _db.setdefault("OPTIONS", {})
+    _db["OPTIONS"].update(
+        {
+            "timeout": 20,
+            "transaction_mode": "IMMEDIATE",
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        }
+    )
+else:
+    _db["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=600)
+    _db["CONN_HEALTH_CHECKS"] = True
+IS_SQLITE = _db["ENGINE"] == "django.db.backends.sqlite3"
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+
+LANGUAGE_CODE = "en"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = VAR_DIR / "static"
+
+# --- API ------------------------------------------------------------------------------------------------
+DATA_UPLOAD_MAX_MEMORY_SIZE = 15 * 1024 * 1024  # API-05: 15 MiB bodies
+API_ALLOWED_ORIGINS = env.list("API_ALLOWED_ORIGINS", default=[])
+API_RATE_LIMIT_PER_SECOND = env.float("API_RATE_LIMIT_PER_SECOND", default=10.0)  # API-04
+API_RATE_LIMIT_BURST = env.float("API_RATE_LIMIT_BURST", default=15.0)
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [],
+    "DEFAULT_PERMISSION_CLASSES": [],
+    "UNAUTHENTICATED_USER": None,
+    "DEFAULT_PARSER_CLASSES": ["owlat.api.parsers.AnyJSONParser"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "EXCEPTION_HANDLER": "owlat.api.errors.exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Owlat API",
+    "DESCRIPTION": "Public REST API of Owlat (contacts, topics, events, transactional, automations, campaigns).",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": [],
+    "SERVE_AUTHENTICATION": [],
+}
+
+# --- Background work (django-q2, D-05) ------------------------------------------------------------------
+REDIS_URL = env.str("REDIS_URL", default="")
+Q_WORKERS = env.int("Q_WORKERS", default=2)
+_q_common = {
+    "timeout": 120,
+    "retry": 180,  # must stay above timeout
+    "max_attempts": 1,  # DLV-15: no pool-level retries; retrying happens in our own code
+    "save_limit": -1,  # our own status rows record outcomes
+    "ack_failures": True,
+    "catch_up": False,
+    "bulk": 10,
+    "poll": env.float("Q_POLL", default=0.05),
+    "label": "Django Q2",
+}
+Q_CLUSTER = {
+    "name": "default",
+    "workers": Q_WORKERS,
+    **_q_common,
+    "ALT_CLUSTERS": {
+        # D-06: each delivery pool is its own django-q2 queue
+        "transactional": {"workers": env.int("Q_TRANSACTIONAL_WORKERS", default=1)},
+        "campaign": {"workers": env.int("Q_CAMPAIGN_WORKERS", default=1)},
+    },
+}
+if REDIS_URL:
+    Q_CLUSTER["redis"] = REDIS_URL
+else:
+    Q_CLUSTER["orm"] = "default"
+# With the ORM broker on the default database, enqueueing is part of the caller's transaction.
+Q_BROKER_IS_TRANSACTIONAL = not REDIS_URL
+DUE_TASK_POLL_SECONDS = env.float("DUE_TASK_POLL_SECONDS", default=0.25)  # D-05: at most every 250 ms
+DUE_TASK_LEASE_SECONDS = env.int("DUE_TASK_LEASE_SECONDS", default=60)
+
+# --- Email (D-09) ---------------------------------------------------------------------------------------
+EMAIL_PROVIDER = env.str("EMAIL_PROVIDER", default="")
+EMAIL_URL = env.str("EMAIL_URL", default="")
+ANYMAIL = {}
+DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="owlat@localhost")
+SERVER_EMAIL = DEFAULT_FROM_EMAIL
+# Pacing per pool, messages/second (D-06); 0 = unlimited.
+DELIVERY_TRANSACTIONAL_RATE = env.float("DELIVERY_TRANSACTIONAL_RATE", default=30.0)
+DELIVERY_CAMPAIGN_RATE = env.float("DELIVERY_CAMPAIGN_RATE", default=20.0)
+
+# --- Analytics (DOM-16) ---------------------------------------------------------------------------------
+POSTHOG_API_KEY = env.str("POSTHOG_API_KEY", default="")
+POSTHOG_HOST = env.str("POSTHOG_HOST", default="https://eu.i.posthog.com")
+POSTHOG_SYNC_MODE = env.bool("POSTHOG_SYNC_MODE", default=False)
+
+# --- Customer webhooks (DOM-18) --------------------------------------------------------------------------
+WEBHOOK_RETRY_DELAYS_SECONDS = [
+    int(x) for x in env.list("WEBHOOK_RETRY_DELAYS_SECONDS", default=["60", "300"])
+]
+WEBHOOK_TIMEOUT_SECONDS = env.float("WEBHOOK_TIMEOUT_SECONDS", default=10.0)
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+    "loggers": {"django_q": {"level": env.str("Q_LOG_LEVEL", default="WARNING")}},
+}

@@ -1,0 +1,14 @@
+"""Root URLs: the admin back-office, the public API under /api/v1, public pages and provider webhooks."""
+
+from django.contrib import admin
+from django.urls import include, path
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("api/v1/", include("owlat.api.urls")),
+    path("", include("delivery.urls")),
+    path("", include("templates.urls")),
+    path("", include("automations.urls")),
+    path("", include("campaigns.urls")),
+    path("", include("inbox.urls")),
+]

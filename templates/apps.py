@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class TemplatesConfig(AppConfig):
+    name = "templates"
+    default_auto_field = "django.db.models.BigAutoField"

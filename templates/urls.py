@@ -1,0 +1,3 @@
+"""Public (non-API) URLs of the templates app."""
+
+urlpatterns: list = []
