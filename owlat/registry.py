@@ -1,0 +1,75 @@
+"""Small, explicit, typed registries through which a lower layer reaches a higher one (style.md, Layering).
+
+Higher layers fill them in their `AppConfig.ready()`. A registry call is synchronous, inside the caller's
+transaction, and greppable — the control flow written down, unlike a signal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from owlat.models import Contact
+
+
+@dataclass(frozen=True)
+class TriggerEvent:
+    kind: str  # contact_created | contact_updated | event_received | topic_subscribed
+    organization_id: str
+    contact_id: str
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+TriggerListener = Callable[[TriggerEvent], list[str]]
+ErasureHook = Callable[["Contact"], None]
+DoiStartedHook = Callable[[str, list[str]], None]
+UnsubscribeHook = Callable[["Contact", str, "str | None"], None]
+
+_trigger_listeners: list[TriggerListener] = []
+_erasure_hooks: list[ErasureHook] = []
+_doi_started_hooks: list[DoiStartedHook] = []
+_unsubscribe_hooks: list[UnsubscribeHook] = []
+
+
+def _add(registry: list, fn: Callable) -> Callable:
+    if fn not in registry:
+        registry.append(fn)
+    return fn
+
+
+def register_trigger_listener(fn: TriggerListener) -> TriggerListener:
+    """`fn(event) -> [run ids]`: called for every fired trigger (automations' fanout)."""
+    return _add(_trigger_listeners, fn)
+
+
+def register_contact_erasure_hook(fn: ErasureHook) -> ErasureHook:
+    """`fn(contact)`: called inside a permanent erasure (API-17) before the contact row is deleted."""
+    return _add(_erasure_hooks, fn)
+
+
+def register_doi_started_hook(fn: DoiStartedHook) -> DoiStartedHook:
+    """`fn(contact_id, topic_ids)`: a double opt-in started; delivery enqueues the confirmation mail."""
+    return _add(_doi_started_hooks, fn)
+
+
+def register_unsubscribe_hook(fn: UnsubscribeHook) -> UnsubscribeHook:
+    """`fn(contact, source, campaign_send_id)`: a global unsubscribe happened (DLV-21 attribution)."""
+    return _add(_unsubscribe_hooks, fn)
+
+
+def trigger_listeners() -> tuple[TriggerListener, ...]:
+    return tuple(_trigger_listeners)
+
+
+def erasure_hooks() -> tuple[ErasureHook, ...]:
+    return tuple(_erasure_hooks)
+
+
+def doi_started_hooks() -> tuple[DoiStartedHook, ...]:
+    return tuple(_doi_started_hooks)
+
+
+def unsubscribe_hooks() -> tuple[UnsubscribeHook, ...]:
+    return tuple(_unsubscribe_hooks)

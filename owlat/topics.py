@@ -1,0 +1,247 @@
+"""Topic memberships and double opt-in (DOM-08). This module is the only writer of memberships and of
+`Contact.doi_status` (the DOI lifecycle: not_required → pending → confirmed; attestation not_required → confirmed).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import secrets
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from owlat.models import Contact, ContactTopic, DoiStatus, Topic
+
+DOI_TOKEN_TTL = dt.timedelta(days=7)
+SUBSCRIBED, PENDING_DOI, ALREADY_MEMBER = "subscribed", "pending_doi", "already_member"
+# DOM-08 unsubscribe effects per source.
+_NOTIFYING_SOURCES = frozenset({"public_email_link", "preferences_page"})
+
+
+def _bump(topic_id: Any, delta: int) -> None:
+    qs = Topic.objects.filter(pk=topic_id)
+    if delta < 0:
+        qs = qs.filter(cached_member_count__gt=0)
+    qs.update(cached_member_count=F("cached_member_count") + delta)
+
+
+def _start_doi(contact: Contact, *, now: dt.datetime) -> None:
+    """Move the contact to `pending` (or refresh an expired token of a pending contact)."""
+    token_fields = {
+        "doi_confirmation_token": secrets.token_urlsafe(32),
+        "doi_token_expires_at": now + DOI_TOKEN_TTL,
+    }
+    if contact.doi_status == DoiStatus.NOT_REQUIRED:
+        contact.start_doi(token_fields)
+    elif (
+        contact.doi_token_expires_at is None
+        or contact.doi_token_expires_at <= now
+        or not contact.doi_confirmation_token
+    ):
+        for key, value in token_fields.items():
+            setattr(contact, key, value)
+    contact.save(update_fields=["doi_status", "doi_confirmation_token", "doi_token_expires_at", "updated_at"])
+
+
+def topic_subscribe(
+    *,
+    contact: Contact,
+    topic: Topic,
+    source: str,
+    actor: str,
+    force_doi: bool = False,
+    skip_doi: bool = False,
+    consent_ip: str | None = None,
+    consent_user_agent: str | None = None,
+) -> str:
+    """Subscribe; returns `subscribed` (trigger fired), `pending_doi` (DOI started) or `already_member`."""
+    from owlat.registry import doi_started_hooks
+    from owlat.triggers import fire_trigger
+
+    if contact.organization_id != topic.organization_id:
+        raise ValueError("contact and topic belong to different organizations")
+    now = timezone.now()
+    with transaction.atomic():
+        contact = Contact.objects.select_for_update().get(pk=contact.pk)
+        if ContactTopic.objects.filter(contact=contact, topic=topic).exists():
+            return ALREADY_MEMBER
+        needs_doi = (topic.require_double_opt_in or force_doi) and not skip_doi
+        pending = needs_doi and contact.doi_status != DoiStatus.CONFIRMED
+        try:
+            with transaction.atomic():
+                ContactTopic.objects.create(
+                    organization_id=contact.organization_id,
+                    contact=contact,
+                    topic=topic,
+                    pending_doi_confirmation=pending,
+                    consent_source=source,
+                    consent_at=now,
+                    consent_ip=consent_ip,
+                    consent_user_agent=consent_user_agent or "",
+                )
+        except IntegrityError:
+            return ALREADY_MEMBER
+        _bump(topic.pk, +1)
+        if pending:
+            _start_doi(contact, now=now)
+            for hook in doi_started_hooks():
+                hook(str(contact.pk), [str(topic.pk)])
+            return PENDING_DOI
+        if contact.unsubscribed_at is not None:
+            Contact.objects.filter(pk=contact.pk).update(unsubscribed_at=None)
+        fire_trigger(
+            "topic_subscribed",
+            organization_id=contact.organization_id,
+            contact_id=contact.pk,
+            data={"topicId": str(topic.pk)},
+        )
+        return SUBSCRIBED
+
+
+def _unsubscribed_effects(contact: Contact, topic_id: Any, source: str) -> None:
+    from owlat.activities import activity_record
+    from owlat.webhooks import webhook_emit
+
+    if source in _NOTIFYING_SOURCES:
+        activity_record(
+            organization_id=contact.organization_id,
+            contact_id=contact.pk,
+            activity_type="topic_unsubscribed",
+            metadata={"topicId": str(topic_id), "source": source},
+        )
+        webhook_emit(
+            organization_id=contact.organization_id,
+            event_type="topic.unsubscribed",
+            payload={
+                "contactId": str(contact.pk),
+                "email": contact.email,
+                "topicId": str(topic_id),
+                "source": source,
+            },
+        )
+
+
+def topic_unsubscribe(*, contact: Contact, topic: Topic, source: str, actor: str) -> bool:
+    """Remove one membership; returns whether one existed."""
+    with transaction.atomic():
+        deleted, _ = ContactTopic.objects.filter(contact=contact, topic=topic).delete()
+        if not deleted:
+            return False
+        _bump(topic.pk, -1)
+        _unsubscribed_effects(contact, topic.pk, source)
+        return True
+
+
+def contact_unsubscribe_all(
+    *, contact: Contact, source: str, actor: str, campaign_send_id: str | None = None
+) -> int:
+    """Global unsubscribe (DLV-12/21): leave every topic and set `unsubscribed_at`. Returns topics left."""
+    from owlat.registry import unsubscribe_hooks
+
+    with transaction.atomic():
+        contact = Contact.objects.select_for_update().get(pk=contact.pk)
+        topic_ids = list(ContactTopic.objects.filter(contact=contact).values_list("topic_id", flat=True))
+        ContactTopic.objects.filter(contact=contact).delete()
+        for topic_id in topic_ids:
+            _bump(topic_id, -1)
+            _unsubscribed_effects(contact, topic_id, source)
+        if contact.unsubscribed_at is None:
+            Contact.objects.filter(pk=contact.pk).update(unsubscribed_at=timezone.now())
+        for hook in unsubscribe_hooks():
+            hook(contact, source, campaign_send_id)
+        return len(topic_ids)
+
+
+def _confirmed(contact: Contact, *, now: dt.datetime, source: str) -> None:
+    """After `confirm_doi`: fire `topic_subscribed` for each DOI-gated membership and clear the flags."""
+    from owlat.activities import activity_record
+    from owlat.triggers import fire_trigger
+
+    pending = list(
+        ContactTopic.objects.filter(contact=contact, pending_doi_confirmation=True).values_list(
+            "pk", "topic_id"
+        )
+    )
+    ContactTopic.objects.filter(pk__in=[pk for pk, _ in pending]).update(pending_doi_confirmation=False)
+    for _, topic_id in pending:
+        activity_record(
+            organization_id=contact.organization_id,
+            contact_id=contact.pk,
+            activity_type="topic_confirmed",
+            metadata={"topicId": str(topic_id), "source": source},
+            at=now,
+        )
+        fire_trigger(
+            "topic_subscribed",
+            organization_id=contact.organization_id,
+            contact_id=contact.pk,
+            data={"topicId": str(topic_id)},
+        )
+
+
+def doi_confirm(*, token: str, organization_id: Any = None) -> str:
+    """Confirm a double opt-in by its token: `confirmed`, `invalid` or `expired`."""
+    now = timezone.now()
+    if not token:
+        return "invalid"
+    with transaction.atomic():
+        qs = Contact.objects.select_for_update().filter(doi_confirmation_token=token, deleted_at__isnull=True)
+        if organization_id is not None:
+            qs = qs.filter(organization_id=organization_id)
+        contact = qs.first()
+        if contact is None or contact.doi_status != DoiStatus.PENDING:
+            return "invalid"
+        if contact.doi_token_expires_at is not None and contact.doi_token_expires_at <= now:
+            return "expired"
+        contact.confirm_doi(
+            {
+                "doi_confirmed_at": now,
+                "doi_confirmation_token": None,
+                "doi_token_expires_at": None,
+                "unsubscribed_at": None,
+                "doi_confirmation_source": "email_link",
+            }
+        )
+        contact.save()
+        _confirmed(contact, now=now, source="email_link")
+        return "confirmed"
+
+
+def doi_attest(*, contact: Contact, actor: str, source: str) -> bool:
+    """Admin attestation `not_required|pending → confirmed` with a recorded source (DOM-08)."""
+    from owlat.activities import activity_record
+    from owlat.audit import audit_write
+
+    now = timezone.now()
+    with transaction.atomic():
+        contact = Contact.objects.select_for_update().get(pk=contact.pk)
+        if contact.doi_status == DoiStatus.CONFIRMED:
+            return False
+        contact.confirm_doi(
+            {
+                "doi_confirmed_at": now,
+                "doi_confirmation_token": None,
+                "doi_token_expires_at": None,
+                "doi_confirmation_source": source,
+            }
+        )
+        contact.save()
+        activity_record(
+            organization_id=contact.organization_id,
+            contact_id=contact.pk,
+            activity_type="doi_attested",
+            metadata={"source": source, "actor": actor},
+            at=now,
+        )
+        audit_write(
+            organization_id=contact.organization_id,
+            actor=actor,
+            action="contact.updated",
+            resource="contact",
+            resource_id=str(contact.pk),
+            details={"doiAttested": True, "source": source},
+        )
+        _confirmed(contact, now=now, source=source)
+        return True
