@@ -1,9 +1,127 @@
-"""API middleware (placeholder until the API layer lands)."""
+"""`/api/v1` wire rules that apply before and around any view (API-01).
+
+- `OPTIONS` on any API path → 204 preflight without authentication; CORS headers on every API response
+  (the `Origin` is echoed only when listed in `API_ALLOWED_ORIGINS`; `*` there allows every origin).
+- API keys are the only credential: cookies are dropped from API requests and never set on API responses,
+  and no CSRF check applies.
+- Every route is slash-optional and never redirects: a path that only resolves with (or without) one
+  trailing slash is routed to that form internally.
+- An unknown API path → JSON 404 "Not found"; an exception escaping a view or any non-JSON 5xx → JSON 500
+  "Internal server error" (never HTML, never a trace).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse
+from django.urls import Resolver404, resolve
+
+from owlat.api.errors import INTERNAL, NOT_FOUND, json_error_response
+
+logger = logging.getLogger("owlat.api")
+
+API_PREFIX = "/api/v1"
+ALLOW_METHODS = "GET, POST, PUT, PATCH, DELETE, OPTIONS"
+ALLOW_HEADERS = "Content-Type, Authorization, Idempotency-Key"
+EXPOSE_HEADERS = (
+    "X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, Retry-After, Idempotent-Replayed"
+)
+MAX_AGE = "86400"
+
+
+def is_api_path(path: str) -> bool:
+    return path == API_PREFIX or path.startswith(API_PREFIX + "/")
+
+
+def _allowed_origin(request: HttpRequest) -> str | None:
+    origin = request.headers.get("Origin")
+    if not origin:
+        return None
+    allowed = getattr(settings, "API_ALLOWED_ORIGINS", []) or []
+    if origin in allowed or "*" in allowed:
+        return origin
+    return None
+
+
+def _add_cors(request: HttpRequest, response: HttpResponse) -> None:
+    origin = _allowed_origin(request)
+    if origin:
+        response["Access-Control-Allow-Origin"] = origin
+        response["Access-Control-Expose-Headers"] = EXPOSE_HEADERS
+    vary = [v.strip() for v in response.get("Vary", "").split(",") if v.strip()]
+    if "Origin" not in vary:
+        vary.append("Origin")
+    response["Vary"] = ", ".join(vary)
+
+
+def _route_slash_optional(request: HttpRequest) -> None:
+    """If the path resolves only with/without one trailing slash, route that form (no redirect)."""
+    urlconf = getattr(request, "urlconf", None)
+    path_info = request.path_info
+    try:
+        resolve(path_info, urlconf)
+        return
+    except Resolver404:
+        pass
+    alternative = path_info[:-1] if path_info.endswith("/") else path_info + "/"
+    if not alternative or alternative == "/":
+        return
+    try:
+        resolve(alternative, urlconf)
+    except Resolver404:
+        return
+    script_prefix_len = len(request.path) - len(path_info)
+    request.path_info = alternative
+    request.path = request.path[:script_prefix_len] + alternative
 
 
 class ApiMiddleware:
+    """First in MIDDLEWARE; everything else passes through untouched."""
+
     def __init__(self, get_response):
         self.get_response = get_response
 
-    def __call__(self, request):
-        return self.get_response(request)
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if not is_api_path(request.path_info):
+            return self.get_response(request)
+
+        if request.method == "OPTIONS":
+            response = HttpResponse(status=204)
+            del response["Content-Type"]
+            response["Access-Control-Allow-Methods"] = ALLOW_METHODS
+            response["Access-Control-Allow-Headers"] = ALLOW_HEADERS
+            response["Access-Control-Max-Age"] = MAX_AGE
+            _add_cors(request, response)
+            return response
+
+        # API keys are the only credential (API-01): no cookies in, none out, no CSRF.
+        request.COOKIES = {}
+        request._dont_enforce_csrf_checks = True
+        _route_slash_optional(request)
+
+        response = self.get_response(request)
+
+        if not getattr(response, "owlat_api", False) and not _is_json(response):
+            if response.status_code == 404 or response.status_code in (301, 302, 308):
+                response = json_error_response("not_found", NOT_FOUND, 404)
+            elif response.status_code >= 500:
+                response = json_error_response("internal", INTERNAL, 500)
+        response.cookies.clear()
+        _add_cors(request, response)
+        return response
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if not is_api_path(request.path_info):
+            return None
+        from django.http import Http404
+
+        if isinstance(exception, Http404):
+            return json_error_response("not_found", NOT_FOUND, 404)
+        logger.exception("Unhandled exception under %s", API_PREFIX, exc_info=exception)
+        return json_error_response("internal", INTERNAL, 500)
+
+
+def _is_json(response: HttpResponse) -> bool:
+    return response.get("Content-Type", "").startswith("application/json")

@@ -1,0 +1,94 @@
+"""Request bodies per API-05: one UTF-8 JSON object whatever the Content-Type, at most 15 MiB.
+
+Views read the body with `ApiView.body()` (which calls `read_json_body`); `AnyJSONParser` gives
+`request.data` the same behaviour for code that uses DRF's accessor.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+from django.http import HttpRequest
+from django.http.request import RawPostDataException
+from rest_framework.parsers import BaseParser
+
+from owlat.api.errors import BODY_TOO_LARGE, INVALID_JSON, ApiError
+
+MAX_BODY_BYTES = 15 * 1024 * 1024
+
+
+def max_body_bytes() -> int:
+    return max(MAX_BODY_BYTES, int(getattr(settings, "DATA_UPLOAD_MAX_MEMORY_SIZE", 0) or 0))
+
+
+def _too_large() -> ApiError:
+    return ApiError("invalid_input", BODY_TOO_LARGE)
+
+
+def _invalid() -> ApiError:
+    return ApiError("invalid_input", INVALID_JSON)
+
+
+def raw_body(request: HttpRequest) -> bytes:
+    """The raw body bytes, refusing more than the 15 MiB limit with "Request body too large"."""
+    try:
+        length = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        length = 0
+    if length > max_body_bytes():
+        raise _too_large()
+    try:
+        body = request.body
+    except RequestDataTooBig:
+        raise _too_large()
+    except RawPostDataException:
+        # Someone consumed the stream as form data; the JSON contract cannot be honoured.
+        raise _invalid()
+    if len(body) > max_body_bytes():
+        raise _too_large()
+    return body
+
+
+def decode_json_object(body: bytes) -> dict[str, Any]:
+    """Parse `body` as one JSON object, else "Invalid JSON in request body"."""
+    try:
+        value = json.loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise _invalid()
+    if not isinstance(value, dict):
+        raise _invalid()
+    return value
+
+
+def read_json_body(request: HttpRequest, *, required: bool = True, drop_nulls: bool = True) -> dict[str, Any]:
+    """API-05: the request's JSON object. Empty body → `{}` unless `required`; top-level nulls dropped."""
+    body = raw_body(request)
+    if not body.strip():
+        if required:
+            raise _invalid()
+        return {}
+    value = decode_json_object(body)
+    if drop_nulls:
+        value = {key: item for key, item in value.items() if item is not None}
+    return value
+
+
+class AnyJSONParser(BaseParser):
+    """Parses every Content-Type as a JSON object (API-05)."""
+
+    media_type = "*/*"
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        if stream is None:
+            return {}
+        limit = max_body_bytes()
+        body = stream.read(limit + 1)
+        if len(body) > limit:
+            raise _too_large()
+        if not body.strip():
+            return {}
+        value = decode_json_object(body)
+        return {key: item for key, item in value.items() if item is not None}
