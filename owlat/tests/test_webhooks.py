@@ -1,0 +1,293 @@
+"""DOM-18 customer webhooks: outbox in the cause's transaction, signed delivery, retries, final failure."""
+
+import datetime as dt
+import threading
+
+import pytest
+from django.db import transaction
+from django.utils import timezone
+
+from owlat.jobs import dispatch_due_tasks
+from owlat.models import DueTask, WebhookAttempt, WebhookDelivery, WebhookEndpoint
+from owlat.testing import Reply, drain_queue, queued_tasks
+from owlat.tests.factories import make_contact, make_org
+from owlat.webhooks import (
+    WEBHOOK_EVENT_TYPES,
+    webhook_deliver_task,
+    webhook_deliveries_recover_task,
+    webhook_emit,
+    webhook_sign,
+    webhook_verify_signature,
+)
+
+pytestmark = pytest.mark.django_db
+
+
+def make_endpoint(org, url, *, events=None, secret="whsec_test", active=True):
+    return WebhookEndpoint.objects.create(
+        organization=org, url=url, secret=secret, events=events or [], is_active=active
+    )
+
+
+def test_event_types_are_the_spec_list():
+    assert WEBHOOK_EVENT_TYPES == (
+        "contact.created",
+        "email.sent",
+        "email.delivered",
+        "email.opened",
+        "email.clicked",
+        "email.bounced",
+        "email.complained",
+        "topic.unsubscribed",
+    )
+
+
+def test_contact_created_reaches_receiver_once_with_valid_signature(http_receiver):
+    # Given an organization with one active endpoint for every event
+    org = make_org()
+    endpoint = make_endpoint(org, http_receiver.url + "/hooks")
+
+    # When a contact is created (the kernel service emits contact.created) and the queue runs
+    contact = make_contact(org, "ada@example.com", first_name="Ada")
+    ran = drain_queue()
+
+    # Then the receiver got exactly one signed POST with the event envelope
+    assert [t.func for t in ran].count("owlat.webhooks.webhook_deliver_task") == 1
+    assert len(http_receiver.requests) == 1
+    req = http_receiver.requests[0]
+    assert req.method == "POST"
+    assert req.path == "/hooks"
+    body = req.json()
+    delivery = WebhookDelivery.objects.get()
+    assert body["id"] == str(delivery.event_id)
+    assert body["type"] == "contact.created"
+    assert dt.datetime.fromisoformat(body["createdAt"]) == delivery.created_at
+    assert body["data"]["id"] == str(contact.pk)
+    assert body["data"]["email"] == "ada@example.com"
+    assert body["data"]["firstName"] == "Ada"
+    assert req.headers["x-owlat-event"] == "contact.created"
+    assert req.headers["x-owlat-delivery"] == str(delivery.pk)
+    assert req.headers["content-type"] == "application/json"
+    timestamp = req.headers["x-owlat-timestamp"]
+    assert abs(int(timestamp) - timezone.now().timestamp()) < 60
+    assert webhook_verify_signature(endpoint.secret, timestamp, req.body, req.headers["x-owlat-signature"])
+    assert not webhook_verify_signature("other-secret", timestamp, req.body, req.headers["x-owlat-signature"])
+    assert not webhook_verify_signature(
+        endpoint.secret, timestamp, req.body + b" ", req.headers["x-owlat-signature"]
+    )
+
+    delivery.refresh_from_db()
+    assert delivery.status == "succeeded"
+    assert delivery.attempts == 1
+    assert delivery.delivered_at is not None
+    assert list(WebhookAttempt.objects.values_list("attempt", "status_code", "error")) == [(1, 200, None)]
+
+    # A duplicate execution of the task posts nothing more
+    assert "nothing to do" in webhook_deliver_task(str(delivery.pk))
+    assert len(http_receiver.requests) == 1
+
+
+def test_signature_format_and_verification():
+    sig = webhook_sign("s3cret", "1700000000", b'{"a":1}')
+    assert sig.startswith("v1=") and len(sig) == 3 + 64
+    import hashlib
+    import hmac
+
+    assert sig == "v1=" + hmac.new(b"s3cret", b'1700000000.{"a":1}', hashlib.sha256).hexdigest()
+    assert webhook_verify_signature("s3cret", 1700000000, '{"a":1}', f"v1=deadbeef, {sig}")
+    assert not webhook_verify_signature("s3cret", "1700000001", b'{"a":1}', sig)
+    assert not webhook_verify_signature("s3cret", "1700000000", b'{"a":1}', None)
+
+
+def test_fanout_only_to_active_subscribed_endpoints_of_the_organization(http_receiver):
+    org = make_org()
+    other = make_org()
+    all_events = make_endpoint(org, http_receiver.url + "/all")
+    opens_only = make_endpoint(org, http_receiver.url + "/opens", events=["email.opened"])
+    make_endpoint(org, http_receiver.url + "/inactive", active=False)
+    make_endpoint(other, http_receiver.url + "/other-org")
+    unsubscribed = make_endpoint(org, http_receiver.url + "/unsub", events=["topic.unsubscribed"])
+
+    with transaction.atomic():
+        rows = webhook_emit(organization_id=org.pk, event_type="email.opened", payload={"sendId": "s1"})
+    assert {r.endpoint_id for r in rows} == {all_events.pk, opens_only.pk}
+    assert len({r.event_id for r in rows}) == 1  # one event, one id, several deliveries
+    assert unsubscribed.pk not in {r.endpoint_id for r in rows}
+
+    drain_queue()
+    assert sorted(r.path for r in http_receiver.requests) == ["/all", "/opens"]
+    assert {r.json()["id"] for r in http_receiver.requests} == {str(rows[0].event_id)}
+
+
+def test_unknown_event_type_is_refused():
+    org = make_org()
+    with pytest.raises(ValueError):
+        webhook_emit(organization_id=org.pk, event_type="contact.deleted", payload={})
+
+
+def test_rolled_back_transaction_emits_nothing(http_receiver):
+    org = make_org()
+    make_endpoint(org, http_receiver.url + "/hooks")
+
+    with pytest.raises(RuntimeError), transaction.atomic():
+        webhook_emit(organization_id=org.pk, event_type="email.sent", payload={"x": 1})
+        assert WebhookDelivery.objects.count() == 1
+        raise RuntimeError("the cause fails")
+
+    assert WebhookDelivery.objects.count() == 0
+    assert [t for t in queued_tasks() if t.func == "owlat.webhooks.webhook_deliver_task"] == []
+    drain_queue()
+    assert http_receiver.requests == []
+
+
+def test_failing_receiver_is_retried_on_schedule_then_fails(http_receiver, settings, monkeypatch):
+    # Given a receiver that always answers 500 and the spec's delays (60 s, 300 s)
+    settings.WEBHOOK_RETRY_DELAYS_SECONDS = [60, 300]
+    http_receiver.default = Reply(500, b"boom")
+    org = make_org()
+    make_endpoint(org, http_receiver.url + "/hooks")
+    with transaction.atomic():
+        (delivery,) = webhook_emit(organization_id=org.pk, event_type="email.bounced", payload={"n": 1})
+
+    # When the first attempt runs immediately
+    drain_queue()
+    assert len(http_receiver.requests) == 1
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.attempts, delivery.last_status_code) == ("pending", 1, 500)
+    # the retry is a due task about 60 s out, not yet handed over
+    task = DueTask.objects.get()
+    assert task.func == "owlat.webhooks.webhook_deliver_task" and task.args == [str(delivery.pk)]
+    assert 55 <= (task.due_at - timezone.now()).total_seconds() <= 61
+    assert delivery.next_attempt_at == task.due_at
+    # an early duplicate execution does not post
+    webhook_deliver_task(str(delivery.pk))
+    assert len(http_receiver.requests) == 1
+
+    # When the retry comes due
+    assert dispatch_due_tasks(now=task.due_at - dt.timedelta(seconds=1)) == 0
+    assert dispatch_due_tasks(now=task.due_at) == 1
+    _run_queued_at(monkeypatch, task.due_at)
+    assert len(http_receiver.requests) == 2
+    task2 = DueTask.objects.get()
+    assert 295 <= (task2.due_at - task.due_at).total_seconds() <= 305
+
+    assert dispatch_due_tasks(now=task2.due_at) == 1
+    _run_queued_at(monkeypatch, task2.due_at)
+
+    # Then three attempts were made in all, each logged, and the delivery is failed
+    assert len(http_receiver.requests) == 3
+    assert len({r.headers["x-owlat-delivery"] for r in http_receiver.requests}) == 1
+    assert len({r.json()["id"] for r in http_receiver.requests}) == 1
+    delivery.refresh_from_db()
+    assert delivery.status == "failed"
+    assert delivery.attempts == 3
+    assert delivery.next_attempt_at is None
+    assert list(delivery.attempt_log.order_by("attempt").values_list("attempt", "status_code")) == [
+        (1, 500),
+        (2, 500),
+        (3, 500),
+    ]
+    assert all("HTTP 500" in e for e in delivery.attempt_log.values_list("error", flat=True))
+    assert DueTask.objects.count() == 0
+    assert queued_tasks() == []
+
+
+def _run_queued_at(monkeypatch, when):
+    """Run the queued delivery tasks as if the clock read `when` (the retry's due time)."""
+    with monkeypatch.context() as m:
+        m.setattr(timezone, "now", lambda: when)
+        drain_queue(dispatch_due=False)
+
+
+def test_receiver_recovering_succeeds_on_retry(http_receiver, settings):
+    settings.WEBHOOK_RETRY_DELAYS_SECONDS = [0, 0]
+    http_receiver.statuses = [500, 503]
+    org = make_org()
+    make_endpoint(org, http_receiver.url + "/hooks")
+    with transaction.atomic():
+        (delivery,) = webhook_emit(organization_id=org.pk, event_type="email.clicked", payload={"url": "u"})
+
+    drain_queue()
+
+    assert [r.status for r in http_receiver.requests] == [500, 503, 200]
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.attempts) == ("succeeded", 3)
+    assert list(delivery.attempt_log.order_by("attempt").values_list("status_code", flat=True)) == [
+        500,
+        503,
+        200,
+    ]
+
+
+def test_connection_error_counts_as_failed_attempt(settings):
+    from owlat.testing import free_port
+
+    settings.WEBHOOK_RETRY_DELAYS_SECONDS = [0, 0]
+    settings.WEBHOOK_TIMEOUT_SECONDS = 2
+    org = make_org()
+    make_endpoint(org, f"http://127.0.0.1:{free_port()}/nobody")
+    with transaction.atomic():
+        (delivery,) = webhook_emit(organization_id=org.pk, event_type="email.sent", payload={})
+    drain_queue()
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.attempts) == ("failed", 3)
+    assert all(a.status_code is None and "ConnectionError" in a.error for a in delivery.attempt_log.all())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_concurrent_executions_post_once(http_receiver):
+    # Given a slow receiver and two workers running the same delivery task at once
+    org = make_org()
+    make_endpoint(org, http_receiver.url + "/hooks")
+    with transaction.atomic():
+        (delivery,) = webhook_emit(organization_id=org.pk, event_type="email.delivered", payload={})
+    http_receiver.default = Reply(200, b"", delay=0.3)
+
+    results = []
+
+    def run():
+        from django.db import connection
+
+        try:
+            results.append(webhook_deliver_task(str(delivery.pk)))
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+    # Then exactly one POST was made
+    assert len(http_receiver.requests) == 1
+    assert sum("nothing to do" in r for r in results) == 1
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.attempts) == ("succeeded", 1)
+
+
+def test_recovery_sweep_requeues_an_attempt_whose_worker_died(http_receiver, settings):
+    settings.WEBHOOK_RETRY_DELAYS_SECONDS = [60, 300]
+    org = make_org()
+    make_endpoint(org, http_receiver.url + "/hooks")
+    with transaction.atomic():
+        (delivery,) = webhook_emit(organization_id=org.pk, event_type="email.complained", payload={})
+    # a worker claimed attempt 1 and died before posting (its queued task is gone)
+    drain_queue_tasks = queued_tasks()
+    assert len(drain_queue_tasks) == 1
+    from django_q.models import OrmQ
+
+    OrmQ.objects.all().delete()
+    claimed_at = timezone.now() - dt.timedelta(minutes=5)
+    WebhookDelivery.objects.filter(pk=delivery.pk).update(
+        attempts=1, last_attempt_at=claimed_at, next_attempt_at=claimed_at + dt.timedelta(seconds=40)
+    )
+
+    assert webhook_deliveries_recover_task() == "re-enqueued 1 overdue webhook deliveries"
+    drain_queue()
+
+    assert len(http_receiver.requests) == 1
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.attempts) == ("succeeded", 2)
+    # nothing overdue any more
+    assert webhook_deliveries_recover_task() == "re-enqueued 0 overdue webhook deliveries"
