@@ -4,3 +4,9 @@ from django.apps import AppConfig
 class AutomationsConfig(AppConfig):
     name = "automations"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from automations.triggers import automation_fanout
+        from owlat.registry import register_trigger_listener
+
+        register_trigger_listener(automation_fanout)

@@ -1,0 +1,80 @@
+"""Condition step (AUT-33): evaluate one condition (AUT-34) against the contact and branch."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from automations.steps import StepConfigError, StepContext, StepOutcome
+
+
+@dataclass(frozen=True)
+class ConditionConfig:
+    condition: dict[str, Any]
+    yes_branch_step_index: int | None
+    no_branch_step_index: int | None
+
+
+def _branch(value: Any) -> int | None:
+    # Missing or non-integer → null (AUT-33).
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return None
+    return value
+
+
+def parse_config(config: Any) -> ConditionConfig:
+    if not isinstance(config, dict):
+        raise StepConfigError("Condition config must be an object", None)
+    condition = config.get("condition")
+    if not isinstance(condition, dict):
+        raise StepConfigError("condition is required", "condition")
+    if not condition.get("kind"):
+        raise StepConfigError("condition.kind is required", "condition.kind")
+    return ConditionConfig(
+        condition=condition,
+        yes_branch_step_index=_branch(config.get("yesBranchStepIndex")),
+        no_branch_step_index=_branch(config.get("noBranchStepIndex")),
+    )
+
+
+def canonical_config(config: ConditionConfig) -> dict[str, Any]:
+    """Storage form: the condition canonicalised (editor aliases mapped), parse errors as `StepConfigError`."""
+    from owlat.conditions import ConditionError, canonicalize_condition
+
+    try:
+        condition = canonicalize_condition(config.condition)
+    except ConditionError as exc:
+        field = f"condition.{exc.field}" if exc.field else "condition"
+        raise StepConfigError(exc.message, field) from exc
+    return {
+        "condition": condition,
+        "yesBranchStepIndex": config.yes_branch_step_index,
+        "noBranchStepIndex": config.no_branch_step_index,
+    }
+
+
+def execute(ctx: StepContext, config: ConditionConfig) -> StepOutcome:
+    from owlat.conditions import evaluate_condition, parse_condition
+    from owlat.models import Contact
+
+    condition = parse_condition(config.condition)  # an unparseable condition raises → retries (AUT-33)
+    contact = Contact.objects.filter(
+        pk=ctx.contact_id, organization_id=ctx.organization_id, deleted_at__isnull=True
+    ).first()
+    if contact is None:
+        return StepOutcome.failed("contact-not-found")
+    taken = (
+        config.yes_branch_step_index
+        if evaluate_condition(condition, contact)
+        else config.no_branch_step_index
+    )
+    # null → fall through to current + 1 (the walker's default).
+    return StepOutcome.completed(next_step_index=taken)
+
+
+def branch_targets(config: dict[str, Any]) -> list[int]:
+    return [
+        v
+        for v in (config.get("yesBranchStepIndex"), config.get("noBranchStepIndex"))
+        if _branch(v) is not None
+    ]

@@ -1,0 +1,17 @@
+"""django-q2 entry points: ids in, walker/services called, a short summary out."""
+
+from __future__ import annotations
+
+from automations.walker import pending_delays_process, run_start, step_execute
+
+
+def automation_run_start_task(run_id: str) -> str:
+    return run_start(run_id)
+
+
+def automation_step_execute_task(run_id: str, step_run_id: str, retry_count: int = 0) -> str:
+    return step_execute(run_id, step_run_id, int(retry_count))
+
+
+def process_pending_delays_task(after: list | None = None) -> str:
+    return f"dispatched {pending_delays_process(after=after)} pending step runs"

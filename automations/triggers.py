@@ -1,0 +1,112 @@
+"""Trigger kinds and the fanout (AUT-15 … AUT-17).
+
+`automation_fanout` is registered with the kernel (`owlat.registry.register_trigger_listener`) in
+`AutomationsConfig.ready()`; the kernel's contact, topic and event write paths call `owlat.triggers.fire_trigger`,
+which runs it inside the caller's transaction.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import Exists, OuterRef
+from django.utils import timezone
+
+from automations.lifecycle import run_open
+from automations.models import Automation, AutomationRun, AutomationStatus, AutomationStep, RunStatus
+from owlat.registry import TriggerEvent
+
+
+@dataclass(frozen=True)
+class TriggerKind:
+    """`config_key` names the string the config must carry (None: no config); `data_key` the fired value."""
+
+    config_key: str | None
+    matches: Callable[[dict[str, Any], str | None], bool]
+    trigger_data: Callable[[dict[str, Any], str | None], dict[str, Any] | None]
+
+
+def _string_or_none(config: Any, key: str | None) -> str | None:
+    if key is None or not isinstance(config, dict):
+        return None
+    value = config.get(key)
+    return value if isinstance(value, str) else None
+
+
+def _event_data(data: dict[str, Any], name: str | None) -> dict[str, Any]:
+    out: dict[str, Any] = {"eventName": data.get("eventName")}
+    props = data.get("eventProperties")
+    if props is not None:
+        out["eventProperties"] = json.dumps(props, separators=(",", ":"), sort_keys=True)
+    return out
+
+
+TRIGGER_KINDS: dict[str, TriggerKind] = {
+    "contact_created": TriggerKind(None, lambda data, cfg: True, lambda data, cfg: None),
+    "contact_updated": TriggerKind(
+        "propertyKey",
+        lambda data, key: key is not None and key in (data.get("changedFields") or []),
+        lambda data, key: {"propertyKey": key},
+    ),
+    "event_received": TriggerKind(
+        "eventName",
+        lambda data, name: name is not None and data.get("eventName") == name,
+        _event_data,
+    ),
+    "topic_subscribed": TriggerKind(
+        "topicId",
+        lambda data, topic_id: topic_id is not None and str(data.get("topicId")) == topic_id,
+        lambda data, topic_id: {"topicId": topic_id},
+    ),
+}
+
+
+def trigger_matches(kind: str, config: Any, data: dict[str, Any]) -> tuple[bool, dict[str, Any] | None]:
+    """AUT-15 matching; a config whose key is missing or not a string does not match (never raises)."""
+    spec = TRIGGER_KINDS.get(kind)
+    if spec is None:
+        return False, None
+    value = _string_or_none(config, spec.config_key)
+    if spec.config_key is not None and value is None:
+        return False, None
+    if not spec.matches(data, value):
+        return False, None
+    return True, spec.trigger_data(data, value)
+
+
+def automation_fanout(event: TriggerEvent, *, now: dt.datetime | None = None) -> list[str]:
+    """AUT-17: open a run per matching active automation; returns the created run ids."""
+    from owlat.jobs import enqueue
+
+    now = now or timezone.now()
+    automations = Automation.objects.filter(
+        organization_id=event.organization_id, status=AutomationStatus.ACTIVE, trigger_type=event.kind
+    ).annotate(
+        has_steps=Exists(AutomationStep.objects.filter(automation_id=OuterRef("pk"))),
+        has_running=Exists(
+            AutomationRun.objects.filter(
+                automation_id=OuterRef("pk"), contact_id=event.contact_id, status=RunStatus.RUNNING
+            )
+        ),
+    )
+    run_ids: list[str] = []
+    for automation in automations:
+        matched, trigger_data = trigger_matches(event.kind, automation.trigger_config, event.data)
+        if not matched or automation.has_running or not automation.has_steps:
+            continue
+        run = run_open(
+            automation=automation,
+            contact_id=event.contact_id,
+            triggered_by=event.kind,
+            trigger_data=trigger_data,
+            at=now,
+        )
+        if run is None:  # a concurrent firing won the partial unique index
+            continue
+        enqueue("automations.tasks.automation_run_start_task", str(run.pk))
+        run_ids.append(str(run.pk))
+    return run_ids
