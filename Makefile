@@ -1,13 +1,15 @@
 .PHONY: run test lint format
 
-# Install into .venv, migrate the embedded SQLite database, bootstrap demo data, print the admin login and
-# API key, and start web server, workers and due-task dispatcher in the foreground (Ctrl-C stops all).
+# Install into .venv, migrate the database (embedded SQLite under var/ unless DATABASE_URL is set), bootstrap
+# the demo organization, print the admin login and API key, and start the web server, one worker cluster per
+# queue and the due-task dispatcher in the foreground (Ctrl-C stops all).
 run:
 	@bash scripts/run.sh
 
-# Install dev dependencies, make sure PostgreSQL answers (or start a throwaway one), run ruff and all tests.
+# Install dev dependencies, make sure PostgreSQL answers (or start a throwaway one), run ruff and the whole
+# pytest suite on PostgreSQL, then the SQLite smoke test. Extra pytest arguments: make test ARGS="-x tests/".
 test:
-	@bash scripts/test.sh
+	@bash scripts/test.sh $(ARGS)
 
 lint:
 	.venv/bin/ruff check . && .venv/bin/ruff format --check .

@@ -1,0 +1,110 @@
+"""Smoke test of the main flows on SQLite (D-16), run by `make test` in its own step:
+
+    DATABASE_URL=sqlite:///<tmp>/smoke.sqlite3 pytest -m sqlite_smoke tests/test_sqlite_smoke.py
+
+On PostgreSQL these tests are deselected (root conftest).
+"""
+
+import datetime as dt
+
+import pytest
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+from django.utils import timezone
+
+from owlat.api.services import segment_create, topic_create
+from owlat.conditions import filters_count
+from owlat.contacts import contact_find_or_create, contact_update
+from owlat.jobs import dispatch_due_tasks, enqueue
+from owlat.models import Contact, ContactTopic, DueTask, WorkerHeartbeat
+from owlat.organizations import organization_create
+from owlat.testing import drain_queue, queued_tasks
+from owlat.topics import topic_subscribe
+
+pytestmark = pytest.mark.sqlite_smoke
+
+
+@pytest.mark.django_db
+def test_runs_on_sqlite_in_wal_mode_with_all_migrations_applied(settings):
+    assert settings.IS_SQLITE and connection.vendor == "sqlite"
+    executor = MigrationExecutor(connection)
+    assert executor.migration_plan(executor.loader.graph.leaf_nodes()) == []
+    with connection.cursor() as cur:
+        cur.execute("PRAGMA journal_mode")
+        assert cur.fetchone()[0] == "wal"
+        cur.execute("PRAGMA busy_timeout")
+        assert cur.fetchone()[0] == 20000
+
+
+@pytest.mark.django_db
+def test_main_flows_on_sqlite():
+    org = organization_create(name="Smoke")
+    contact, created = contact_find_or_create(
+        organization_id=org.pk,
+        email=" Ada@Example.com ",
+        source="api",
+        actor="smoke",
+        first_name="Ada",
+        properties={"plan": "pro"},
+    )
+    assert created and contact.email == "ada@example.com"
+    again, created = contact_find_or_create(
+        organization_id=org.pk, email="ada@example.com", source="api", actor="smoke"
+    )
+    assert not created and again.pk == contact.pk
+    other, _ = contact_find_or_create(
+        organization_id=org.pk,
+        email="bob@example.com",
+        source="api",
+        actor="smoke",
+        properties={"plan": "free"},
+    )
+    contact, changed = contact_update(contact=contact, changes={"last_name": "Lovelace"}, actor="smoke")
+    assert changed == ["lastName"]
+
+    single = topic_create(organization_id=org.pk, actor="smoke", name="Updates", require_double_opt_in=False)
+    doi = topic_create(organization_id=org.pk, actor="smoke", name="Newsletter", require_double_opt_in=True)
+    assert topic_subscribe(contact=contact, topic=single, source="api", actor="smoke") == "subscribed"
+    assert topic_subscribe(contact=contact, topic=single, source="api", actor="smoke") == "already_member"
+    assert topic_subscribe(contact=other, topic=doi, source="form", actor="smoke") == "pending_doi"
+    assert ContactTopic.objects.get(contact=other, topic=doi).pending_doi_confirmation
+    assert Contact.objects.get(pk=other.pk).doi_status == "pending"
+
+    filters = {
+        "logic": "AND",
+        "conditions": [{"kind": "contact_property", "field": "plan", "operator": "equals", "value": "pro"}],
+    }
+    segment = segment_create(organization_id=org.pk, actor="smoke", name="Pro", filters=filters)
+    assert segment.cached_count == 1 == filters_count(org.pk, filters)
+    topic_filters = {
+        "logic": "OR",
+        "conditions": [{"kind": "topic_membership", "topicId": str(single.pk), "operator": "equals"}],
+    }
+    assert filters_count(org.pk, topic_filters) == 1
+
+    # background work: an immediate task and a due task, each run through django-q2's ORM broker
+    drain_queue()  # whatever the flows above enqueued (webhooks, DOI mail, triggers) runs on SQLite too
+    enqueue("owlat.jobs.heartbeat_task", "smoke:now", queue="transactional")
+    later = timezone.now() + dt.timedelta(minutes=5)
+    enqueue("owlat.jobs.heartbeat_task", "smoke:later", queue="campaign", at=later)
+    assert [t.queue for t in queued_tasks()] == ["transactional"]
+    assert DueTask.objects.count() == 1
+    assert dispatch_due_tasks() == 0  # not due yet
+    assert [t.result for t in drain_queue(dispatch_due=False)] == ["heartbeat smoke:now"]
+    assert dispatch_due_tasks(now=later + dt.timedelta(seconds=1)) == 1
+    assert DueTask.objects.count() == 0
+    assert [(t.queue, t.result) for t in drain_queue()] == [("campaign", "heartbeat smoke:later")]
+    assert set(WorkerHeartbeat.objects.values_list("name", flat=True)) >= {"smoke:now", "smoke:later"}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_worker_processes_share_the_sqlite_database(workers):
+    """`make run`'s process layout on SQLite: one cluster per queue plus the dispatcher, all on one file."""
+    for queue in ("default", "transactional", "campaign"):
+        enqueue("owlat.jobs.heartbeat_task", f"smoke:{queue}", queue=queue)
+    enqueue("owlat.jobs.heartbeat_task", "smoke:due", at=timezone.now() + dt.timedelta(milliseconds=500))
+    names = {"smoke:default", "smoke:transactional", "smoke:campaign", "smoke:due"}
+    workers.wait_until(
+        lambda: set(WorkerHeartbeat.objects.values_list("name", flat=True)) >= names, timeout=20
+    )
+    assert DueTask.objects.count() == 0
