@@ -10,3 +10,8 @@ class AutomationsConfig(AppConfig):
         from owlat.registry import register_trigger_listener
 
         register_trigger_listener(automation_fanout)
+
+        from automations.services import automations_using_topic
+        from owlat.api.inuse import register_topic_in_use
+
+        register_topic_in_use(automations_using_topic)
