@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import logging
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
@@ -104,7 +105,7 @@ class ApiMiddleware:
         response = self.get_response(request)
 
         if not getattr(response, "owlat_api", False) and not _is_json(response):
-            if response.status_code == 404 or response.status_code in (301, 302, 308):
+            if response.status_code == 404 or _is_append_slash_redirect(request, response):
                 response = json_error_response("not_found", NOT_FOUND, 404)
             elif response.status_code >= 500:
                 response = json_error_response("internal", INTERNAL, 500)
@@ -121,6 +122,14 @@ class ApiMiddleware:
             return json_error_response("not_found", NOT_FOUND, 404)
         logger.exception("Unhandled exception under %s", API_PREFIX, exc_info=exception)
         return json_error_response("internal", INTERNAL, 500)
+
+
+def _is_append_slash_redirect(request: HttpRequest, response: HttpResponse) -> bool:
+    """APPEND_SLASH's redirect (never wanted under /api/v1: a slash-less POST would lose its body)."""
+    if response.status_code not in (301, 302, 307, 308):
+        return False
+    location = urlsplit(response.get("Location", "")).path
+    return location == request.path + "/"
 
 
 def _is_json(response: HttpResponse) -> bool:

@@ -82,6 +82,9 @@ urlpatterns = [
                 api_route(r"_test/transition", TransitionView),
                 api_route(r"_test/echo", EchoView),
                 api_route(r"_test/plain-crash", plain_django_crash),
+                # declared the plain Django way, with a required trailing slash / without one
+                path("_test/strict-slash/", EchoView.as_view()),
+                path("_test/no-slash", EchoView.as_view()),
             ]
         ),
     ),
@@ -457,10 +460,11 @@ def test_rate_limit_headers_on_success_and_errors(api, key):
 
 def test_empty_bucket_answers_429_with_retry_after(api, key):
     api_key = key[0]
-    statuses = [api.get("/contacts") for _ in range(25)]
-    limited = [r for r in statuses if r.status_code == 429]
-    assert limited, "15 tokens of burst cannot serve 25 immediate requests"
-    response = limited[0]
+    assert api.get("/contacts").status_code == 200
+    # the bucket is empty and its clock a few seconds ahead, so nothing refills before the next request
+    RateBucket.objects.filter(key=f"api:{api_key.pk}").update(tokens=0.0, updated_at=time.time() + 5)
+    response = api.get("/contacts")
+    assert response.status_code == 429
     assert response.json() == {
         "error": {
             "category": "rate_limited",
@@ -491,8 +495,10 @@ def test_token_bucket_arithmetic_is_deterministic(key):
 def test_rate_limit_is_per_key(org):
     first, raw_first = make_key(org)
     _, raw_second = make_key(org)
-    for _ in range(15):
-        take_request_token(first)
+    # empty the first key's bucket (its clock a few seconds ahead, so no refill happens meanwhile)
+    RateBucket.objects.update_or_create(
+        key=f"api:{first.pk}", defaults={"tokens": 0.0, "updated_at": time.time() + 5}
+    )
     assert ApiClient(raw_first).get("/contacts").status_code == 429
     assert ApiClient(raw_second).get("/contacts").status_code == 200
 
@@ -534,3 +540,55 @@ def test_body_over_15_mib_is_too_large_but_15_mib_is_accepted(api):
 def test_body_on_get_and_delete_is_ignored(api):
     response = api.get("/contacts", raw=b"this is not json")
     assert response.status_code == 200
+
+
+def test_routes_declared_without_api_route_are_slash_optional_too(api):
+    for url in ("/_test/strict-slash", "/_test/strict-slash/", "/_test/no-slash", "/_test/no-slash/"):
+        response = api.post(url, {"a": 1})
+        assert response.status_code == 201, url
+        assert response.json() == {"data": {"body": {"a": 1}}}
+
+
+# --- health, schema, docs (API-23, D-15) ---------------------------------------------------------------------
+
+
+def test_health_needs_no_key_and_reports_database_and_heartbeat():
+    from owlat.jobs import heartbeat
+
+    client = Client()
+    response = client.get("/api/v1/health")
+    assert response.status_code == 200
+    body = response.json()
+    assert body["status"] == "ok"
+    assert body["database"] == "ok"
+    assert body["workerHeartbeatAgeSeconds"] is None
+    assert len(body["timestamp"]) == 24 and body["timestamp"].endswith("Z")
+    assert not any(h.lower().startswith("x-ratelimit") for h in response.headers)
+    heartbeat("default")
+    body = client.get("/api/v1/health/").json()
+    assert 0 <= body["workerHeartbeatAgeSeconds"] < 5
+    # an invalid key is not even looked at
+    assert client.get("/api/v1/health", headers={"Authorization": "Bearer nonsense"}).status_code == 200
+
+
+def test_health_reports_an_unreachable_database(monkeypatch):
+    from owlat.api import health
+
+    monkeypatch.setattr(health, "_database_ok", lambda: False)
+    response = Client().get("/api/v1/health")
+    assert response.status_code == 503
+    assert response.json()["status"] == "error" and response.json()["database"] == "unavailable"
+
+
+def test_openapi_schema_and_docs_page_need_no_key():
+    client = Client()
+    schema = client.get("/api/v1/schema")
+    assert schema.status_code == 200
+    document = schema.json()
+    assert document["openapi"].startswith("3.")
+    paths = set(document["paths"])
+    assert any(p.startswith("/api/v1/contacts") for p in paths)
+    assert any("/topics/" in p for p in paths) and any(p.startswith("/api/v1/segments") for p in paths)
+    docs = client.get("/api/v1/docs")
+    assert docs.status_code == 200
+    assert b"swagger" in docs.content.lower()
