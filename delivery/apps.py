@@ -4,3 +4,18 @@ from django.apps import AppConfig
 class DeliveryConfig(AppConfig):
     name = "delivery"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from delivery import services
+        from delivery.providers import install_anymail_webhook_settings
+        from owlat.registry import (
+            register_contact_erasure_hook,
+            register_doi_started_hook,
+            register_unsubscribe_hook,
+        )
+
+        register_doi_started_hook(services.doi_email_queue)
+        register_unsubscribe_hook(services.on_unsubscribe)
+        register_contact_erasure_hook(services.on_contact_erased)
+        install_anymail_webhook_settings()
+        from delivery import webhooks  # noqa: F401 - connects the anymail tracking receiver

@@ -1,0 +1,262 @@
+"""Composing the message of one send row (DLV-16, DLV-20, DLV-21, DLV-23, AUT-31 step 5, AGT-22).
+
+- campaign: the row's template in its language, personalized from the row's snapshot; open pixel and signed
+  click links when tracking is on (DLV-20); `List-Unsubscribe` + one-click, `Precedence: bulk`,
+  `Auto-Submitted: auto-generated`, `List-Id` (topic campaigns), `Feedback-ID` (DLV-23); a footer with the
+  unsubscribe and preference links (topic campaigns) and the organization's postal address;
+- automation: the template personalized for the contact, no tracking, no footer, one-click
+  `List-Unsubscribe` headers (AUT-31, DLV-21);
+- transactional: the transactional template with the request's data variables, attachments;
+- agent_reply: the given body, `Auto-Submitted: auto-replied` and threading headers, no List-Unsubscribe;
+- test: the given content or template, subject prefixed "[Test] ".
+"""
+
+from __future__ import annotations
+
+import html as html_lib
+import re
+from typing import Any
+from urllib.parse import urlparse
+
+from delivery import tokens
+from delivery.messages import Attachment, OutgoingMessage
+from templates.rendering import contact_variables, prepare_template, render_prepared, render_template
+
+
+class ComposeError(Exception):
+    """The row cannot be composed (template gone, no content): the send fails with `code`."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def message_domain(from_email: str | None) -> str:
+    domain = (from_email or "").rpartition("@")[2].strip().lower()
+    if domain:
+        return domain
+    host = urlparse(tokens.site_url()).hostname
+    return host or "owlat.localhost"
+
+
+def message_id_for(send: Any, from_email: str | None) -> str:
+    """Stable per send row (D-07): derived from the row id and kind, never random per attempt."""
+    return f"<{send.pk.hex}.{send.ref_kind}@{message_domain(from_email)}>"
+
+
+# --- tracking (DLV-20) ------------------------------------------------------------------------------------
+
+_ANCHOR_RE = re.compile(r"<a\b[^>]*>", re.IGNORECASE)
+_HREF_RE = re.compile(r"""(\bhref\s*=\s*)(["'])(.*?)\2""", re.IGNORECASE | re.DOTALL)
+_SKIP_PREFIXES = ("mailto:", "tel:", "#", "javascript:", "sms:", "data:")
+
+
+def rewrite_links(markup: str, *, organization_id: Any, send_id: Any, no_track: tuple[str, ...] = ()) -> str:
+    """Rewrite each link to a signed click URL, except mailto/tel/#/javascript, already tracked links, links
+    marked `data-no-track`, and the given no-track URLs (view-in-browser, unsubscribe, preferences)."""
+    tracked_prefix = f"{tokens.site_url()}/t/c/"
+
+    def anchor(match: re.Match[str]) -> str:
+        tag = match.group(0)
+        if "data-no-track" in tag.lower():
+            return tag
+
+        def href(m: re.Match[str]) -> str:
+            raw = m.group(3)
+            target = html_lib.unescape(raw).strip()
+            lowered = target.lower()
+            if (
+                not target
+                or lowered.startswith(_SKIP_PREFIXES)
+                or target.startswith(tracked_prefix)
+                or target in no_track
+                or not tokens.is_safe_target(target)
+            ):
+                return m.group(0)
+            url = tokens.click_url(organization_id=organization_id, send_id=send_id, target=target)
+            return f"{m.group(1)}{m.group(2)}{html_lib.escape(url, quote=True)}{m.group(2)}"
+
+        return _HREF_RE.sub(href, tag, count=1)
+
+    return _ANCHOR_RE.sub(anchor, markup)
+
+
+def add_open_pixel(markup: str, *, organization_id: Any, send_id: Any) -> str:
+    url = html_lib.escape(tokens.open_url(organization_id=organization_id, send_id=send_id), quote=True)
+    pixel = f'<img src="{url}" width="1" height="1" alt="" style="display:none;border:0" />'
+    return _insert_before_body_end(markup, pixel)
+
+
+def _insert_before_body_end(markup: str, snippet: str) -> str:
+    index = markup.lower().rfind("</body>")
+    if index == -1:
+        return markup + snippet
+    return markup[:index] + snippet + markup[index:]
+
+
+# --- footer (DLV-21) -------------------------------------------------------------------------------------
+
+
+def footer_html(*, unsubscribe: str | None, preferences: str | None, postal_address: str) -> str:
+    parts: list[str] = []
+    if unsubscribe:
+        links = f'<a href="{html_lib.escape(unsubscribe)}" data-no-track>Unsubscribe</a>'
+        if preferences:
+            links += f' · <a href="{html_lib.escape(preferences)}" data-no-track>Manage preferences</a>'
+        parts.append(f"<p>{links}</p>")
+    if postal_address.strip():
+        address = "<br />".join(html_lib.escape(line) for line in postal_address.strip().splitlines())
+        parts.append(f"<p>{address}</p>")
+    if not parts:
+        return ""
+    return (
+        '<div class="owlat-footer" style="margin-top:24px;font-size:12px;color:#666666;text-align:center">'
+        + "".join(parts)
+        + "</div>"
+    )
+
+
+def footer_text(*, unsubscribe: str | None, preferences: str | None, postal_address: str) -> str:
+    lines: list[str] = []
+    if unsubscribe:
+        lines.append(f"Unsubscribe: {unsubscribe}")
+        if preferences:
+            lines.append(f"Manage preferences: {preferences}")
+    if postal_address.strip():
+        lines.append(postal_address.strip())
+    return ("\n\n-- \n" + "\n".join(lines)) if lines else ""
+
+
+def list_unsubscribe_headers(url: str) -> dict[str, str]:
+    """DLV-21 / RFC 8058 one-click headers."""
+    return {"List-Unsubscribe": f"<{url}>", "List-Unsubscribe-Post": "List-Unsubscribe=One-Click"}
+
+
+# --- composers ----------------------------------------------------------------------------------------
+
+
+def compose_campaign(send: Any, ctx: Any, *, postal_address: str = "") -> OutgoingMessage:
+    """A campaign row (`EmailSend`) with its campaign's send settings (`CampaignSendSettings`)."""
+    template = send.email_template
+    if template is None:
+        raise ComposeError("TEMPLATE_NOT_FOUND", "Email template not found")
+    prepared = prepare_template(template, send.language)
+    if not prepared.has_html:
+        raise ComposeError("TEMPLATE_NO_CONTENT", "Email template has no HTML content")
+    variables = {
+        "email": send.contact_email,
+        "firstName": send.contact_first_name or "",
+        "lastName": send.contact_last_name or "",
+    }
+    rendered = render_prepared(prepared, variables)
+    subject = send.personalized_subject or rendered.subject
+    org_id = send.organization_id
+    site = tokens.site_url()
+    unsubscribe = preferences = None
+    headers: dict[str, str] = {
+        "Precedence": "bulk",
+        "Auto-Submitted": "auto-generated",
+        "Feedback-ID": f"campaign:{org_id}:{send.campaign_id}:owlat",
+    }
+    domain = message_domain(ctx.from_email)
+    if ctx.topic_id:
+        label = re.sub(r"[^\w .-]", "", ctx.topic_name or "").strip()
+        list_id = f"{ctx.topic_id}.{domain}"
+        headers["List-Id"] = f"{label} <{list_id}>" if label else f"<{list_id}>"
+    if site and send.contact_id:
+        unsubscribe = tokens.unsubscribe_url(
+            organization_id=org_id, contact_id=send.contact_id, send_kind="campaign", send_id=send.pk
+        )
+        headers.update(list_unsubscribe_headers(unsubscribe))
+        if ctx.topic_id:
+            preferences = tokens.preferences_url(organization_id=org_id, contact_id=send.contact_id)
+    # Segment campaigns carry the unsubscribe link in the header only (DLV-21).
+    body_unsubscribe = unsubscribe if ctx.topic_id else None
+    html = rendered.html
+    html = _insert_before_body_end(
+        html,
+        footer_html(unsubscribe=body_unsubscribe, preferences=preferences, postal_address=postal_address),
+    )
+    text = rendered.text + footer_text(
+        unsubscribe=body_unsubscribe, preferences=preferences, postal_address=postal_address
+    )
+    if site and ctx.track:
+        no_track = tuple(u for u in (unsubscribe, preferences, ctx.view_in_browser_url) if u)
+        html = rewrite_links(html, organization_id=org_id, send_id=send.pk, no_track=no_track)
+        html = add_open_pixel(html, organization_id=org_id, send_id=send.pk)
+    return OutgoingMessage(
+        from_email=ctx.from_email,
+        from_name=ctx.from_name or "",
+        reply_to=ctx.reply_to or "",
+        to=send.contact_email,
+        subject=subject,
+        html=html,
+        text=text,
+        headers=headers,
+        message_id=message_id_for(send, ctx.from_email),
+        organization_id=org_id,
+        send_kind="campaign",
+        send_id=send.pk,
+    )
+
+
+def compose_transactional(send: Any, *, attachments: list[Attachment] | None = None) -> OutgoingMessage:
+    """A `TransactionalSend` of any kind; `from_email` was snapshotted on the row at intake."""
+    kind = send.kind
+    headers: dict[str, str] = {}
+    variables = dict(send.data_variables or {})
+    subject = send.subject or ""
+    html: str | None
+    text: str | None
+    if kind == "agent_reply" or (send.html_body or send.text_body):
+        html, text = send.html_body, send.text_body
+        if not text and html:
+            from templates.rendering import html_to_text
+
+            text = html_to_text(html)
+    else:
+        template = send.transactional_email if kind == "transactional" else send.email_template
+        if template is None:
+            raise ComposeError("TEMPLATE_NOT_FOUND", "Email template not found")
+        if kind == "transactional" and send.contact is not None:
+            variables = contact_variables(send.contact, variables)
+        rendered = render_template(template, variables=variables, language=send.language)
+        if not rendered.html.strip():
+            raise ComposeError("TEMPLATE_NO_CONTENT", "Email template has no HTML content")
+        html, text = rendered.html, rendered.text
+        # `send.subject` is the final subject when it was personalized at intake (AUT-31 step 5).
+        subject = send.subject or rendered.subject
+    if kind == "agent_reply":
+        headers["Auto-Submitted"] = "auto-replied"
+    if kind == "test":
+        subject = f"[Test] {subject}"
+    for name, value in (send.extra_headers or {}).items():
+        headers[str(name)] = str(value).replace("\r", " ").replace("\n", " ")
+    if kind == "automation" and tokens.site_url() and send.contact_id:
+        headers.update(
+            list_unsubscribe_headers(
+                tokens.unsubscribe_url(
+                    organization_id=send.organization_id,
+                    contact_id=send.contact_id,
+                    send_kind="transactional",
+                    send_id=send.pk,
+                )
+            )
+        )
+    from_email = send.from_email or ""
+    return OutgoingMessage(
+        from_email=from_email,
+        from_name=send.from_name or "",
+        reply_to=send.reply_to or "",
+        to=send.email,
+        subject=subject.replace("\r", " ").replace("\n", " "),
+        html=html,
+        text=text or "",
+        headers=headers,
+        attachments=attachments or [],
+        message_id=message_id_for(send, from_email),
+        organization_id=send.organization_id,
+        send_kind=kind,
+        send_id=send.pk,
+    )

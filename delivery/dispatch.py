@@ -1,0 +1,89 @@
+"""The dispatch helper (DLV-17): the only place that talks to a provider.
+
+It tries `1 + len(retry_delays)` times, sleeping `retry_delays[i]` ms between attempts, and retries only on
+`RATE_LIMIT` and `SERVER_ERROR`; every other code ends at once. A request that may have been accepted
+(`AMBIGUOUS_TIMEOUT`, D-07/D-08) is never retried. `sleep`, `clock` and `before_attempt` (pool pacing: every
+attempt takes a token) are injectable so tests assert the waits without waiting.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from delivery.messages import OutgoingMessage
+from delivery.providers import DispatchError, Transport
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class DispatchResult:
+    ok: bool
+    provider_type: str
+    attempts: int
+    latency_ms: int
+    provider_message_id: str | None = None
+    error_code: str | None = None
+    error_message: str | None = None
+    outcome_unknown: bool = False
+    waits_ms: tuple[int, ...] = ()
+
+
+def send_provider_dispatch(
+    transport: Transport,
+    message: OutgoingMessage,
+    *,
+    retry_delays_ms: Sequence[int],
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+    before_attempt: Callable[[], None] | None = None,
+) -> DispatchResult:
+    started = clock()
+    attempts = 0
+    waits: list[int] = []
+    last: DispatchError | None = None
+    for attempt in range(1 + len(retry_delays_ms)):
+        if attempt > 0:
+            delay = retry_delays_ms[attempt - 1]
+            waits.append(delay)
+            sleep(delay / 1000.0)
+        if before_attempt is not None:
+            before_attempt()
+        attempts += 1
+        try:
+            provider_message_id = transport.send(message)
+        except DispatchError as exc:
+            last = exc
+            logger.info(
+                "dispatch attempt %s of %s to %s failed: %s %s",
+                attempts,
+                1 + len(retry_delays_ms),
+                message.to,
+                exc.code,
+                exc.message,
+            )
+            if exc.on_wire or not exc.retryable:
+                break
+            continue
+        return DispatchResult(
+            ok=True,
+            provider_type=transport.provider_type,
+            attempts=attempts,
+            latency_ms=int((clock() - started) * 1000),
+            provider_message_id=provider_message_id,
+            waits_ms=tuple(waits),
+        )
+    assert last is not None
+    return DispatchResult(
+        ok=False,
+        provider_type=transport.provider_type,
+        attempts=attempts,
+        latency_ms=int((clock() - started) * 1000),
+        error_code=last.code,
+        error_message=last.message,
+        outcome_unknown=last.on_wire,
+        waits_ms=tuple(waits),
+    )

@@ -1,0 +1,250 @@
+"""Pool worker and dispatch helper against a real SMTP server on loopback (D-06, D-07, D-08, DLV-17/18)."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from django.db import connection
+
+from delivery.models import EmailSend, TransactionalSend
+from delivery.services import automation_email_queue
+from delivery.worker import Pacer, dispatch_batch, reap_stuck_sends
+from owlat.testing import drain_queue, queued_tasks
+
+
+class FakeSleep:
+    """Records the requested waits instead of waiting (the spec's delays are asserted, the test stays fast)."""
+
+    def __init__(self):
+        self.waits: list[float] = []
+
+    def __call__(self, seconds: float) -> None:
+        self.waits.append(seconds)
+
+
+@pytest.fixture
+def no_pacing(settings):
+    settings.DELIVERY_TRANSACTIONAL_RATE = 0
+    settings.DELIVERY_CAMPAIGN_RATE = 0
+
+
+@pytest.fixture
+def automation_send(org, template, contact, smtp_sink, no_pacing):
+    result = automation_email_queue(
+        organization_id=str(org.pk),
+        contact_id=str(contact.pk),
+        automation_id="00000000-0000-0000-0000-000000000001",
+        email_template_id=str(template.pk),
+        subject_override=None,
+    )
+    assert result.status == "queued", result
+    return TransactionalSend.objects.get(pk=result.send_id)
+
+
+@pytest.mark.django_db
+def test_automation_send_arrives_once_personalized_with_headers(automation_send, smtp_sink, contact):
+    # the job was enqueued on the transactional pool with the row
+    tasks = queued_tasks("transactional")
+    assert [(t.func, t.args) for t in tasks] == [
+        ("delivery.tasks.send_batch_task", ("transactional", [str(automation_send.pk)]))
+    ]
+    ran = drain_queue(queue="transactional")
+    assert len(ran) == 1 and "sent 1" in ran[0].result
+    [msg] = smtp_sink.wait_for(1)
+    assert msg.rcpt_tos == [contact.email]
+    assert msg["Subject"] == "Hello Jane"
+    automation_send.refresh_from_db()
+    assert msg["Message-ID"] == automation_send.message_id
+    assert msg["Message-ID"].endswith("@acme.test>")
+    assert msg["List-Unsubscribe"].startswith("<http") and "/unsub/" in msg["List-Unsubscribe"]
+    assert msg["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
+    assert "Precedence" not in msg  # not campaign mail
+    assert "Hi Jane Doe!" in msg.html() and 'style="color: #333333;"' in msg.html()  # CSS inlined
+    assert "/t/o/" not in msg.html() and "/t/c/" not in msg.html()  # automation mail is not tracked
+    assert msg.text().strip().startswith("Hi Jane!")
+    assert automation_send.status == "sent"
+    assert automation_send.provider_type == "smtp"
+    assert automation_send.provider_message_id == automation_send.message_id.strip("<>")
+    assert automation_send.handed_off_at is not None and automation_send.sent_at is not None
+
+
+@pytest.mark.django_db
+def test_451_twice_then_success_after_the_spec_waits(automation_send, smtp_sink):
+    smtp_sink.reply_script = ["451", "451", "ok"]
+    sleep = FakeSleep()
+    summary = dispatch_batch("transactional", [str(automation_send.pk)], sleep=sleep)
+    assert summary.sent == 1
+    assert sleep.waits == [1.0, 5.0]
+    assert len(smtp_sink.messages) == 1
+    assert [a.outcome for a in smtp_sink.attempts] == ["rejected_data", "rejected_data", "accepted"]
+    automation_send.refresh_from_db()
+    assert automation_send.status == "sent"
+
+
+@pytest.mark.django_db
+def test_550_fails_invalid_recipient_without_retry(automation_send, smtp_sink):
+    smtp_sink.reply_script = ["550"]
+    sleep = FakeSleep()
+    summary = dispatch_batch("transactional", [str(automation_send.pk)], sleep=sleep)
+    assert summary.failed == 1 and sleep.waits == []
+    assert len(smtp_sink.attempts) == 1 and smtp_sink.messages == []
+    automation_send.refresh_from_db()
+    assert automation_send.status == "failed"
+    assert automation_send.error_code == "INVALID_RECIPIENT"
+    assert "550" in automation_send.error_message
+
+
+@pytest.mark.django_db
+def test_drop_after_data_is_an_unknown_outcome_never_resent(automation_send, smtp_sink):
+    smtp_sink.reply_script = ["drop_after_data"]
+    sleep = FakeSleep()
+    summary = dispatch_batch("transactional", [str(automation_send.pk)], sleep=sleep)
+    assert summary.unknown == 1 and sleep.waits == []
+    smtp_sink.wait_for_attempts(1)
+    automation_send.refresh_from_db()
+    assert automation_send.status == "queued"
+    assert automation_send.outcome_unknown
+    assert automation_send.error_code == "AMBIGUOUS_TIMEOUT"
+    # a second delivery of the job, and the recovery sweep, send nothing
+    again = dispatch_batch("transactional", [str(automation_send.pk)], sleep=sleep)
+    assert again.claimed == 0
+    report = reap_stuck_sends(apply=True)
+    assert report.counts() == {"orphans": 0, "lost_hand_offs": 0, "expired_unknown": 0}
+    assert len(smtp_sink.attempts) == 1 and smtp_sink.messages == []
+
+
+@pytest.mark.django_db
+def test_drop_before_data_is_retried(automation_send, smtp_sink):
+    smtp_sink.reply_script = ["drop_before_data", "ok"]
+    sleep = FakeSleep()
+    summary = dispatch_batch("transactional", [str(automation_send.pk)], sleep=sleep)
+    assert summary.sent == 1 and sleep.waits == [1.0]
+    assert len(smtp_sink.messages) == 1
+
+
+@pytest.mark.django_db
+def test_a_task_delivered_twice_sends_once(automation_send, smtp_sink):
+    ids = [str(automation_send.pk)]
+    first = dispatch_batch("transactional", ids)
+    second = dispatch_batch("transactional", ids)
+    assert (first.sent, second.claimed) == (1, 0)
+    assert smtp_sink.count_for(automation_send.email) == 1
+
+
+@pytest.mark.django_db
+def test_campaign_batch_headers_footer_and_tracking(make_campaign_send, smtp_sink, no_pacing, org, settings):
+    from delivery.services import CampaignSendContext
+
+    ctx = CampaignSendContext(
+        from_email="news@acme.test",
+        from_name="Acme News",
+        topic_id="5b0b1b8c-4a5e-4c55-9d35-2c1f6d1d2d11",
+        topic_name="Weekly News",
+    )
+    sends = [make_campaign_send(ctx=ctx) for _ in range(3)]
+    summary = dispatch_batch("campaign", [str(s.pk) for s in sends])
+    assert summary.sent == 3
+    messages = smtp_sink.wait_for(3)
+    by_rcpt = {m.rcpt_tos[0]: m for m in messages}
+    for send in sends:
+        msg = by_rcpt[send.contact_email]
+        assert msg["Precedence"] == "bulk"
+        assert msg["Auto-Submitted"] == "auto-generated"
+        assert msg["List-Id"] == "Weekly News <5b0b1b8c-4a5e-4c55-9d35-2c1f6d1d2d11.acme.test>"
+        assert msg["Feedback-ID"] == f"campaign:{org.pk}:{send.campaign_id}:owlat"
+        assert msg["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
+        assert f"Hi {send.contact_first_name} Doe!" in msg.html()
+        assert "1 Main Street" in msg.html() and "1 Main Street" in msg.text()
+        assert f"{settings.SITE_URL}/t/o/" in msg.html()  # open pixel
+        assert f"{settings.SITE_URL}/t/c/" in msg.html()  # tracked link
+        assert "mailto:help@acme.test" in msg.html()  # mailto stays untracked
+        assert "Unsubscribe" in msg.html() and "/preferences/" in msg.html()
+        send.refresh_from_db()
+        assert send.status == "sent"
+    from delivery.services import campaign_counters
+
+    assert campaign_counters(sends[0].campaign_id)["sent"] == 3
+
+
+@pytest.mark.django_db
+def test_campaign_row_suppressed_before_dispatch(make_campaign_send, smtp_sink, no_pacing, org):
+    from owlat.suppression import suppress
+
+    send = make_campaign_send()
+    suppress(organization_id=org.pk, email=send.contact_email, reason="manual")
+    summary = dispatch_batch("campaign", [str(send.pk)])
+    assert summary.failed == 1 and smtp_sink.attempts == []
+    send.refresh_from_db()
+    assert send.status == "failed" and send.error_code == "RECIPIENT_SUPPRESSED"
+    assert send.error_message == "Recipient suppressed (blocklist) before dispatch"
+
+
+@pytest.mark.django_db
+def test_no_provider_at_dispatch_fails_the_rows(make_campaign_send, settings):
+    settings.EMAIL_PROVIDER = ""
+    send = make_campaign_send()
+    summary = dispatch_batch("campaign", [str(send.pk)])
+    assert summary.failed == 1
+    send.refresh_from_db()
+    assert send.error_code == "WORKPOOL_FAILED"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_workers_racing_for_the_same_batch_send_each_row_once(
+    org, template, context, make_contact, smtp_sink, no_pacing
+):
+    if connection.vendor != "postgresql":
+        pytest.skip("SKIP LOCKED claims need PostgreSQL")
+    import uuid
+
+    from delivery.services import CampaignRecipient, create_batch
+
+    contacts = [make_contact(email=f"race{i}@example.com") for i in range(20)]
+    result = create_batch(
+        organization_id=org.pk,
+        campaign_id=str(uuid.uuid4()),
+        context=context,
+        sends=[
+            CampaignRecipient(contact_id=str(c.pk), email=c.email, email_template_id=str(template.pk))
+            for c in contacts
+        ],
+        enqueue=False,
+    )
+    ids = list(result.values())
+    barrier = threading.Barrier(2)
+    summaries = []
+
+    def worker():
+        try:
+            barrier.wait()
+            summaries.append(dispatch_batch("campaign", ids))
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=worker) for _ in range(2)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert sum(s.sent for s in summaries) == 20
+    assert sum(s.claimed for s in summaries) == 20
+    smtp_sink.wait_for(20)
+    for c in contacts:
+        assert smtp_sink.count_for(c.email) == 1
+    assert EmailSend.objects.filter(pk__in=ids, status="sent").count() == 20
+
+
+@pytest.mark.django_db
+def test_pacer_admits_the_configured_rate_with_an_injected_clock():
+    clock = {"now": 1000.0}
+    slept = []
+
+    def sleep(s):
+        slept.append(s)
+        clock["now"] += s
+
+    pacer = Pacer("campaign", rate=20, sleep=sleep, clock=lambda: clock["now"])
+    for _ in range(20 + 40):  # burst of one second, then two more seconds at the rate
+        pacer()
+    assert clock["now"] == pytest.approx(1002.0, abs=0.01)

@@ -1,0 +1,411 @@
+"""The pool worker (DLV-15 … DLV-18 as refined by D-06, D-07, D-08).
+
+`dispatch_batch(kind, ids)` is what one pool job does: claim each given row on its own (rows another worker
+holds, or that already left `queued`, are skipped), compose, re-check suppression, take a pacing token, mark
+the hand-off, dispatch through `send_provider_dispatch` over one provider connection, and record every result
+through the send lifecycle (batched, so counters and completion handlers are merged per campaign).
+
+A row is dispatched at most once: the claim is a compare-and-set, the hand-off mark is a compare-and-set on the
+claim token, and a row handed off without a result stays `queued` and flagged outcome-unknown, never re-sent
+automatically (`reap_stuck_sends` resolves it after 24 hours; `resend_unknown` is the explicit operator path).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.utils import timezone
+
+from delivery import attachments as attachment_fetch
+from delivery.compose import ComposeError, compose_campaign, compose_transactional
+from delivery.dispatch import send_provider_dispatch
+from delivery.lifecycle import (
+    CLAIM_LEASE,
+    UNKNOWN_OUTCOME_DEADLINE,
+    Completion,
+    SendRef,
+    claim_orphans,
+    claim_sends,
+    mark_handed_off,
+    mark_outcome_unknown,
+    model_for,
+    release_claims,
+    send_transition,
+    send_transition_many,
+)
+from delivery.models import CampaignSendSettings, SendStatus
+from delivery.providers import (
+    AMBIGUOUS_TIMEOUT,
+    DispatchError,
+    Transport,
+    delivery_configured,
+    get_transport,
+    retry_delays_ms,
+)
+
+logger = logging.getLogger(__name__)
+
+RESULT_FLUSH_SIZE = 25  # results are recorded in one transaction per this many rows
+BATCH_TIME_BUDGET_SECONDS = 90.0  # below the django-q2 timeout (120 s); the rest is handed to a new job
+SUPPRESSED_CODE = "RECIPIENT_SUPPRESSED"
+SUPPRESSED_MESSAGE = "Recipient suppressed (blocklist) before dispatch"
+UNSUBSCRIBED_MESSAGE = "Recipient unsubscribed before dispatch"
+UNCONFIRMED_CODE = "PROVIDER_ACCEPTANCE_UNCONFIRMED"
+
+
+def pool_rate(pool: str) -> float:
+    if pool == "campaign":
+        return float(getattr(settings, "DELIVERY_CAMPAIGN_RATE", 20.0) or 0.0)
+    return float(getattr(settings, "DELIVERY_TRANSACTIONAL_RATE", 30.0) or 0.0)
+
+
+def pool_bucket_key(pool: str) -> str:
+    return f"delivery:pool:{pool}"
+
+
+class Pacer:
+    """D-06: the pool's token bucket, shared by every worker process on every host; burst of one second."""
+
+    def __init__(
+        self,
+        pool: str,
+        *,
+        rate: float | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.pool = pool
+        self.rate = pool_rate(pool) if rate is None else rate
+        self.sleep = sleep
+        self.clock = clock
+        self.waited = 0.0
+
+    def __call__(self) -> None:
+        if self.rate <= 0:
+            return
+        from owlat.ratelimit import wait_for_token
+
+        self.waited += wait_for_token(
+            pool_bucket_key(self.pool),
+            rate=self.rate,
+            capacity=max(self.rate, 1.0),
+            sleep=self.sleep,
+            clock=self.clock,
+        )
+
+
+@dataclass
+class BatchSummary:
+    kind: str
+    requested: int = 0
+    claimed: int = 0
+    sent: int = 0
+    failed: int = 0
+    unknown: int = 0
+    skipped: int = 0
+    released: int = 0
+    errors: dict[str, int] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return (
+            f"{self.kind}: requested {self.requested}, claimed {self.claimed}, sent {self.sent}, "
+            f"failed {self.failed}, unknown {self.unknown}, skipped {self.skipped}, released {self.released}"
+        )
+
+
+def _suppressed_sets(rows: list[Any], kind: str) -> tuple[set[str], set[str]]:
+    """(suppressed addresses, unsubscribed contact ids) for the batch, in two queries (DLV-13, D-11)."""
+    from owlat.contacts import normalize_email
+    from owlat.models import BlockedEmail, Contact
+    from owlat.suppression import MARKETING_ONLY_REASONS
+
+    if not rows:
+        return set(), set()
+    by_org: dict[Any, list[str]] = {}
+    for row in rows:
+        by_org.setdefault(row.organization_id, []).append(normalize_email(row.recipient or ""))
+    blocked: set[str] = set()
+    for org_id in by_org:
+        for marketing in (True, False):
+            scoped = [
+                normalize_email(r.recipient or "")
+                for r in rows
+                if r.organization_id == org_id and _marketing_scope(r) is marketing
+            ]
+            if not scoped:
+                continue
+            qs = BlockedEmail.objects.filter(organization_id=org_id, email__in=scoped)
+            if not marketing:
+                qs = qs.exclude(reason__in=MARKETING_ONLY_REASONS)
+            blocked.update(f"{org_id}:{e}" for e in qs.values_list("email", flat=True))
+    marketing_contacts = [r.contact_id for r in rows if _marketing_scope(r) and r.contact_id]
+    unsubscribed = {
+        str(pk)
+        for pk in Contact.objects.filter(
+            pk__in=marketing_contacts, unsubscribed_at__isnull=False
+        ).values_list("pk", flat=True)
+    }
+    return blocked, unsubscribed
+
+
+def _marketing_scope(row: Any) -> bool:
+    """Campaign and automation mail are marketing (DLV-13, D-11); the rest is transactional scope."""
+    return row.send_kind in ("campaign", "automation")
+
+
+def _load_rows(kind: str, ids: list[str], token: Any) -> list[Any]:
+    model = model_for(kind)
+    qs = model.objects.filter(pk__in=ids, claim_token=token)
+    if kind == "campaign":
+        qs = qs.select_related("email_template", "organization")
+    else:
+        qs = qs.select_related("email_template", "transactional_email", "contact", "organization")
+    order = {pk: i for i, pk in enumerate(ids)}
+    return sorted(qs, key=lambda r: order.get(str(r.pk), 0))
+
+
+def dispatch_batch(
+    kind: str,
+    ids: list[str],
+    *,
+    transport_factory: Callable[[], Transport] = get_transport,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+    pacer: Callable[[], None] | None = None,
+    now: Callable[[], dt.datetime] = timezone.now,
+) -> BatchSummary:
+    """One pool job: dispatch the given rows of `kind` (`campaign` | `transactional`) at most once each."""
+    summary = BatchSummary(kind=kind, requested=len(ids))
+    token, won = claim_sends(kind, ids)
+    summary.claimed = len(won)
+    summary.skipped = len(ids) - len(won)
+    if not won:
+        return summary
+    rows = _load_rows(kind, won, token)
+    pool = "campaign" if kind == "campaign" else "transactional"
+    pace = pacer if pacer is not None else Pacer(pool)
+    results: list[Completion] = []
+
+    def record(ref: SendRef, to: str, **fields: Any) -> None:
+        results.append(Completion(ref, to, {"at": now(), **fields}))
+        if len(results) >= RESULT_FLUSH_SIZE:
+            _flush(results)
+
+    if not delivery_configured():
+        for row in rows:
+            record(
+                SendRef.of(row),
+                SendStatus.FAILED,
+                error_code="WORKPOOL_FAILED",
+                error_message="No delivery provider configured",
+            )
+            summary.failed += 1
+        _flush(results)
+        return summary
+
+    contexts: dict[str, Any] = {}
+    if kind == "campaign":
+        campaign_ids = {r.campaign_id for r in rows}
+        contexts = {
+            str(c.campaign_id): c for c in CampaignSendSettings.objects.filter(campaign_id__in=campaign_ids)
+        }
+    blocked, unsubscribed = _suppressed_sets(rows, kind)
+    from owlat.contacts import normalize_email
+
+    transport: Transport | None = None
+    started = clock()
+    try:
+        for index, row in enumerate(rows):
+            ref = SendRef.of(row)
+            if clock() - started > BATCH_TIME_BUDGET_SECONDS:
+                rest = [str(r.pk) for r in rows[index:]]
+                summary.released += release_claims(kind, rest, token)
+                from delivery.services import sends_enqueue
+
+                sends_enqueue(kind, rest)
+                break
+            if f"{row.organization_id}:{normalize_email(row.recipient or '')}" in blocked:
+                record(ref, SendStatus.FAILED, error_code=SUPPRESSED_CODE, error_message=SUPPRESSED_MESSAGE)
+                summary.failed += 1
+                continue
+            if row.contact_id and str(row.contact_id) in unsubscribed:
+                record(ref, SendStatus.FAILED, error_code=SUPPRESSED_CODE, error_message=UNSUBSCRIBED_MESSAGE)
+                summary.failed += 1
+                continue
+            try:
+                message = _compose(row, contexts)
+            except ComposeError as exc:
+                record(ref, SendStatus.FAILED, error_code=exc.code, error_message=exc.message)
+                summary.failed += 1
+                continue
+            except attachment_fetch.AttachmentError as exc:
+                record(ref, SendStatus.FAILED, error_code="ATTACHMENT_FETCH_FAILED", error_message=str(exc))
+                summary.failed += 1
+                continue
+            if transport is None:
+                try:
+                    transport = transport_factory()
+                except DispatchError as exc:
+                    record(ref, SendStatus.FAILED, error_code="WORKPOOL_FAILED", error_message=exc.message)
+                    summary.failed += 1
+                    continue
+            pace()  # the first attempt's token, taken before the hand-off mark
+            if not mark_handed_off(kind, str(row.pk), token, message_id=message.message_id, now=now()):
+                summary.skipped += 1  # the claim was lost (lease ran out and another worker took it)
+                continue
+            result = send_provider_dispatch(
+                transport,
+                message,
+                retry_delays_ms=retry_delays_ms(transport.provider_type),
+                sleep=sleep,
+                clock=clock,
+                before_attempt=_RetryPacer(pace),
+            )
+            if result.ok:
+                record(
+                    ref,
+                    SendStatus.SENT,
+                    provider_message_id=result.provider_message_id,
+                    provider_type=result.provider_type,
+                )
+                summary.sent += 1
+            elif result.outcome_unknown:
+                mark_outcome_unknown(
+                    kind,
+                    str(row.pk),
+                    error_code=result.error_code or AMBIGUOUS_TIMEOUT,
+                    error_message=result.error_message or "Provider acceptance unknown",
+                )
+                summary.unknown += 1
+            else:
+                record(
+                    ref,
+                    SendStatus.FAILED,
+                    error_code=result.error_code,
+                    error_message=result.error_message,
+                )
+                summary.failed += 1
+                summary.errors[result.error_code or "UNKNOWN"] = (
+                    summary.errors.get(result.error_code or "UNKNOWN", 0) + 1
+                )
+    finally:
+        if transport is not None:
+            transport.close()
+        _flush(results)
+    return summary
+
+
+class _RetryPacer:
+    """`before_attempt` of the dispatch helper: the first attempt's token was taken before the hand-off mark;
+    every retry takes one more (D-06)."""
+
+    def __init__(self, pace: Callable[[], None]) -> None:
+        self.pace = pace
+        self.first = True
+
+    def __call__(self) -> None:
+        if self.first:
+            self.first = False
+            return
+        self.pace()
+
+
+def _flush(results: list[Completion]) -> None:
+    if not results:
+        return
+    batch = list(results)
+    results.clear()
+    for outcome in send_transition_many(batch):
+        if not outcome.ok:
+            logger.info("send result not applied: %s", outcome.reason)
+
+
+def _compose(row: Any, contexts: dict[str, Any]) -> Any:
+    if row.ref_kind == "campaign":
+        ctx = contexts.get(str(row.campaign_id))
+        if ctx is None:
+            raise ComposeError("WORKPOOL_FAILED", "Campaign send settings missing")
+        return compose_campaign(row, ctx, postal_address=row.organization.postal_address or "")
+    files = attachment_fetch.load_attachments(row) if row.kind == "transactional" else []
+    return compose_transactional(row, attachments=files)
+
+
+# --- recovery (D-07) ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class ReapReport:
+    orphans: dict[str, list[str]] = field(default_factory=dict)
+    lost_hand_offs: dict[str, list[str]] = field(default_factory=dict)
+    expired_unknown: dict[str, list[str]] = field(default_factory=dict)
+
+    def counts(self) -> dict[str, int]:
+        return {
+            "orphans": sum(len(v) for v in self.orphans.values()),
+            "lost_hand_offs": sum(len(v) for v in self.lost_hand_offs.values()),
+            "expired_unknown": sum(len(v) for v in self.expired_unknown.values()),
+        }
+
+
+def reap_stuck_sends(*, apply: bool, now: dt.datetime | None = None, limit: int = 1000) -> ReapReport:
+    """D-07 recovery:
+    - queued rows no live job holds (never claimed, or claimed without hand-off past the 5-minute lease) are
+      handed to their pool again (they were never on the wire);
+    - rows handed off without a recorded result past the lease are flagged outcome-unknown (never re-sent);
+    - outcome-unknown rows older than 24 hours become `failed` `PROVIDER_ACCEPTANCE_UNCONFIRMED`.
+    Dry run unless `apply`."""
+    from delivery.services import sends_enqueue
+
+    now = now or timezone.now()
+    report = ReapReport()
+    for kind in ("campaign", "transactional"):
+        model = model_for(kind)
+        orphans = claim_orphans(kind, limit=limit, now=now)
+        report.orphans[kind] = orphans
+        lost = [
+            str(pk)
+            for pk in model.objects.filter(
+                status=SendStatus.QUEUED,
+                handed_off_at__isnull=False,
+                outcome_unknown=False,
+                claimed_at__lt=now - CLAIM_LEASE,
+            ).values_list("pk", flat=True)[:limit]
+        ]
+        report.lost_hand_offs[kind] = lost
+        expired = [
+            str(pk)
+            for pk in model.objects.filter(
+                status=SendStatus.QUEUED,
+                outcome_unknown=True,
+                handed_off_at__lt=now - UNKNOWN_OUTCOME_DEADLINE,
+            ).values_list("pk", flat=True)[:limit]
+        ]
+        report.expired_unknown[kind] = expired
+        if not apply:
+            continue
+        if orphans:
+            sends_enqueue(kind, orphans)
+        for pk in lost:
+            mark_outcome_unknown(
+                kind,
+                pk,
+                error_code=AMBIGUOUS_TIMEOUT,
+                error_message="The worker stopped after hand-off; provider acceptance unknown",
+            )
+        for pk in expired:
+            send_transition(
+                SendRef(kind, pk),  # type: ignore[arg-type]
+                SendStatus.FAILED,
+                {
+                    "at": now,
+                    "error_code": UNCONFIRMED_CODE,
+                    "error_message": "The provider never confirmed acceptance within 24 hours",
+                },
+            )
+    return report
