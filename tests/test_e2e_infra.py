@@ -126,6 +126,13 @@ def test_sink_per_recipient_script_wins_over_global(smtp_sink):
         smtp_sink.script_for("x@example.com", ["teapot"])
 
 
+def test_sink_accepts_smtp_auth_without_tls(smtp_sink):
+    with _smtp(smtp_sink) as client:
+        client.login("user", "secret")
+        client.send_message(_message(), to_addrs=["alice@example.com"])
+    assert smtp_sink.count_for("alice@example.com") == 1
+
+
 def test_sink_works_with_django_smtp_backend(smtp_sink):
     from django.core.mail import EmailMessage as DjangoEmailMessage
     from django.core.mail import get_connection
