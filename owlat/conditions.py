@@ -63,8 +63,9 @@ from django.db.models.lookups import (
     LessThanOrEqual,
     Regex,
 )
+from django.utils import timezone
 
-from owlat.models import Contact, ContactPropertyValue, ContactTopic
+from owlat.models import Contact, ContactPropertyValue, ContactTopic, Segment
 
 logger = logging.getLogger(__name__)
 
@@ -683,3 +684,31 @@ def filters_queryset_safe(
 def filters_count(organization_id: Any, filters: Any) -> int:
     """How many live contacts match (corrupt filters count zero, silently)."""
     return filters_queryset_safe(organization_id, filters).count()
+
+
+# --- segments -----------------------------------------------------------------------------------------------
+
+
+def segment_queryset(segment: Segment, *, warn: bool = False, context: str = "") -> QuerySet[Contact]:
+    """The live contacts a segment selects now (corrupt filters → none; `warn` on the send path)."""
+    return filters_queryset_safe(
+        segment.organization_id, segment.filters, warn=warn, context=context or f"segment {segment.pk}"
+    )
+
+
+def segment_count_refresh(*, segment_id: Any) -> int | None:
+    """Recount one segment into `cached_count` (DOM-09); returns the count, None if the segment is gone."""
+    segment = Segment.objects.filter(pk=segment_id).first()
+    if segment is None:
+        return None
+    count = segment_queryset(segment).count()
+    # update() leaves `updated_at` alone: a recount is not an edit
+    Segment.objects.filter(pk=segment.pk).update(cached_count=count, cached_count_at=timezone.now())
+    return count
+
+
+def segment_counts_refresh_task() -> str:
+    """Every 30 minutes (DOM-19): refresh the cached count of every segment."""
+    ids = list(Segment.objects.order_by("pk").values_list("pk", flat=True))
+    refreshed = sum(1 for pk in ids if segment_count_refresh(segment_id=pk) is not None)
+    return f"refreshed {refreshed} segment counts"
