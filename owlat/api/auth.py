@@ -25,6 +25,11 @@ LAST_USED_GRANULARITY = dt.timedelta(minutes=1)
 _BEARER = re.compile(r"^bearer\s+(\S+)$", re.IGNORECASE)
 
 
+def clock() -> float:
+    """The limiter's clock (Unix seconds); tests may replace it to drive the bucket deterministically."""
+    return time.time()
+
+
 def unauthenticated(message: str) -> ApiError:
     return ApiError("unauthenticated", message)
 
@@ -114,7 +119,7 @@ def take_request_token(key: ApiKey, *, now: float | None = None) -> RateState:
 
     rate = rate_limit_per_second()
     capacity = float(settings.API_RATE_LIMIT_BURST)
-    now = time.time() if now is None else now
+    now = clock() if now is None else now
     take = take_token(bucket_key(key), rate=rate, capacity=capacity, now=now)
     remaining = 0 if not take.allowed else max(0, math.floor(take.remaining + 1e-9))
     return RateState(

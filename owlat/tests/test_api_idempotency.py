@@ -236,3 +236,17 @@ def test_concurrent_requests_with_one_key_run_once(live_server, org, key):
     assert after.json() == results["first"].json()
     assert CALLS["slow"] == 1
     assert Contact.objects.filter(email__startswith="slow").count() == 1
+
+
+@pytest.mark.django_db
+def test_purge_is_scheduled_hourly():
+    from django_q.models import Schedule
+
+    from owlat.schedules import collect_schedules, sync_schedules
+
+    (spec,) = [s for s in collect_schedules() if s.name == "api.idempotency_purge"]
+    assert spec.func_path == "owlat.api.idempotency.idempotency_purge_task"
+    sync_schedules()
+    row = Schedule.objects.get(name="owlat:api.idempotency_purge")
+    assert row.func == "owlat.api.idempotency.idempotency_purge_task"
+    assert row.schedule_type == Schedule.CRON and row.cron == "17 * * * *"
