@@ -208,5 +208,5 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
-    "loggers": {"django_q": {"level": env.str("Q_LOG_LEVEL", default="WARNING")}},
+    "loggers": {"django-q": {"level": env.str("Q_LOG_LEVEL", default="WARNING")}},
 }
