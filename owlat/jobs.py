@@ -71,6 +71,12 @@ def dispatch_due_tasks(*, now: dt.datetime | None = None, batch: int = 200) -> i
     its rows become claimable again when the lease runs out. With the ORM broker, the hand-off and the
     row's deletion commit together; with Redis the task is pushed first (at-least-once; tasks are idempotent).
     """
+    rows, lease_until = claim_due_tasks(now=now, batch=batch)
+    return sum(1 for row in rows if hand_over_due_task(row, lease_until=lease_until))
+
+
+def claim_due_tasks(*, now: dt.datetime | None = None, batch: int = 200) -> tuple[list[DueTask], dt.datetime]:
+    """Lease up to `batch` due, unleased rows (committed before returning); returns them and the lease end."""
     now = now or timezone.now()
     lease_until = now + dt.timedelta(seconds=settings.DUE_TASK_LEASE_SECONDS)
     with transaction.atomic():
@@ -80,19 +86,26 @@ def dispatch_due_tasks(*, now: dt.datetime | None = None, batch: int = 200) -> i
         if connection.features.has_select_for_update_skip_locked:
             qs = qs.select_for_update(skip_locked=True)
         rows = list(qs.order_by("due_at")[:batch])
-        if not rows:
-            return 0
-        DueTask.objects.filter(id__in=[r.id for r in rows]).update(lease_until=lease_until)
-    for row in rows:
-        try:
-            with transaction.atomic():
-                _push(row.func, row.args, row.kwargs, row.queue)
-                DueTask.objects.filter(id=row.id).delete()
-        except Exception:
-            logger.exception(
-                "could not hand due task %s (%s) to the queue; it will be retried", row.id, row.func
-            )
-    return len(rows)
+        if rows:
+            DueTask.objects.filter(id__in=[r.id for r in rows]).update(lease_until=lease_until)
+    return rows, lease_until
+
+
+def hand_over_due_task(row: DueTask, *, lease_until: dt.datetime) -> bool:
+    """Push one leased row to django-q2 and delete it; False if the lease was lost or the push failed."""
+    try:
+        with transaction.atomic():
+            # Delete first, and only while our lease still holds: if it ran out and another dispatcher
+            # leased the row meanwhile, it is theirs now (0 rows) and we must not push it too. With the ORM
+            # broker a failed push rolls the delete back, so the row is retried after the lease.
+            deleted, _ = DueTask.objects.filter(id=row.id, lease_until=lease_until).delete()
+            if not deleted:
+                return False
+            _push(row.func, row.args, row.kwargs, row.queue)
+    except Exception:
+        logger.exception("could not hand due task %s (%s) to the queue; it will be retried", row.id, row.func)
+        return False
+    return True
 
 
 def next_due_in(*, now: dt.datetime | None = None) -> float | None:
