@@ -1,3 +1,20 @@
-"""Public (non-API) URLs of the delivery app."""
+"""Public (non-API) URLs of the delivery app: tracking, unsubscribe, preference centre, double opt-in, and the
+provider webhooks (django-anymail's tracking endpoints under `/webhooks/<esp>/tracking/`, D-09)."""
 
-urlpatterns: list = []
+from django.urls import include, path
+
+from delivery import views
+
+urlpatterns = [
+    path("t/o/<str:token>", views.open_pixel, name="delivery-open"),
+    path(
+        "t/c/<str:organization_id>/<str:send_id>/<str:encoded>/<str:signature>",
+        views.click_redirect,
+        name="delivery-click",
+    ),
+    path("unsub/verify/<str:token>", views.unsubscribe_verify, name="delivery-unsubscribe-verify"),
+    path("unsub/<str:token>", views.unsubscribe, name="delivery-unsubscribe"),
+    path("preferences/<str:token>", views.preferences, name="delivery-preferences"),
+    path("doi/confirm/<str:token>", views.doi_confirm_page, name="delivery-doi-confirm"),
+    path("webhooks/", include("anymail.urls")),
+]
