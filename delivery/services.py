@@ -742,3 +742,15 @@ def send_lookup(ref: SendRef, *, organization_id: Any = None) -> Any:
     if organization_id is not None:
         qs = qs.filter(organization_id=organization_id)
     return qs.first()
+
+
+def sends_resend_unknown(ref_kind: str, send_ids: Sequence[Any]) -> int:
+    """D-07 explicit operator re-send: clear the hand-off of outcome-unknown rows and hand them to their pool.
+    The recipient may get the message twice; that is the operator's decision."""
+    from delivery.lifecycle import reset_for_resend
+
+    with transaction.atomic():
+        reset = [str(pk) for pk in send_ids if reset_for_resend(ref_kind, str(pk))]
+        if reset:
+            sends_enqueue(ref_kind, reset)
+    return len(reset)

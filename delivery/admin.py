@@ -1,0 +1,304 @@
+"""Delivery back-office (D-12): send rows with filters and a per-send timeline, the `local` provider's outbox,
+the provider configuration status, and campaign counters. Status is read-only (DOM-20); the only write is the
+explicit operator re-send of outcome-unknown rows (D-07), through `delivery.services`. The suppression list is
+managed on the kernel's `BlockedEmail` screen."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin, messages
+from django.http import HttpRequest
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils.html import format_html, format_html_join
+
+from delivery.models import CampaignSendCounters, EmailSend, LocalMessage, TransactionalSend
+from delivery.providers import provider_status
+from owlat.admin_tenancy import PlatformOnlyAdmin, TenantModelAdmin, get_tenancy
+
+TIMELINE_FIELDS = (
+    ("queued_at", "Queued"),
+    ("claimed_at", "Claimed by a worker"),
+    ("handed_off_at", "Handed to the provider"),
+    ("sent_at", "Accepted by the provider (sent)"),
+    ("delivered_at", "Delivered"),
+    ("opened_at", "First opened"),
+    ("clicked_at", "First clicked"),
+    ("bounced_at", "Bounced"),
+    ("complained_at", "Complained"),
+    ("failed_at", "Failed"),
+    ("unsubscribed_at", "Unsubscribed"),
+)
+
+
+def timeline(obj: Any) -> list[tuple[Any, str, str]]:
+    """(time, event, detail) rows of a send, oldest first: its monotonic timestamps are its history."""
+    rows: list[tuple[Any, str, str]] = []
+    for field, label in TIMELINE_FIELDS:
+        value = getattr(obj, field, None)
+        if value is None:
+            continue
+        detail = ""
+        if field == "sent_at":
+            detail = f"{obj.provider_type or ''} {obj.provider_message_id or ''}".strip()
+        elif field == "bounced_at":
+            detail = f"{obj.bounce_type or ''} {obj.error_message or ''}".strip()
+        elif field == "failed_at":
+            detail = f"{obj.error_code or ''}: {obj.error_message or ''}"
+        elif field == "opened_at":
+            detail = f"{obj.open_count} open(s)"
+        rows.append((value, label, detail))
+    for click in obj.clicked_links or []:
+        rows.append((click.get("clickedAt"), "Click", click.get("url", "")))
+    if obj.outcome_unknown:
+        rows.append(
+            (obj.handed_off_at, "Outcome unknown", f"{obj.error_code or ''}: {obj.error_message or ''}")
+        )
+    rows.sort(key=lambda r: str(r[0]))
+    return rows
+
+
+class CampaignFilter(admin.SimpleListFilter):
+    title = "campaign"
+    parameter_name = "campaign"
+
+    def lookups(self, request: HttpRequest, model_admin: Any):
+        qs = model_admin.get_queryset(request).order_by("-queued_at").values_list("campaign_id", flat=True)
+        seen: list[Any] = []
+        for cid in qs[:2000]:
+            if cid not in seen:
+                seen.append(cid)
+            if len(seen) >= 30:
+                break
+        return [(str(c), str(c)) for c in seen]
+
+    def queryset(self, request: HttpRequest, queryset: Any):
+        value = self.value()
+        if not value:
+            return queryset
+        import uuid
+
+        try:
+            return queryset.filter(campaign_id=uuid.UUID(value))
+        except ValueError:
+            return queryset.none()
+
+
+class SendAdminMixin:
+    """Read-only send rows; the change view shows the timeline."""
+
+    date_hierarchy = "queued_at"
+    list_per_page = 50
+    actions = ("resend_unknown",)
+    ordering = ("-queued_at",)
+
+    def has_add_permission(self, request: HttpRequest, *args: Any) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_resend_permission(self, request: HttpRequest) -> bool:
+        return get_tenancy(request).allows("organization:manage")
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None):
+        return [f.name for f in self.model._meta.concrete_fields] + ["timeline_table"]
+
+    @admin.display(description="Timeline")
+    def timeline_table(self, obj: Any) -> str:
+        rows = timeline(obj)
+        if not rows:
+            return "—"
+        body = format_html_join(
+            "", "<tr><td>{}</td><td>{}</td><td>{}</td></tr>", ((str(t), e, d) for t, e, d in rows)
+        )
+        return format_html("<table><tr><th>When</th><th>Event</th><th>Detail</th></tr>{}</table>", body)
+
+    @admin.action(
+        description="Re-send selected outcome-unknown rows (explicit operator re-send)",
+        permissions=["resend"],
+    )
+    def resend_unknown(self, request: HttpRequest, queryset: Any) -> None:
+        from delivery.services import sends_resend_unknown
+
+        ids = [
+            str(pk)
+            for pk in queryset.filter(status="queued", outcome_unknown=True).values_list("pk", flat=True)
+        ]
+        count = sends_resend_unknown(self.model.ref_kind, ids)
+        self.message_user(request, f"Re-sending {count} outcome-unknown row(s).", messages.SUCCESS)
+
+
+@admin.register(EmailSend)
+class EmailSendAdmin(SendAdminMixin, TenantModelAdmin):
+    list_display = (
+        "contact_email",
+        "campaign_id",
+        "status",
+        "ab_variant",
+        "queued_at",
+        "sent_at",
+        "outcome_unknown",
+        "error_code",
+    )
+    list_filter = ("status", "outcome_unknown", CampaignFilter, "bounce_type")
+    search_fields = ("contact_email", "provider_message_id", "message_id")
+    fieldsets = (
+        (None, {"fields": ("timeline_table",)}),
+        (
+            "Row",
+            {
+                "fields": (
+                    "id",
+                    "campaign_id",
+                    "contact",
+                    "contact_email",
+                    "contact_first_name",
+                    "contact_last_name",
+                    "personalized_subject",
+                    "ab_variant",
+                    "language",
+                    "email_template",
+                    "status",
+                    "provider_type",
+                    "provider_message_id",
+                    "message_id",
+                    "error_code",
+                    "error_message",
+                    "open_count",
+                    "clicked_links",
+                    "bounce_type",
+                    "outcome_unknown",
+                    "dispatch_attempts",
+                )
+            },
+        ),
+    )
+
+    def get_urls(self):
+        return [
+            path(
+                "provider-status/",
+                self.admin_site.admin_view(self.provider_status_view),
+                name="delivery_provider_status",
+            ),
+            *super().get_urls(),
+        ]
+
+    def provider_status_view(self, request: HttpRequest):
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Delivery provider status",
+            "status": provider_status(),
+            "opts": self.model._meta,
+        }
+        return TemplateResponse(request, "admin/delivery/provider_status.html", context)
+
+    def changelist_view(self, request: HttpRequest, extra_context: dict | None = None):
+        status = provider_status()
+        extra_context = dict(extra_context or {})
+        extra_context["provider_status"] = status
+        extra_context["provider_status_url"] = reverse("admin:delivery_provider_status")
+        if not status["configured"]:
+            self.message_user(
+                request, f"No delivery provider configured: {status['problem']}", messages.WARNING
+            )
+        return super().changelist_view(request, extra_context)
+
+
+@admin.register(TransactionalSend)
+class TransactionalSendAdmin(SendAdminMixin, TenantModelAdmin):
+    list_display = ("email", "kind", "status", "queued_at", "sent_at", "outcome_unknown", "error_code")
+    list_filter = ("kind", "status", "outcome_unknown", "bounce_type")
+    search_fields = ("email", "provider_message_id", "message_id", "subject")
+    fieldsets = (
+        (None, {"fields": ("timeline_table",)}),
+        (
+            "Row",
+            {
+                "fields": (
+                    "id",
+                    "kind",
+                    "contact",
+                    "email",
+                    "subject",
+                    "language",
+                    "transactional_email",
+                    "email_template",
+                    "automation_id",
+                    "inbound_message_id",
+                    "from_email",
+                    "status",
+                    "provider_type",
+                    "provider_message_id",
+                    "message_id",
+                    "error_code",
+                    "error_message",
+                    "open_count",
+                    "clicked_links",
+                    "bounce_type",
+                    "outcome_unknown",
+                    "dispatch_attempts",
+                )
+            },
+        ),
+    )
+
+
+@admin.register(LocalMessage)
+class LocalMessageAdmin(TenantModelAdmin):
+    """The `local` provider's outbox (D-09)."""
+
+    list_display = ("subject", "to", "from_email", "send_kind", "created_at")
+    search_fields = ("subject", "to", "message_id")
+    list_filter = ("send_kind",)
+    fields = (
+        "created_at",
+        "from_email",
+        "to",
+        "subject",
+        "message_id",
+        "send_kind",
+        "send_id",
+        "preview",
+        "text",
+        "raw",
+    )
+    readonly_fields = fields
+
+    def has_add_permission(self, request: HttpRequest, *args: Any) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return get_tenancy(request).is_platform_staff
+
+    @admin.display(description="HTML")
+    def preview(self, obj: LocalMessage) -> str:
+        return format_html(
+            '<iframe sandbox="" srcdoc="{}" style="width:100%;height:480px;border:1px solid #ccc"></iframe>',
+            obj.html,
+        )
+
+
+@admin.register(CampaignSendCounters)
+class CampaignSendCountersAdmin(PlatformOnlyAdmin):
+    list_display = (
+        "campaign_id",
+        "sent",
+        "failed",
+        "delivered",
+        "opened",
+        "clicked",
+        "bounced",
+        "unsubscribed",
+        "updated_at",
+    )
+    readonly_fields = ("campaign_id", *CampaignSendCounters.COUNTERS, "updated_at")
+    read_only = True
