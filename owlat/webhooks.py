@@ -40,6 +40,7 @@ from typing import Any
 
 import requests
 from django.conf import settings
+from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -255,3 +256,27 @@ def webhook_deliveries_recover_task(*, now: dt.datetime | None = None) -> str:
     for pk in ids:
         enqueue(DELIVER_TASK, str(pk))
     return f"re-enqueued {len(ids)} overdue webhook deliveries"
+
+
+def webhook_deliveries_retry_failed(
+    *, organization_id: Any = None, since: dt.datetime | None = None, apply: bool = False
+) -> int:
+    """Operator action: give `failed` deliveries (optionally of one organization / created since) a fresh round
+    of attempts. Dry run unless `apply`; returns how many deliveries qualify (or were reopened)."""
+    qs = WebhookDelivery.objects.filter(status=WebhookDeliveryStatus.FAILED)
+    if organization_id is not None:
+        qs = qs.filter(organization_id=organization_id)
+    if since is not None:
+        qs = qs.filter(created_at__gte=since)
+    ids = [str(pk) for pk in qs.values_list("pk", flat=True)]
+    if not apply:
+        return len(ids)
+    reopened = 0
+    for pk in ids:
+        with transaction.atomic():
+            if WebhookDelivery.objects.filter(pk=pk, status=WebhookDeliveryStatus.FAILED).update(
+                status=WebhookDeliveryStatus.PENDING, attempts=0, next_attempt_at=None
+            ):
+                enqueue(DELIVER_TASK, pk)
+                reopened += 1
+    return reopened

@@ -291,3 +291,37 @@ def test_recovery_sweep_requeues_an_attempt_whose_worker_died(http_receiver, set
     assert (delivery.status, delivery.attempts) == ("succeeded", 2)
     # nothing overdue any more
     assert webhook_deliveries_recover_task() == "re-enqueued 0 overdue webhook deliveries"
+
+
+def test_operator_can_reopen_failed_deliveries(http_receiver, settings):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    settings.WEBHOOK_RETRY_DELAYS_SECONDS = [0, 0]
+    http_receiver.statuses = [500, 500, 500]
+    org = make_org()
+    make_endpoint(org, http_receiver.url + "/hooks")
+    with transaction.atomic():
+        (delivery,) = webhook_emit(organization_id=org.pk, event_type="email.sent", payload={})
+    drain_queue()
+    delivery.refresh_from_db()
+    assert delivery.status == "failed"
+
+    out = StringIO()
+    call_command("deliver_webhooks", "--retry-failed", stdout=out)
+    assert "dry run: 1 failed" in out.getvalue()
+    assert queued_tasks() == []
+
+    out = StringIO()
+    call_command("deliver_webhooks", "--retry-failed", "--apply", "--organization", str(org.pk), stdout=out)
+    assert "reopened 1" in out.getvalue()
+    drain_queue()
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.attempts) == ("succeeded", 1)
+    assert delivery.attempt_log.count() == 4  # the three failed attempts stay in the log
+    assert len(http_receiver.requests) == 4
+
+    out = StringIO()
+    call_command("deliver_webhooks", stdout=out)
+    assert "re-enqueued 0" in out.getvalue()
