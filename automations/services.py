@@ -611,3 +611,32 @@ def automations_using_template(organization_id: Any, template_id: Any) -> list[d
         .distinct()
     )
     return [{"kind": "automation", "id": str(pk)} for pk in ids]
+
+
+# --- operator transitions (the `automation_transition` command) ----------------------------------------------------
+
+
+def automation_transition_operator(
+    *, automation_id: Any, verb: str, actor: str, dry_run: bool = False
+) -> Any:
+    """Run a public lifecycle action (AUT-13) for an operator; with `dry_run` everything is rolled back
+    (no status change, no audit row, no analytics event) and the outcome says what would have happened."""
+    from automations.lifecycle import PUBLIC_ACTIONS
+    from owlat.lifecycle import Outcome
+
+    if verb not in PUBLIC_ACTIONS:
+        raise AutomationInvalid(
+            f"Unknown action {verb!r}; expected one of {', '.join(PUBLIC_ACTIONS)}", "verb"
+        )
+    organization_id = (
+        Automation.objects.filter(pk=automation_id).values_list("organization_id", flat=True).first()
+    )
+    if organization_id is None:
+        return Outcome(ok=False, reason="automation_not_found", message="Automation not found")
+    with transaction.atomic():
+        outcome = PUBLIC_ACTIONS[verb](
+            automation_id=automation_id, organization_id=organization_id, actor=actor
+        )
+        if dry_run:
+            transaction.set_rollback(True)
+    return outcome

@@ -1,0 +1,543 @@
+"""Admin screens of the automations app (D-12: the admin is the product UI).
+
+- Automations: the editor (trigger and its config, steps inline in order, branch targets chosen from the step
+  list), lifecycle buttons that call `automations.lifecycle` and show its message, counters and the step funnel.
+  Structural step edits go through `automations.services` (draft only, branch targets remapped, AUT-02);
+  the status is read-only.
+- Runs: a read-only browser with the per-run timeline of step runs (status, times, retries, error, the
+  linked send row).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.db.models import Count
+from django.http import HttpRequest, HttpResponseNotAllowed, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.urls import NoReverseMatch, path, reverse
+from django.utils.html import format_html, format_html_join
+
+from automations import services
+from automations.lifecycle import PUBLIC_ACTIONS
+from automations.models import (
+    Automation,
+    AutomationRun,
+    AutomationStatus,
+    AutomationStep,
+    AutomationStepRun,
+    StepType,
+)
+from owlat.admin_tenancy import TenantModelAdmin, TenantTabularInline, get_tenancy
+
+NEXT_STEP = ""  # branch choice "fall through to the next step" (stored as null)
+LIFECYCLE_BUTTONS = {
+    AutomationStatus.DRAFT: [("activate", "Activate")],
+    AutomationStatus.ACTIVE: [("pause", "Pause")],
+    AutomationStatus.PAUSED: [("resume", "Resume"), ("revert-to-draft", "Revert to draft")],
+}
+
+
+class StatusCountFilter(admin.SimpleListFilter):
+    """Filter by status, with the number of automations per status (AUT-35)."""
+
+    title = "status"
+    parameter_name = "status"
+
+    def lookups(self, request, model_admin):
+        counts = dict(
+            model_admin.get_queryset(request).order_by().values_list("status").annotate(n=Count("pk"))
+        )
+        return [(s.value, f"{s.label} ({counts.get(s.value, 0)})") for s in AutomationStatus]
+
+    def queryset(self, request, queryset):
+        if self.value():
+            return queryset.filter(status=self.value())
+        return queryset
+
+
+# --- the step inline ---------------------------------------------------------------------------------------------
+
+
+class StepForm(forms.ModelForm):
+    """One step. Condition steps pick their branch targets from the automation's step list."""
+
+    yes_branch = forms.TypedChoiceField(required=False, coerce=str, label="Yes → step")
+    no_branch = forms.TypedChoiceField(required=False, coerce=str, label="No → step")
+    position = forms.IntegerField(required=False, min_value=0, help_text="Move this step to this position.")
+
+    class Meta:
+        model = AutomationStep
+        fields = ("step_type", "config")
+        widgets = {"config": forms.Textarea(attrs={"rows": 3, "cols": 60})}
+
+    def __init__(self, *args: Any, step_choices: list[tuple[str, str]] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        choices = [(NEXT_STEP, "— next step —"), *(step_choices or [])]
+        self.fields["yes_branch"].choices = choices
+        self.fields["no_branch"].choices = choices
+        if not self.instance._state.adding:
+            self.fields["position"].initial = self.instance.step_index
+            if self.instance.step_type == StepType.CONDITION:
+                for key, name in (("yesBranchStepIndex", "yes_branch"), ("noBranchStepIndex", "no_branch")):
+                    value = (self.instance.config or {}).get(key)
+                    self.fields[name].initial = "" if value is None else str(value)
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        if cleaned.get("DELETE") or (not self.has_changed() and not self.instance._state.adding):
+            return cleaned
+        step_type = cleaned.get("step_type")
+        config = cleaned.get("config")
+        if step_type == StepType.CONDITION and isinstance(config, dict):
+            config = dict(config)
+            for key, name in (("yesBranchStepIndex", "yes_branch"), ("noBranchStepIndex", "no_branch")):
+                raw = cleaned.get(name)
+                config[key] = int(raw) if raw not in (None, "") else None
+        try:
+            cleaned["step_type"], cleaned["config"] = services.validate_step(step_type, config)
+        except services.AutomationInvalid as exc:
+            self.add_error("config" if (exc.field or "").startswith("config") else None, exc.message)
+        return cleaned
+
+
+class StepFormSet(forms.BaseInlineFormSet):
+    def get_form_kwargs(self, index):
+        kwargs = super().get_form_kwargs(index)
+        kwargs["step_choices"] = self.step_choices
+        return kwargs
+
+    @property
+    def step_choices(self) -> list[tuple[str, str]]:
+        if self.instance._state.adding:
+            return []
+        return [
+            (str(s.step_index), f"{s.step_index}: {s.step_type}")
+            for s in AutomationStep.objects.filter(automation=self.instance).order_by("step_index")
+        ]
+
+
+class StepInline(TenantTabularInline):
+    model = AutomationStep
+    form = StepForm
+    formset = StepFormSet
+    extra = 0
+    ordering = ("step_index",)
+    fields = (
+        "step_index",
+        "step_type",
+        "config",
+        "yes_branch",
+        "no_branch",
+        "position",
+        "email_template",
+        "funnel",
+    )
+    readonly_fields = ("step_index", "email_template", "funnel")
+    manage_permission = "automations:manage"
+    feature_flag = "automations"
+
+    def _draft(self, obj: Automation | None) -> bool:
+        return obj is None or obj.status == AutomationStatus.DRAFT
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return self._draft(obj) and super().has_add_permission(request, obj)
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return self._draft(obj) and super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return self._draft(obj) and super().has_delete_permission(request, obj)
+
+    @admin.display(description="template")
+    def email_template(self, step: AutomationStep) -> str:
+        """The email step's template (AUT-31 enrichment)."""
+        if step.step_type != StepType.EMAIL:
+            return "—"
+        from templates.models import EmailTemplate
+
+        template_id = (step.config or {}).get("emailTemplateId")
+        tpl = (
+            EmailTemplate.objects.filter(pk=template_id, organization_id=step.organization_id).first()
+            if template_id
+            else None
+        )
+        if tpl is None:
+            return "missing template"
+        try:
+            return format_html(
+                '<a href="{}">{}</a>',
+                reverse("admin:templates_emailtemplate_change", args=[tpl.pk]),
+                tpl.name,
+            )
+        except NoReverseMatch:
+            return tpl.name
+
+    @admin.display(description="pending / executing / completed / failed / skipped")
+    def funnel(self, step: AutomationStep) -> str:
+        if not step.pk:
+            return "—"
+        return (
+            f"{step.stat_pending} / {step.stat_executing} / {step.stat_completed} / {step.stat_failed} / "
+            f"{step.stat_skipped}"
+        )
+
+
+# --- the automation editor ---------------------------------------------------------------------------------------
+
+
+class AutomationForm(forms.ModelForm):
+    class Meta:
+        model = Automation
+        fields = ("name", "description", "trigger_type", "trigger_config")
+        widgets = {"trigger_config": forms.Textarea(attrs={"rows": 2, "cols": 60})}
+        help_texts = {
+            "trigger_config": 'contact_updated: {"propertyKey": "firstName"} · event_received: {"eventName": '
+            '"signup"} · topic_subscribed: {"topicId": "<topic id>"} · contact_created: none'
+        }
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        if "trigger_type" in self.fields and not self.fields["trigger_type"].disabled:
+            try:
+                cleaned["trigger_type"], cleaned["trigger_config"] = services.validate_trigger(
+                    cleaned.get("trigger_type"), cleaned.get("trigger_config")
+                )
+            except services.AutomationInvalid as exc:
+                self.add_error(
+                    "trigger_config" if "Config" in (exc.field or "") else "trigger_type", exc.message
+                )
+        return cleaned
+
+
+@admin.register(Automation)
+class AutomationAdmin(TenantModelAdmin):
+    form = AutomationForm
+    inlines = [StepInline]
+    manage_permission = "automations:manage"
+    feature_flag = "automations"
+    change_form_template = "admin/automations/automation/change_form.html"
+    list_display = (
+        "name",
+        "status",
+        "trigger_type",
+        "step_count",
+        "stats_entered",
+        "active_runs",
+        "stats_completed",
+        "stats_cancelled",
+        "consecutive_run_failures",
+        "updated_at",
+    )
+    list_filter = (StatusCountFilter, "trigger_type")
+    search_fields = ("name",)
+    readonly_fields = (
+        "status",
+        "activated_at",
+        "paused_at",
+        "counters",
+        "consecutive_run_failures",
+        "runs_link",
+        "step_funnel",
+    )
+    fieldsets = (
+        (None, {"fields": ("name", "description", "status", "activated_at", "paused_at")}),
+        ("Trigger", {"fields": ("trigger_type", "trigger_config")}),
+        ("Statistics", {"fields": ("counters", "consecutive_run_failures", "runs_link", "step_funnel")}),
+    )
+    actions = ["duplicate_automations"]
+
+    def get_queryset(self, request: HttpRequest):
+        return super().get_queryset(request).annotate(_step_count=Count("steps", distinct=True))
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Automation | None = None):
+        fields = list(super().get_readonly_fields(request, obj))
+        if obj is not None and obj.status != AutomationStatus.DRAFT:
+            fields += ["trigger_type", "trigger_config"]  # AUT-02: trigger edits only in draft
+        return fields
+
+    @admin.display(description="steps", ordering="_step_count")
+    def step_count(self, obj: Automation) -> int:
+        return getattr(obj, "_step_count", 0)
+
+    @admin.display(description="active")
+    def active_runs(self, obj: Automation) -> int:
+        return obj.stats_active
+
+    @admin.display(description="counters")
+    def counters(self, obj: Automation) -> str:
+        return (
+            f"entered {obj.stats_entered} · active {obj.stats_active} · completed {obj.stats_completed} · "
+            f"cancelled {obj.stats_cancelled}"
+        )
+
+    @admin.display(description="runs")
+    def runs_link(self, obj: Automation) -> str:
+        if not obj.pk:
+            return "—"
+        url = reverse("admin:automations_automationrun_changelist") + f"?automation__id__exact={obj.pk}"
+        return format_html('<a href="{}">Browse runs</a>', url)
+
+    @admin.display(description="step funnel")
+    def step_funnel(self, obj: Automation) -> str:
+        if not obj.pk:
+            return "—"
+        rows = services.automation_funnel(obj)
+        if not rows:
+            return "no steps"
+        header = format_html(
+            "<tr><th>step</th><th>type</th><th>pending</th><th>executing</th><th>completed</th><th>failed</th>"
+            "<th>skipped</th></tr>"
+        )
+        body = format_html_join(
+            "",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            (
+                (
+                    r["stepIndex"],
+                    r["stepType"],
+                    r["pending"],
+                    r["executing"],
+                    r["completed"],
+                    r["failed"],
+                    r["skipped"],
+                )
+                for r in rows
+            ),
+        )
+        return format_html("<table>{}{}</table>", header, body)
+
+    # -- saving: the automation row through its services, steps through the structural services ---------------
+    def save_model(self, request: HttpRequest, obj: Automation, form: Any, change: bool) -> None:
+        org = obj.organization_id or get_tenancy(request).organization_id
+        if org is None:
+            raise PermissionDenied("Choose an organization first.")
+        if not change:
+            created = services.automation_create(
+                organization_id=org,
+                actor=self.actor(request),
+                name=form.cleaned_data["name"],
+                description=form.cleaned_data.get("description"),
+                trigger_type=form.cleaned_data["trigger_type"],
+                trigger_config=form.cleaned_data.get("trigger_config"),
+            )
+            obj.pk = created.pk
+            obj.refresh_from_db()
+            return
+        changes: dict[str, Any] = {
+            "name": form.cleaned_data["name"],
+            "description": form.cleaned_data.get("description"),
+        }
+        if "trigger_type" in form.cleaned_data:
+            changes["trigger_type"] = form.cleaned_data["trigger_type"]
+            changes["trigger_config"] = form.cleaned_data.get("trigger_config")
+        try:
+            services.automation_update(automation_id=obj.pk, organization_id=obj.organization_id, **changes)
+        except (services.AutomationRefused, services.AutomationInvalid) as exc:
+            messages.error(request, exc.message)
+
+    def save_formset(self, request: HttpRequest, form: Any, formset: Any, change: bool) -> None:
+        if formset.model is not AutomationStep:
+            return super().save_formset(request, form, formset, change)
+        automation: Automation = form.instance
+        org = automation.organization_id
+        # The rows are written by the services below, not by formset.save(); the change message reads these.
+        formset.new_objects, formset.changed_objects, formset.deleted_objects = [], [], []
+        try:
+            self._save_steps(automation, org, formset)
+        except (services.AutomationRefused, services.AutomationInvalid) as exc:
+            messages.error(request, exc.message)
+        return None
+
+    def _save_steps(self, automation: Automation, org: Any, formset: Any) -> None:
+        kept, deleted, added, moves = [], [], [], []
+        for f in formset.forms:
+            if not hasattr(f, "cleaned_data") or not f.cleaned_data:
+                continue
+            if not f.instance._state.adding:
+                if f.cleaned_data.get("DELETE"):
+                    deleted.append(f.instance.pk)
+                    continue
+                kept.append(f.instance)
+                if {"step_type", "config", "yes_branch", "no_branch"} & set(f.changed_data):
+                    services.step_update(
+                        automation_id=automation.pk,
+                        organization_id=org,
+                        step_id=f.instance.pk,
+                        step_type=f.cleaned_data["step_type"],
+                        config=f.cleaned_data["config"],
+                    )
+                position = f.cleaned_data.get("position")
+                moves.append(
+                    (
+                        position if position is not None else f.instance.step_index,
+                        f.instance.step_index,
+                        f.instance.pk,
+                    )
+                )
+            else:
+                added.append((f.cleaned_data["step_type"], f.cleaned_data["config"]))
+        order = [pk for _, _, pk in sorted(moves, key=lambda m: (m[0], m[0] == m[1], m[1]))]
+        current = list(
+            AutomationStep.objects.filter(automation=automation)
+            .order_by("step_index")
+            .values_list("pk", flat=True)
+        )
+        if order != current and len(order) == len(current):
+            services.steps_reorder(
+                automation_id=automation.pk, organization_id=org, step_ids=[str(pk) for pk in order]
+            )
+        for pk in deleted:
+            services.step_remove(automation_id=automation.pk, organization_id=org, step_id=pk)
+        for step_type, config in added:
+            services.step_add(
+                automation_id=automation.pk, organization_id=org, step_type=step_type, config=config
+            )
+
+    # -- actions --------------------------------------------------------------------------------------------------
+    @admin.action(description="Duplicate selected automations as drafts")
+    def duplicate_automations(self, request: HttpRequest, queryset: Any) -> None:
+        if not get_tenancy(request).allows("automations:manage"):
+            raise PermissionDenied
+        for automation in queryset:
+            copy = services.automation_duplicate(
+                automation_id=automation.pk,
+                organization_id=automation.organization_id,
+                actor=self.actor(request),
+            )
+            messages.success(request, f'Created "{copy.name}".')
+
+    def delete_model(self, request: HttpRequest, obj: Automation) -> None:
+        services.automation_delete(
+            automation_id=obj.pk, organization_id=obj.organization_id, actor=self.actor(request)
+        )
+
+    def has_delete_permission(self, request: HttpRequest, obj: Automation | None = None) -> bool:
+        if obj is not None and obj.status == AutomationStatus.ACTIVE:
+            return False  # "Cannot delete active automations. Please pause first."
+        return super().has_delete_permission(request, obj)
+
+    # -- lifecycle buttons ----------------------------------------------------------------------------------------
+    def get_urls(self):
+        return [
+            path(
+                "<uuid:object_id>/transition/<str:verb>/",
+                self.admin_site.admin_view(self.transition_view),
+                name="automations_automation_transition",
+            ),
+            *super().get_urls(),
+        ]
+
+    def transition_view(self, request: HttpRequest, object_id: Any, verb: str):
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        automation = get_object_or_404(self.get_queryset(request), pk=object_id)
+        if verb not in PUBLIC_ACTIONS or not self.has_view_permission(request, automation):
+            raise PermissionDenied
+        tenancy = get_tenancy(request)
+        outcome = PUBLIC_ACTIONS[verb](
+            automation_id=automation.pk,
+            organization_id=automation.organization_id,
+            actor=self.actor(request),
+            role=None if tenancy.is_platform_staff else (tenancy.role or ""),
+        )
+        if outcome.ok:
+            note = " (already in that state)" if outcome.applied == "recorded" else ""
+            messages.success(request, f"Automation is now {outcome.to_state}{note}.")
+        else:
+            messages.error(request, outcome.message or outcome.reason)
+        return HttpResponseRedirect(reverse("admin:automations_automation_change", args=[automation.pk]))
+
+    def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
+        if obj is not None:
+            context["lifecycle_buttons"] = [
+                (reverse("admin:automations_automation_transition", args=[obj.pk, verb]), label)
+                for verb, label in LIFECYCLE_BUTTONS.get(obj.status, [])
+            ]
+        return super().render_change_form(
+            request, context, add=add, change=change, form_url=form_url, obj=obj
+        )
+
+
+# --- the run browser ---------------------------------------------------------------------------------------------
+
+
+class StepRunInline(TenantTabularInline):
+    """The per-run timeline."""
+
+    model = AutomationStepRun
+    extra = 0
+    can_delete = False
+    read_only = True
+    ordering = ("scheduled_at", "step_index")
+    fields = (
+        "step_index",
+        "step_type",
+        "status",
+        "scheduled_at",
+        "delay_until",
+        "started_at",
+        "completed_at",
+        "retry_count",
+        "error_message",
+        "note",
+        "send_row",
+    )
+    readonly_fields = fields
+    feature_flag = "automations"
+
+    @admin.display(description="send row")
+    def send_row(self, sr: AutomationStepRun) -> str:
+        if not sr.email_send_id:
+            return "—"
+        try:
+            url = reverse("admin:delivery_transactionalsend_change", args=[sr.email_send_id])
+        except NoReverseMatch:
+            return sr.email_send_id
+        return format_html('<a href="{}">{}</a>', url, sr.email_send_id)
+
+
+@admin.register(AutomationRun)
+class AutomationRunAdmin(TenantModelAdmin):
+    read_only = True
+    feature_flag = "automations"
+    inlines = [StepRunInline]
+    list_display = (
+        "id",
+        "automation",
+        "contact",
+        "status",
+        "current_step_index",
+        "steps_executed",
+        "started_at",
+        "next_step_at",
+        "completed_at",
+    )
+    list_filter = ("status", "automation", "triggered_by")
+    list_select_related = ("automation", "contact")
+    search_fields = ("contact__email", "automation__name")
+    date_hierarchy = "started_at"
+    fields = (
+        "automation",
+        "contact",
+        "status",
+        "triggered_by",
+        "trigger_data_pretty",
+        "current_step_index",
+        "steps_executed",
+        "started_at",
+        "next_step_at",
+        "completed_at",
+    )
+    readonly_fields = fields
+
+    @admin.display(description="trigger data")
+    def trigger_data_pretty(self, run: AutomationRun) -> str:
+        return json.dumps(run.trigger_data, indent=1) if run.trigger_data else "—"
+
+    def get_queryset(self, request: HttpRequest):
+        return super().get_queryset(request).select_related("automation", "contact")
