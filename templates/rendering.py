@@ -151,7 +151,7 @@ class _TextExtractor(HTMLParser):
             href = self._href.pop() if self._href else None
             if href and href.startswith(("http://", "https://")):
                 self.out.append(f" ({href})")
-        elif tag in _BLOCK_TAGS:
+        elif tag in _BLOCK_TAGS and tag != "li":
             self.out.append("\n")
 
     def handle_data(self, data: str) -> None:

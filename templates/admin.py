@@ -1,0 +1,214 @@
+"""Template back-office (DOM-13, D-12): edit, publish/unpublish through the template lifecycle, preview the
+rendered HTML for a chosen contact and language, and send a test email (kind `test`, through delivery)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+
+from owlat.admin_tenancy import TenantModelAdmin, get_tenancy
+from owlat.models import Contact
+from templates.lifecycle import email_template_set_status, transactional_email_set_status
+from templates.models import EmailTemplate, TransactionalEmail
+from templates.rendering import contact_variables, render_template, resolve_language
+
+
+def _languages(template: Any) -> list[str]:
+    langs = [template.default_language or "en"]
+    for lang in [*(template.supported_languages or []), *(template.html_translations or {}).keys()]:
+        if lang and lang not in langs:
+            langs.append(lang)
+    return langs
+
+
+class TestSendForm(forms.Form):
+    to = forms.EmailField(label="Send to")
+    contact = forms.ModelChoiceField(
+        queryset=Contact.objects.none(), required=False, help_text="Personalize as"
+    )
+    language = forms.ChoiceField(choices=(), required=False)
+
+    def __init__(self, *args: Any, organization_id: Any, languages: list[str], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["contact"].queryset = Contact.objects.filter(
+            organization_id=organization_id, deleted_at__isnull=True
+        ).order_by("email")
+        self.fields["language"].choices = [(lang, lang) for lang in languages]
+
+
+class TemplateAdminMixin:
+    """Preview and send-test views shared by both template kinds."""
+
+    manage_permission = "templates:manage"
+    change_form_template = "admin/templates/change_form.html"
+    readonly_fields = ("status", "created_at", "updated_at")
+    actions = ("publish", "unpublish")
+    kind: str = ""
+
+    def get_urls(self):
+        info = self.model._meta.app_label, self.model._meta.model_name
+        return [
+            path(
+                "<path:object_id>/preview/",
+                self.admin_site.admin_view(self.preview_view),
+                name="{}_{}_preview".format(*info),
+            ),
+            path(
+                "<path:object_id>/send-test/",
+                self.admin_site.admin_view(self.send_test_view),
+                name="{}_{}_send_test".format(*info),
+            ),
+            *super().get_urls(),
+        ]
+
+    def _object(self, request: HttpRequest, object_id: str) -> Any:
+        obj = self.get_object(request, object_id)
+        if obj is None or not self.has_view_permission(request, obj):
+            raise Http404("Template not found")
+        return obj
+
+    def preview_view(self, request: HttpRequest, object_id: str):
+        obj = self._object(request, object_id)
+        contact = None
+        contact_id = request.GET.get("contact")
+        contacts = Contact.objects.filter(
+            organization_id=obj.organization_id, deleted_at__isnull=True
+        ).order_by("email")
+        if contact_id:
+            try:
+                contact = contacts.filter(pk=contact_id).first()
+            except (ValueError, forms.ValidationError):
+                contact = None
+        language = (
+            request.GET.get("language") or (contact.language if contact else None) or obj.default_language
+        )
+        variables = contact_variables(contact) if contact else {"email": "", "firstName": "", "lastName": ""}
+        rendered = render_template(obj, variables=variables, language=language)
+        context = {
+            **self.admin_site.each_context(request),
+            "title": f"Preview: {obj}",
+            "opts": self.model._meta,
+            "original": obj,
+            "rendered": rendered,
+            "requested_language": language,
+            "resolved_language": resolve_language(obj, language),
+            "languages": _languages(obj),
+            "contacts": contacts[:200],
+            "contact": contact,
+        }
+        return TemplateResponse(request, "admin/templates/preview.html", context)
+
+    def send_test_view(self, request: HttpRequest, object_id: str):
+        obj = self._object(request, object_id)
+        if not get_tenancy(request).allows("emails:test"):
+            raise PermissionDenied
+        form = TestSendForm(
+            request.POST or None,
+            organization_id=obj.organization_id,
+            languages=_languages(obj),
+            initial={"to": getattr(request.user, "email", "")},
+        )
+        if request.method == "POST" and form.is_valid():
+            from delivery.services import test_email_send
+
+            contact = form.cleaned_data.get("contact")
+            try:
+                send = test_email_send(
+                    organization_id=obj.organization_id,
+                    to=form.cleaned_data["to"],
+                    email_template_id=obj.pk if self.kind == "email" else None,
+                    transactional_email_id=obj.pk if self.kind == "transactional" else None,
+                    contact_id=contact.pk if contact else None,
+                    language=form.cleaned_data.get("language") or None,
+                )
+            except ValueError as exc:
+                self.message_user(request, str(exc), messages.ERROR)
+            else:
+                self.message_user(request, f"Test email queued to {send.email}.", messages.SUCCESS)
+                info = self.model._meta.app_label, self.model._meta.model_name
+                return HttpResponseRedirect(reverse("admin:{}_{}_change".format(*info), args=[obj.pk]))
+        context = {
+            **self.admin_site.each_context(request),
+            "title": f"Send a test email: {obj}",
+            "opts": self.model._meta,
+            "original": obj,
+            "form": form,
+        }
+        return TemplateResponse(request, "admin/templates/send_test.html", context)
+
+    def _set_status(self, request: HttpRequest, queryset: Any, to: str) -> None:
+        setter = email_template_set_status if self.kind == "email" else transactional_email_set_status
+        key = "template_id" if self.kind == "email" else "transactional_email_id"
+        done, refused = 0, []
+        for obj in queryset:
+            outcome = setter(
+                **{key: obj.pk}, to=to, actor=self.actor(request), organization_id=obj.organization_id
+            )
+            if outcome.ok and outcome.applied == "transitioned":
+                done += 1
+            elif not outcome.ok:
+                refused.append(f"{obj}: {outcome.message}")
+        self.message_user(request, f"{done} template(s) now {to}.", messages.SUCCESS)
+        for line in refused:
+            self.message_user(request, line, messages.WARNING)
+
+    @admin.action(description="Publish selected templates", permissions=["change"])
+    def publish(self, request: HttpRequest, queryset: Any) -> None:
+        self._set_status(request, queryset, "published")
+
+    @admin.action(description="Unpublish selected templates (back to draft)", permissions=["change"])
+    def unpublish(self, request: HttpRequest, queryset: Any) -> None:
+        self._set_status(request, queryset, "draft")
+
+
+@admin.register(EmailTemplate)
+class EmailTemplateAdmin(TemplateAdminMixin, TenantModelAdmin):
+    kind = "email"
+    list_display = ("name", "subject", "type", "status", "default_language", "updated_at")
+    list_filter = ("status", "type")
+    search_fields = ("name", "subject")
+    fields = (
+        "name",
+        "type",
+        "status",
+        "subject",
+        "preview_text",
+        "html_content",
+        "plain_text_content",
+        "default_language",
+        "supported_languages",
+        "translations",
+        "html_translations",
+        "content",
+        "created_at",
+        "updated_at",
+    )
+
+
+@admin.register(TransactionalEmail)
+class TransactionalEmailAdmin(TemplateAdminMixin, TenantModelAdmin):
+    kind = "transactional"
+    feature_flag = "transactional"
+    list_display = ("slug", "name", "subject", "status", "default_language", "updated_at")
+    list_filter = ("status",)
+    search_fields = ("slug", "name", "subject")
+    fields = (
+        "slug",
+        "name",
+        "status",
+        "subject",
+        "html_content",
+        "plain_text_content",
+        "default_language",
+        "supported_languages",
+        "translations",
+        "html_translations",
+        "created_at",
+        "updated_at",
+    )
