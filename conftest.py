@@ -43,6 +43,15 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix, t
         db.setdefault("TEST", {})["NAME"] = str(tmp_path_factory.mktemp("sqlite-test-db") / "test.sqlite3")
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _fast_password_hashing():
+    """Django's default PBKDF2 costs ~0.5 s per user created or logged in; tests don't need the strength."""
+    from django.test import override_settings
+
+    with override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]):
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _no_analytics_by_default(settings):
     settings.POSTHOG_API_KEY = ""
