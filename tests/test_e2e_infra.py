@@ -327,3 +327,22 @@ def test_workers_survive_a_crash_and_restart(workers):
     assert not WorkerHeartbeat.objects.filter(name="after-crash").exists()
     workers.restart("campaign")
     workers.wait_until(lambda: WorkerHeartbeat.objects.filter(name="after-crash").exists(), timeout=10)
+
+
+@pytest.mark.django_db
+def test_http_receiver_as_posthog_stand_in(http_receiver, settings, django_capture_on_commit_callbacks):
+    from owlat.analytics import capture, reset_client
+
+    settings.POSTHOG_API_KEY = "phc_test"
+    settings.POSTHOG_HOST = http_receiver.url
+    settings.POSTHOG_SYNC_MODE = True
+    reset_client()
+    with django_capture_on_commit_callbacks(execute=True):
+        capture(distinct_id="user-1", event="contact_created", properties={"source": "api"})
+    [req] = http_receiver.wait_for(1)
+    assert req.method == "POST" and req.path.startswith("/batch")
+    body = req.json()
+    [event] = body["batch"]
+    assert event["event"] == "contact_created" and event["distinct_id"] == "user-1"
+    assert event["properties"]["source"] == "api"
+    assert body["api_key"] == "phc_test"
