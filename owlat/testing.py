@@ -476,6 +476,7 @@ class WorkerSet:
     def restart(self, *names: str, timeout: float = 30.0) -> None:
         from django.utils import timezone
 
+        names = names or tuple(WORKER_PROCESSES)
         self.stop(*names)
         since = timezone.now()
         self.start(*names)
@@ -542,20 +543,28 @@ def worker_environment(overrides: dict[str, Any] | None = None) -> dict[str, str
 
 
 @pytest.fixture
-def workers(request, transactional_db, settings, tmp_path):
+def worker_env() -> dict[str, Any]:
+    """Extra environment for the `workers` processes. Override it in a test module or class when the values
+    come from other fixtures, e.g. `def worker_env(http_receiver): return {"POSTHOG_HOST": http_receiver.url}`.
+    """
+    return {}
+
+
+@pytest.fixture
+def workers(request, transactional_db, settings, tmp_path, worker_env):
     """Real worker processes for a `@pytest.mark.django_db(transaction=True)` test.
 
     Starts `qcluster` for the default, `transactional` and `campaign` queues and `run_due_tasks`, all on the
     test database, and waits until each has run a heartbeat. Pacing is lifted (rates 0) in the workers and in
-    this process; `@pytest.mark.worker_env(DELIVERY_CAMPAIGN_RATE=5, ...)` sets any environment variable of
-    the workers (and mirrors DELIVERY_*_RATE into `settings`). `smtp_sink` and `http_receiver` are set up
+    this process; `@pytest.mark.worker_env(DELIVERY_CAMPAIGN_RATE=5, ...)` or an overridden `worker_env`
+    fixture sets any environment variable of the workers (DELIVERY_*_RATE are mirrored into `settings`). `smtp_sink` and `http_receiver` are set up
     before the workers when the test uses them, so EMAIL_URL reaches the workers.
     """
     from django.utils import timezone
 
     if "smtp_sink" in request.fixturenames:
         request.getfixturevalue("smtp_sink")
-    overrides: dict[str, Any] = {}
+    overrides: dict[str, Any] = dict(worker_env)
     for marker in reversed(list(request.node.iter_markers("worker_env"))):
         overrides.update(marker.kwargs)
     settings.DELIVERY_TRANSACTIONAL_RATE = float(overrides.get("DELIVERY_TRANSACTIONAL_RATE", 0))

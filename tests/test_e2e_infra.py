@@ -346,3 +346,26 @@ def test_http_receiver_as_posthog_stand_in(http_receiver, settings, django_captu
     assert event["event"] == "contact_created" and event["distinct_id"] == "user-1"
     assert event["properties"]["source"] == "api"
     assert body["api_key"] == "phc_test"
+
+
+class TestWorkerEnvFixture:
+    @pytest.fixture
+    def worker_env(self, http_receiver):
+        return {"WEBHOOK_TIMEOUT_SECONDS": "3", "OWLAT_E2E_RECEIVER": http_receiver.url}
+
+    @pytest.mark.e2e
+    @pytest.mark.django_db(transaction=True)
+    def test_overridden_worker_env_reaches_the_workers(self, workers, http_receiver):
+        assert workers.env["OWLAT_E2E_RECEIVER"] == http_receiver.url
+        enqueue("tests.test_e2e_infra.post_env_to_receiver")
+        [req] = http_receiver.wait_for(1, timeout=10)
+        assert req.json() == {"timeout": 3.0}
+
+
+def post_env_to_receiver():
+    """Runs in a worker: posts a setting read from its environment to the receiver named in it."""
+    import os
+
+    from django.conf import settings
+
+    return _post(os.environ["OWLAT_E2E_RECEIVER"] + "/env", {"timeout": settings.WEBHOOK_TIMEOUT_SECONDS})[0]
