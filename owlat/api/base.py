@@ -276,7 +276,10 @@ class ApiView(APIView):
         if not self.rate_state.allowed:
             raise auth.rate_limited_error(self.rate_state)
         scope = self.scope_for(request.method)
-        if scope is not None and scope not in (self.api_key.scopes or []):
+        if scope is None:
+            # Every endpoint requires exactly one scope (API-03): an undeclared one fails closed.
+            raise RuntimeError(f"{type(self).__name__} declares no scope for {request.method}")
+        if scope not in (self.api_key.scopes or []):
             raise forbidden(f"This API key is missing the required scope: {scope}")
         if self.feature_flag:
             from owlat.flags import feature_disabled_message, flag_enabled

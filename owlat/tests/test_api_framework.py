@@ -592,3 +592,26 @@ def test_openapi_schema_and_docs_page_need_no_key():
     docs = client.get("/api/v1/docs")
     assert docs.status_code == 200
     assert b"swagger" in docs.content.lower()
+
+
+def test_a_view_without_a_declared_scope_fails_closed(api):
+    class Unscoped(ApiView):
+        scopes = {"GET": "contacts:read"}
+
+        def get(self, request):
+            return self.ok({})
+
+        def post(self, request):
+            return self.created({"ran": True})
+
+    from django.test import RequestFactory
+
+    request = RequestFactory().post(
+        "/api/v1/x",
+        data=b"{}",
+        content_type="application/json",
+        headers={"Authorization": f"Bearer {api.raw_key}"},
+    )
+    response = Unscoped.as_view()(request)
+    assert response.status_code == 500
+    assert response.data == {"error": {"category": "internal", "message": "Internal server error"}}
