@@ -619,9 +619,11 @@ def _batched() -> Iterator[_Batch]:
 
 
 def send_transition_many(items: Iterable[Completion]) -> list[Outcome]:
-    """The batched variant used by the dispatch worker: the same reducer and effects for many rows in one
-    transaction, with counter increments merged per campaign and completion handlers called once per
-    campaign (or per non-campaign row)."""
+    """The batched variant used by the dispatch worker: the same reducer, graph and effects as
+    `send_transition`, for many rows in one transaction — rows locked in one query, written back with one
+    `bulk_update`, plain timeline activities inserted with one `bulk_create`, counter increments merged per
+    campaign, and completion handlers called once per campaign (or per non-campaign row) after the rows are
+    written."""
     items = list(items)
     if not items:
         return []
@@ -635,14 +637,106 @@ def send_transition_many(items: Iterable[Completion]) -> list[Outcome]:
             model = model_for(kind)
             for obj in model._default_manager.select_for_update().filter(pk__in=ids).order_by("pk"):
                 rows[(kind, str(obj.pk))] = obj
+        writes = _BatchWrites()
         for item in items:
             obj = rows.get((item.ref.kind, item.ref.id))
             if obj is None:
                 outcomes.append(Outcome(ok=False, reason="send_not_found", message="Send not found"))
                 continue
-            outcomes.append(_transition_locked(_LIFECYCLES[item.ref.kind], obj, item.to, item.input))
+            outcomes.append(_apply_batched(_LIFECYCLES[item.ref.kind], obj, item.to, item.input, writes))
+        writes.flush()
         batch.flush()
     return outcomes
+
+
+class _BatchWrites:
+    """Row updates and timeline rows of one batch, written in one query each."""
+
+    def __init__(self) -> None:
+        self.rows: dict[type, dict[Any, Any]] = defaultdict(dict)
+        self.fields: dict[type, set[str]] = defaultdict(set)
+        self.activities: list[Any] = []
+
+    def flush(self) -> None:
+        from owlat.models import ContactActivity
+
+        for model, objs in self.rows.items():
+            fields = sorted(self.fields[model])
+            model._default_manager.bulk_update(list(objs.values()), fields, batch_size=500)
+        if self.activities:
+            ContactActivity.objects.bulk_create(self.activities, batch_size=500)
+        self.rows.clear()
+        self.activities.clear()
+
+
+# Timeline rows without a contact flag may be inserted in bulk; `email_opened` / `email_clicked` go through
+# `activity_record`, which also sets the contact's `has_opened` / `has_clicked` (DLV-11).
+_BULK_ACTIVITY_TYPES = frozenset({"email_sent", "email_bounced", "email_complained"})
+
+
+def _apply_batched(
+    lifecycle: _SendLifecycle, obj: Any, to: str, input: dict[str, Any], writes: _BatchWrites
+) -> Outcome:
+    at = _input_at(input)
+    if to in _EVIDENCE and obj.status == S.QUEUED and obj.outcome_unknown:
+        _apply_batched(
+            lifecycle,
+            obj,
+            S.SENT,
+            {"at": min(at, obj.handed_off_at or at), "provider_message_id": input.get("provider_message_id")},
+            writes,
+        )
+    frm = obj.status
+    decision = reduce_send(obj, frm, to, input=input, at=at)
+    if not decision.ok:
+        return Outcome(
+            ok=False,
+            reason=decision.reason,
+            message=lifecycle.message_for(decision.reason),
+            from_state=frm,
+            to_state=to,
+            object_id=obj.pk,
+            obj=obj,
+        )
+    if decision.applied == "duplicate":
+        return Outcome(ok=True, applied="duplicate", from_state=frm, to_state=frm, object_id=obj.pk, obj=obj)
+    patch = dict(decision.patch)
+    new_state = patch.pop("status", frm)
+    if new_state != frm:
+        lifecycle._fsm_method(obj, frm, new_state)(patch)
+    else:
+        for key, value in patch.items():
+            setattr(obj, key, value)
+    model = type(obj)
+    writes.rows[model][obj.pk] = obj
+    writes.fields[model].update({*patch.keys(), "status"})
+    from owlat.models import ContactActivity
+
+    for effect in decision.effects:
+        if (
+            isinstance(effect, Call)
+            and effect.name == "activity"
+            and effect.kwargs["activity_type"] in _BULK_ACTIVITY_TYPES
+        ):
+            writes.activities.append(
+                ContactActivity(
+                    organization_id=obj.organization_id,
+                    contact_id=obj.contact_id,
+                    activity_type=effect.kwargs["activity_type"],
+                    metadata=effect.kwargs["metadata"],
+                    occurred_at=effect.kwargs["at"],
+                )
+            )
+        else:
+            lifecycle._apply_effect(obj, ACTOR, effect)
+    return Outcome(
+        ok=True,
+        applied=decision.applied or "transitioned",
+        from_state=frm,
+        to_state=new_state,
+        object_id=obj.pk,
+        obj=obj,
+    )
 
 
 # --- D-07 claims and hand-off (compare-and-set; they never write `status`) ------------------------------

@@ -5,11 +5,27 @@ from __future__ import annotations
 
 import email.policy
 from dataclasses import dataclass, field
-from email.message import EmailMessage
-from email.utils import formataddr
+from email import encoders
+from email.header import Header
+from email.message import Message
+from email.mime.base import MIMEBase
+from email.mime.multipart import MIMEMultipart
+from email.mime.text import MIMEText
+from email.utils import formataddr, formatdate
 from typing import Any
 
-_POLICY = email.policy.SMTP
+# compat32 with CRLF: the classic `email.mime` API, about twice as fast as `EmailMessage` with the SMTP policy
+# (stack-facts: building the MIME message costs about as much as sending it).
+_POLICY = email.policy.compat32.clone(linesep="\r\n", max_line_length=None)
+
+
+def _header(value: str) -> str | Header:
+    value = value.replace("\r", " ").replace("\n", " ")
+    return value if value.isascii() else Header(value, "utf-8")
+
+
+def _address(name: str, address: str) -> str:
+    return formataddr((name, address), charset="utf-8") if name else address
 
 
 @dataclass
@@ -48,27 +64,36 @@ class OutgoingMessage:
     def from_header(self) -> str:
         return formataddr((self.from_name, self.from_email)) if self.from_name else self.from_email
 
-    def as_email_message(self) -> EmailMessage:
-        msg = EmailMessage(policy=_POLICY)
-        msg["From"] = self.from_header
+    def as_email_message(self) -> Message:
+        """The MIME message (stdlib `email.mime`; text + HTML alternative, attachments in a mixed part)."""
+        body: Message = MIMEMultipart("alternative")
+        body.attach(MIMEText(self.text or "", "plain", "utf-8"))
+        if self.html:
+            body.attach(MIMEText(self.html, "html", "utf-8"))
+        else:
+            body = MIMEText(self.text or "", "plain", "utf-8")
+        if self.attachments:
+            mixed = MIMEMultipart("mixed")
+            mixed.attach(body)
+            for att in self.attachments:
+                maintype, _, subtype = (att.content_type or "application/octet-stream").partition("/")
+                part = MIMEBase(maintype, subtype or "octet-stream")
+                part.set_payload(att.content)
+                encoders.encode_base64(part)
+                part.add_header("Content-Disposition", "attachment", filename=("utf-8", "", att.filename))
+                mixed.attach(part)
+            msg = mixed
+        else:
+            msg = body
+        msg["From"] = _address(self.from_name, self.from_email)
         msg["To"] = self.to
-        msg["Subject"] = self.subject
+        msg["Subject"] = _header(self.subject)
         msg["Message-ID"] = self.message_id
-        from email.utils import formatdate
-
         msg["Date"] = formatdate(localtime=False, usegmt=True)
         if self.reply_to:
             msg["Reply-To"] = self.reply_to
         for name, value in self.headers.items():
-            msg[name] = value
-        msg.set_content(self.text or "", charset="utf-8")
-        if self.html:
-            msg.add_alternative(self.html, subtype="html", charset="utf-8")
-        for att in self.attachments:
-            maintype, _, subtype = (att.content_type or "application/octet-stream").partition("/")
-            msg.add_attachment(
-                att.content, maintype=maintype, subtype=subtype or "octet-stream", filename=att.filename
-            )
+            msg[name] = _header(value)
         return msg
 
     def as_bytes(self) -> bytes:
