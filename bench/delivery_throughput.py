@@ -287,7 +287,7 @@ def main() -> int:
 
         started = time.time()
         enqueue(main_ids)
-        n, _first, last = sink.wait_for(len(main_ids), timeout=args.timeout)
+        _n, _first, last = sink.wait_for(len(main_ids), timeout=args.timeout)
         system_seconds = last - started
         system_rate = len(main_ids) / system_seconds
         print(
