@@ -309,7 +309,8 @@ def bootstrap_report(result: BootstrapResult, *, credentials_file: str | None = 
     else:
         lines.append(
             f"API key:      '{result.api_key.name}' exists ({result.api_key.key_prefix}…); keys are shown only "
-            f"once. Create another with `manage.py create_api_key`."
+            f"once. Create another with:\n              python manage.py create_api_key --organization "
+            f"{org.pk} --name 'Another key' --scopes {','.join(result.api_key.scopes)}"
         )
     if result.demo is not None:
         d = result.demo

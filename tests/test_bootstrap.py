@@ -154,3 +154,10 @@ def test_command_prints_admin_url_login_and_key():
     call_command("bootstrap", stdout=out)
     assert "lm_live_" not in out.getvalue().replace(key.key_prefix, "")
     assert "create_api_key" in out.getvalue()
+    # the hint is a working command
+    import shlex
+
+    hint = next(line for line in out.getvalue().splitlines() if "manage.py create_api_key" in line)
+    args = shlex.split(hint.split("manage.py ", 1)[1])
+    call_command(*args, stdout=StringIO())
+    assert ApiKey.objects.filter(name="Another key", organization=key.organization).count() == 1
