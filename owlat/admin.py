@@ -162,6 +162,9 @@ class MembershipInline(TenantTabularInline):
     fields = ("member", "role", "created_at")
     readonly_fields = ("created_at",)
 
+    def get_queryset(self, request: HttpRequest):
+        return super().get_queryset(request).select_related("user")
+
     def get_formset(self, request: HttpRequest, obj: Any = None, **kwargs: Any):
         formset = super().get_formset(request, obj, **kwargs)
         formset.request = request

@@ -475,6 +475,14 @@ class TenantAdminMixin:
                 model = f.related_model
         return bool(f is not None and f.is_relation)
 
+    def get_list_select_related(self, request: HttpRequest):
+        related = super().get_list_select_related(request)
+        if not (get_tenancy(request).sees_everything and has_direct_organization(self.model)):
+            return related
+        if related is True or related is False:
+            return related  # False: Django selects the foreign keys shown in list_display itself
+        return (*related, "organization") if "organization" not in related else related
+
     def get_list_display(self, request: HttpRequest):
         display = list(super().get_list_display(request))
         if (
