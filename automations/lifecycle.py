@@ -370,7 +370,7 @@ def step_run_create(
     return step_run
 
 
-def step_run_claim(step_run_id: Any, *, run_id: Any, at: dt.datetime) -> int | None:
+def step_run_claim(step_run_id: Any, *, run_id: Any, at: dt.datetime, step_id: Any = None) -> int | None:
     """AUT-21 compare-and-set `pending → executing`; the winner also counts the execution on the run.
 
     Returns the run's new `steps_executed` for the winner, None for every loser.
@@ -382,7 +382,10 @@ def step_run_claim(step_run_id: Any, *, run_id: Any, at: dt.datetime) -> int | N
         if not won:
             return None
         AutomationRun.objects.filter(pk=run_id).update(steps_executed=F("steps_executed") + 1)
-        step_id = AutomationStepRun.objects.filter(pk=step_run_id).values_list("step_id", flat=True).first()
+        if step_id is None:
+            step_id = (
+                AutomationStepRun.objects.filter(pk=step_run_id).values_list("step_id", flat=True).first()
+            )
         _step_counter_move(step_id, StepRunStatus.PENDING, StepRunStatus.EXECUTING)
         return AutomationRun.objects.filter(pk=run_id).values_list("steps_executed", flat=True).first()
 

@@ -89,10 +89,11 @@ def run_start(run_id: Any, *, now: dt.datetime | None = None) -> str:
     return f"scheduled step run {step_run.pk}"
 
 
-def _advance(run: AutomationRun, current: int, outcome: StepOutcome, now: dt.datetime) -> str:
-    """AUT-23, inside the caller's transaction."""
+def _advance(
+    run: AutomationRun, current: int, outcome: StepOutcome, now: dt.datetime, steps: dict[int, AutomationStep]
+) -> str:
+    """AUT-23, inside the caller's transaction; `steps` = the automation's steps by index."""
     nxt = outcome.next_step_index if outcome.next_step_index is not None else current + 1
-    steps = {s.step_index: s for s in AutomationStep.objects.filter(automation_id=run.automation_id)}
     if nxt > current + 1:
         for index in range(current + 1, nxt):
             if index in steps:
@@ -137,16 +138,15 @@ def step_execute(
         return "automation not active: run cancelled"
 
     # 3. The run's current step.
-    step = AutomationStep.objects.filter(
-        automation_id=automation.pk, step_index=run.current_step_index
-    ).first()
+    steps = {s.step_index: s for s in AutomationStep.objects.filter(automation_id=automation.pk)}
+    step = steps.get(run.current_step_index)
     if step is None:
         _give_up(run, step_run_id, STEP_NOT_FOUND, now)
         return "step not found: run cancelled"
 
     # 4. Claim (fresh dispatch only) and loop cap.
     if retry_count == 0:
-        executed = step_run_claim(step_run_id, run_id=run.pk, at=now)
+        executed = step_run_claim(step_run_id, run_id=run.pk, at=now, step_id=step_run.step_id)
         if executed is None:
             return "not claimed"  # another dispatch owns this step run
         if executed > MAX_STEPS_PER_RUN:
@@ -172,7 +172,7 @@ def step_execute(
             outcome = module.execute(ctx, config)
             if outcome.status == "completed":
                 step_run_complete(step_run_id, at=now, email_send_id=outcome.email_send_id, note=outcome.note)
-                return _advance(run, step.step_index, outcome, now)
+                return _advance(run, step.step_index, outcome, now, steps)
     except Exception as exc:
         logger.warning("automation step %s of run %s raised: %s", step.step_index, run.pk, exc, exc_info=True)
         outcome = StepOutcome.failed(str(exc) or type(exc).__name__)

@@ -1,0 +1,467 @@
+#!/usr/bin/env python
+"""Benchmark of the automations engine (issue 4; method per spec D-17).
+
+Setup (not timed): a fresh PostgreSQL database (`BENCH_DATABASE_URL`, default
+`postgres://postgres@127.0.0.1:5432/owlat_bench`, dropped and re-created), one organization with a default sender,
+an active automation `event_received "bench"`: `0: email → 1: condition (plan equals "pro", both branches fall
+through) → 2: email`, the contacts (created before timing), `--keys` API keys with `events:write` (so the per-key
+limit of API-04 is not what is measured), real processes: the API (`manage.py runserver`, threaded), `qcluster`
+for the default, transactional and campaign queues, `run_due_tasks`, and the loopback SMTP sink (aiosmtpd) in this
+process. Pacing is off (`DELIVERY_TRANSACTIONAL_RATE=0`), `DEBUG=0`.
+
+Phase 1 — throughput: after a warm-up (`--warmup` events, waited for), `--events` (10,000) events are posted
+through `POST /api/v1/events` by `--clients` concurrent HTTP clients spread round-robin over the keys.
+Printed: events/second accepted by the API (first request sent → last 201 received); walker steps/second over
+the whole run (steps executed ÷ first run started → last step run completed); and the end-to-end span until the
+last SMTP acceptance.
+
+Phase 2 — latency: at a fixed offered rate (`--rate`, 50 events/s) for `--seconds` (60 s), open loop, new
+contacts; p50/p95/max from the moment the event's API call starts to its first email's SMTP acceptance.
+
+Targets (issue 4): ≥ 300 steps/second; p50 under 1 second. A missed target is reported as missed.
+
+Run: `.venv/bin/python bench/automation_throughput.py` (about 5–10 minutes on a 2-core machine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(BASE_DIR))
+
+DEFAULT_DB = "postgres://postgres@127.0.0.1:5432/owlat_bench"
+TARGET_STEPS_PER_SECOND = 300.0
+TARGET_P50_SECONDS = 1.0
+
+
+def parse_args() -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--events", type=int, default=10_000)
+    p.add_argument("--warmup", type=int, default=200)
+    p.add_argument("--keys", type=int, default=100)
+    p.add_argument("--clients", type=int, default=12, help="concurrent HTTP clients in phase 1")
+    p.add_argument("--latency-clients", type=int, default=16, help="most concurrent requests in phase 2")
+    p.add_argument("--rate", type=float, default=50.0, help="offered events/second in phase 2")
+    p.add_argument("--seconds", type=float, default=60.0, help="length of phase 2")
+    p.add_argument("--q-workers", type=int, default=2, help="worker processes of the default queue")
+    p.add_argument("--transactional-workers", type=int, default=1)
+    p.add_argument("--timeout", type=float, default=1800.0, help="give up waiting for a phase after this")
+    p.add_argument("--json", default=str(BASE_DIR / "var" / "bench" / "automation_throughput.json"))
+    return p.parse_args()
+
+
+# --- database ------------------------------------------------------------------------------------------------
+
+
+def recreate_database(url: str) -> None:
+    import psycopg
+    from psycopg import sql
+
+    base, _, name = url.rpartition("/")
+    with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+
+
+def setup_django(url: str) -> None:
+    os.environ["DATABASE_URL"] = url
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "owlat.settings")
+    os.environ.setdefault("SECRET_KEY", "bench-secret-key-0123456789abcdef0123456789abcdef")
+    os.environ.setdefault("SITE_URL", "http://127.0.0.1:8000")
+    os.environ.setdefault("ALLOWED_HOSTS", "127.0.0.1,localhost")
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+
+
+def build_world(n_keys: int, contact_batches: dict[str, int]) -> dict:
+    from automations.lifecycle import automation_activate
+    from automations.services import automation_create
+    from owlat.apikeys import api_key_create
+    from owlat.models import Contact, ContactProperty, ContactPropertyValue, Domain, DomainStatus
+    from owlat.organizations import organization_create
+    from templates.models import EmailTemplate
+
+    org = organization_create(name="Bench", default_from_email="hello@bench.test", default_from_name="Bench")
+    Domain.objects.create(organization=org, domain="bench.test", status=DomainStatus.VERIFIED)
+    first = EmailTemplate.objects.create(
+        organization=org,
+        name="First",
+        subject="Hello {{firstName|'there'}}",
+        html_content="<p>Hi {{firstName}}</p>",
+    )
+    second = EmailTemplate.objects.create(
+        organization=org, name="Second", subject="More for {{firstName|'you'}}", html_content="<p>More</p>"
+    )
+    automation = automation_create(
+        organization_id=org.pk,
+        actor="bench",
+        name="Bench",
+        trigger_type="event_received",
+        trigger_config={"eventName": "bench"},
+        steps=[
+            {"stepType": "email", "config": {"emailTemplateId": str(first.pk)}},
+            {
+                "stepType": "condition",
+                "config": {
+                    "condition": {
+                        "kind": "contact_property",
+                        "field": "plan",
+                        "operator": "equals",
+                        "value": "pro",
+                    },
+                    "yesBranchStepIndex": None,
+                    "noBranchStepIndex": None,
+                },
+            },
+            {"stepType": "email", "config": {"emailTemplateId": str(second.pk)}},
+        ],
+    )
+    assert automation_activate(automation_id=automation.pk, organization_id=org.pk, actor="bench").ok
+    keys = [
+        api_key_create(organization_id=org.pk, name=f"bench-{i}", scopes=["events:write"])[1]
+        for i in range(n_keys)
+    ]
+    plan = ContactProperty.objects.create(organization=org, key="plan")
+    emails: dict[str, list[str]] = {}
+    for label, n in contact_batches.items():
+        batch = [f"{label}-{i}@example.com" for i in range(n)]
+        contacts = Contact.objects.bulk_create(
+            [
+                Contact(organization=org, email=e, first_name=f"C{i}", source="api")
+                for i, e in enumerate(batch)
+            ],
+            batch_size=2000,
+        )
+        ContactPropertyValue.objects.bulk_create(
+            [
+                ContactPropertyValue(
+                    organization=org, contact=c, property=plan, value="pro" if i % 2 else "free"
+                )
+                for i, c in enumerate(contacts)
+            ],
+            batch_size=2000,
+        )
+        emails[label] = batch
+    return {"org": org, "automation": automation, "keys": keys, "emails": emails}
+
+
+# --- processes -----------------------------------------------------------------------------------------------
+
+
+def start_processes(args: argparse.Namespace, smtp_url: str, port: int, log_dir: Path):
+    import subprocess
+
+    from django.utils import timezone
+
+    from owlat.testing import WorkerSet, worker_environment
+
+    env = worker_environment(
+        {
+            "DEBUG": "0",
+            "OWLAT_TESTING": "0",
+            "ALLOWED_HOSTS": "127.0.0.1,localhost",
+            "EMAIL_PROVIDER": "smtp",
+            "EMAIL_URL": smtp_url,
+            "DELIVERY_TRANSACTIONAL_RATE": "0",
+            "DELIVERY_CAMPAIGN_RATE": "0",
+            "Q_WORKERS": str(args.q_workers),
+            "Q_TRANSACTIONAL_WORKERS": str(args.transactional_workers),
+            "LOG_LEVEL": "WARNING",
+        }
+    )
+    log_dir.mkdir(parents=True, exist_ok=True)
+    workers = WorkerSet(env, log_dir)
+    since = timezone.now()
+    workers.start()
+    workers.wait_ready(since=since, timeout=60)
+    web_log = open(log_dir / "web.log", "ab")  # noqa: SIM115 - closed in stop()
+    # runserver serves each request on a new thread: CONN_MAX_AGE=0 closes its connection at the end of the
+    # request instead of leaving one open connection per finished thread.
+    web = subprocess.Popen(
+        [
+            sys.executable,
+            str(BASE_DIR / "manage.py"),
+            "runserver",
+            f"127.0.0.1:{port}",
+            "--noreload",
+            "--skip-checks",
+        ],
+        cwd=BASE_DIR,
+        env={**env, "CONN_MAX_AGE": "0"},
+        stdout=web_log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    return workers, web, web_log
+
+
+def wait_http(url: str, timeout: float = 30.0) -> None:
+    import requests
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if requests.get(url, timeout=1).status_code == 200:
+                return
+        except requests.RequestException:
+            pass
+        time.sleep(0.1)
+    raise RuntimeError(f"API did not answer at {url}")
+
+
+# --- load ----------------------------------------------------------------------------------------------------
+
+_local = threading.local()
+
+
+def _session():
+    import requests
+
+    s = getattr(_local, "session", None)
+    if s is None:
+        s = requests.Session()
+        _local.session = s
+    return s
+
+
+def post_event(base: str, key: str, email: str) -> tuple[int, float, float]:
+    start = time.monotonic()
+    r = _session().post(
+        f"{base}/api/v1/events",
+        data=json.dumps({"email": email, "eventName": "bench", "eventProperties": {"source": "bench"}}),
+        headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+        timeout=60,
+    )
+    return r.status_code, start, time.monotonic()
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float, what: str, progress: Callable[[], str]) -> None:
+    deadline = time.monotonic() + timeout
+    last = 0.0
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"timed out waiting for {what}: {progress()}")
+        if time.monotonic() - last > 10:
+            print(f"  … {progress()}", flush=True)
+            last = time.monotonic()
+        time.sleep(0.2)
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    k = (len(ordered) - 1) * q
+    lo, hi = int(k), min(int(k) + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
+
+
+def _terminate(signum, frame):  # SIGTERM → SystemExit, so `finally` stops the processes we started
+    raise SystemExit(128 + signum)
+
+
+def main() -> int:
+    import signal
+
+    signal.signal(signal.SIGTERM, _terminate)
+    args = parse_args()
+    url = os.environ.get("BENCH_DATABASE_URL", DEFAULT_DB)
+    print(f"database {url} (re-created)", flush=True)
+    recreate_database(url)
+    setup_django(url)
+
+    import logging
+
+    from django.db.models import Max, Min
+
+    logging.getLogger("mail.log").setLevel(logging.WARNING)  # aiosmtpd's per-command log
+
+    from automations.models import AutomationRun, AutomationStepRun
+    from owlat.testing import SmtpSink, free_port
+
+    n_lat = int(args.rate * args.seconds)
+    world = build_world(args.keys, {"warm": args.warmup, "load": args.events, "lat": n_lat})
+    keys, emails, automation = world["keys"], world["emails"], world["automation"]
+    sink = SmtpSink().start()
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    log_dir = BASE_DIR / "var" / "bench" / "logs"
+    workers, web, web_log = start_processes(args, sink.url, port, log_dir)
+    results: dict = {"events": args.events, "keys": args.keys, "clients": args.clients}
+    try:
+        wait_http(f"{base}/api/v1/health")
+
+        def accepted() -> int:
+            return len(sink.messages)
+
+        # warm-up: the same path, waited for, then forgotten
+        with ThreadPoolExecutor(args.clients) as pool:
+            codes = list(
+                pool.map(
+                    lambda i: post_event(base, keys[i % len(keys)], emails["warm"][i])[0], range(args.warmup)
+                )
+            )
+        assert all(c == 201 for c in codes), codes[:5]
+        wait_for(
+            lambda: accepted() >= 2 * args.warmup, args.timeout, "warm-up mail", lambda: f"{accepted()} mails"
+        )
+        warm_runs = set(AutomationRun.objects.values_list("pk", flat=True))
+        sink.clear()
+
+        # --- phase 1: throughput ---------------------------------------------------------------------------
+        print(f"phase 1: {args.events} events, {args.clients} clients over {args.keys} keys", flush=True)
+        load = emails["load"]
+        t0 = time.monotonic()
+        with ThreadPoolExecutor(args.clients) as pool:
+            out = list(pool.map(lambda i: post_event(base, keys[i % len(keys)], load[i]), range(args.events)))
+        t_api = max(o[2] for o in out) - t0
+        bad = [o[0] for o in out if o[0] != 201]
+        events_per_s = (args.events - len(bad)) / t_api
+        print(
+            f"  API accepted {args.events - len(bad)} events in {t_api:.1f} s → {events_per_s:.1f} events/s",
+            flush=True,
+        )
+        expected = 2 * (args.events - len(bad))
+        wait_for(
+            lambda: accepted() >= expected,
+            args.timeout,
+            "phase 1 mail",
+            lambda: (
+                f"{accepted()}/{expected} mails, "
+                f"{AutomationStepRun.objects.filter(status='completed').exclude(run_id__in=warm_runs).count()} steps"
+            ),
+        )
+        t_last_mail = max(m.received_at for m in sink.messages) - t0
+        runs = AutomationRun.objects.filter(automation=automation).exclude(pk__in=warm_runs)
+        step_runs = AutomationStepRun.objects.filter(run__in=runs)
+        wait_for(
+            lambda: not runs.filter(status="running").exists(),
+            args.timeout,
+            "runs to complete",
+            lambda: f"{runs.filter(status='running').count()} running",
+        )
+        span = (
+            runs.aggregate(first=Min("started_at"))["first"],
+            step_runs.aggregate(last=Max("completed_at"))["last"],
+        )
+        steps = step_runs.filter(status="completed").count()
+        failed = step_runs.filter(status="failed").count()
+        walker_seconds = (span[1] - span[0]).total_seconds()
+        steps_per_s = steps / walker_seconds
+        print(
+            f"  walker: {steps} steps ({failed} failed) in {walker_seconds:.1f} s → {steps_per_s:.1f} steps/s; "
+            f"{accepted()} mails, last SMTP acceptance {t_last_mail:.1f} s after the first request "
+            f"({accepted() / t_last_mail:.1f} mails/s end to end)",
+            flush=True,
+        )
+        results.update(
+            api_seconds=round(t_api, 2),
+            api_errors=len(bad),
+            events_per_second=round(events_per_s, 1),
+            steps=steps,
+            failed_steps=failed,
+            walker_seconds=round(walker_seconds, 2),
+            steps_per_second=round(steps_per_s, 1),
+            mails=accepted(),
+            last_mail_seconds=round(t_last_mail, 2),
+        )
+
+        # --- phase 2: latency at a fixed offered rate -------------------------------------------------------
+        print(f"phase 2: {args.rate:g} events/s for {args.seconds:g} s (open loop)", flush=True)
+        sink.clear()
+        lat_emails = emails["lat"]
+        call_started: dict[str, float] = {}
+        codes2: list[int] = []
+        lock = threading.Lock()
+
+        def fire(i: int) -> None:
+            email = lat_emails[i]
+            code, start, _ = post_event(base, keys[i % len(keys)], email)
+            with lock:
+                call_started[email] = start
+                codes2.append(code)
+
+        t0 = time.monotonic()
+        with ThreadPoolExecutor(args.latency_clients) as pool:
+            for i in range(n_lat):
+                due = t0 + i / args.rate
+                delay = due - time.monotonic()
+                if delay > 0:
+                    time.sleep(delay)
+                pool.submit(fire, i)
+        offered_seconds = time.monotonic() - t0
+        wait_for(
+            lambda: len({m.rcpt_tos[0] for m in list(sink.messages)}) >= n_lat,
+            args.timeout,
+            "phase 2 first mails",
+            lambda: f"{len({m.rcpt_tos[0] for m in list(sink.messages)})}/{n_lat} contacts reached",
+        )
+        first_mail: dict[str, float] = {}
+        for m in sink.messages:
+            rcpt = m.rcpt_tos[0]
+            if rcpt not in first_mail or m.received_at < first_mail[rcpt]:
+                first_mail[rcpt] = m.received_at
+        latencies = [
+            first_mail[e] - call_started[e] for e in lat_emails if e in first_mail and e in call_started
+        ]
+        p50, p95 = percentile(latencies, 0.5), percentile(latencies, 0.95)
+        print(
+            f"  {len(latencies)} events offered over {offered_seconds:.1f} s ({sum(c != 201 for c in codes2)} API errors): "
+            f"API call → first email accepted p50 {p50 * 1000:.0f} ms, p95 {p95 * 1000:.0f} ms, "
+            f"max {max(latencies) * 1000:.0f} ms, mean {statistics.mean(latencies) * 1000:.0f} ms",
+            flush=True,
+        )
+        results.update(
+            offered_rate=args.rate,
+            offered_seconds=round(offered_seconds, 1),
+            latency_events=len(latencies),
+            latency_p50_ms=round(p50 * 1000),
+            latency_p95_ms=round(p95 * 1000),
+            latency_max_ms=round(max(latencies) * 1000),
+        )
+    finally:
+        web.terminate()
+        try:
+            web.wait(timeout=5)
+        except Exception:
+            web.kill()
+        web_log.close()
+        workers.stop()
+        sink.stop()
+
+    steps_ok = results["steps_per_second"] >= TARGET_STEPS_PER_SECOND
+    p50_ok = results["latency_p50_ms"] / 1000 < TARGET_P50_SECONDS
+    print("\nSummary")
+    print(f"  events accepted by the API : {results['events_per_second']:.1f} events/s")
+    print(
+        f"  walker steps               : {results['steps_per_second']:.1f} steps/s "
+        f"(target ≥ {TARGET_STEPS_PER_SECOND:.0f}: {'met' if steps_ok else 'MISSED'})"
+    )
+    print(
+        f"  latency at {args.rate:g} events/s     : p50 {results['latency_p50_ms']} ms, p95 {results['latency_p95_ms']} ms "
+        f"(target p50 < {TARGET_P50_SECONDS * 1000:.0f} ms: {'met' if p50_ok else 'MISSED'})"
+    )
+    results.update(steps_target_met=steps_ok, p50_target_met=p50_ok, cpus=os.cpu_count())
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.json).write_text(json.dumps(results, indent=2))
+    print(f"  figures written to {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
