@@ -814,6 +814,62 @@ def claim_sends(
     return token, won
 
 
+def claim_queued(
+    kind: str,
+    token: uuid.UUID,
+    *,
+    limit: int,
+    exclude: Iterable[str] = (),
+    now: dt.datetime | None = None,
+    lease: dt.timedelta = CLAIM_LEASE,
+) -> list[str]:
+    """Claim up to `limit` more claimable queued rows of `kind`, oldest first, under an existing claim token
+    (the transactional pool's jobs top their batch up with rows whose own job has not run yet). Uses the
+    partial index on queued rows; on PostgreSQL rows another worker is claiming are skipped, not waited for."""
+    if limit <= 0:
+        return []
+    model = model_for(kind)
+    now = now or timezone.now()
+    expired = now - lease
+    skip = [uuid.UUID(str(i)) for i in exclude]
+    if connection.vendor == "postgresql":
+        table = _table(model)
+        sql = (
+            f"UPDATE {table} SET claimed_at = %s, claim_token = %s, "  # table name is ours
+            "dispatch_attempts = dispatch_attempts + 1 "
+            f"WHERE id = ANY(ARRAY(SELECT id FROM {table} WHERE status = 'queued' AND NOT (id = ANY(%s)) "
+            "AND handed_off_at IS NULL AND deleted_at IS NULL AND outcome_unknown = false "
+            "AND (claimed_at IS NULL OR claimed_at < %s) AND queued_at <= %s "
+            "ORDER BY queued_at LIMIT %s FOR UPDATE SKIP LOCKED)) RETURNING id"
+        )
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(sql, [now, token, skip, expired, now, limit])
+            return [str(row[0]) for row in cursor.fetchall()]
+    with transaction.atomic():
+        candidates = list(
+            model._default_manager.filter(
+                Q(claimed_at__isnull=True) | Q(claimed_at__lt=expired),
+                status=S.QUEUED,
+                handed_off_at__isnull=True,
+                deleted_at__isnull=True,
+                outcome_unknown=False,
+                queued_at__lte=now,
+            )
+            .exclude(pk__in=skip)
+            .order_by("queued_at")
+            .values_list("pk", flat=True)[:limit]
+        )
+        model._default_manager.filter(
+            Q(claimed_at__isnull=True) | Q(claimed_at__lt=expired), pk__in=candidates, status=S.QUEUED
+        ).update(claimed_at=now, claim_token=token, dispatch_attempts=F("dispatch_attempts") + 1)
+        return [
+            str(pk)
+            for pk in model._default_manager.filter(pk__in=candidates, claim_token=token).values_list(
+                "pk", flat=True
+            )
+        ]
+
+
 def claim_orphans(
     kind: str, *, limit: int = 100, now: dt.datetime | None = None, older_than: dt.timedelta = CLAIM_LEASE
 ) -> list[str]:

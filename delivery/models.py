@@ -196,7 +196,7 @@ class TransactionalSend(FSMModelMixin, SendRowFields):
         indexes = [
             models.Index(fields=["organization", "kind", "-queued_at"], name="txsend_org_kind_queued"),
             models.Index(fields=["automation_id"], name="txsend_automation"),
-            models.Index(fields=["id"], condition=Q(status="queued"), name="txsend_queued_partial"),
+            models.Index(fields=["queued_at"], condition=Q(status="queued"), name="txsend_queued_partial"),
         ]
 
     def __str__(self) -> str:

@@ -19,6 +19,7 @@ import os
 import re
 import smtplib
 import ssl
+import time
 from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import unquote, urlparse
@@ -193,6 +194,19 @@ class SmtpTransport:
         except (OSError, smtplib.SMTPException):
             with contextlib.suppress(OSError):
                 conn.close()
+
+    def alive(self) -> bool:
+        if self.conn is None:
+            return False
+        try:
+            code, _ = self.conn.noop()
+        except (OSError, smtplib.SMTPException):
+            self._abort()
+            return False
+        if code != 250:
+            self._abort()
+            return False
+        return True
 
     def _abort(self) -> None:
         conn, self.conn = self.conn, None
@@ -507,6 +521,13 @@ def delivery_configured() -> bool:
     return bool(provider_status()["configured"])
 
 
+# One idle SMTP connection is kept per worker process between jobs (small transactional jobs would otherwise
+# pay connect + EHLO + QUIT per message); it is checked with NOOP before reuse and dropped after
+# `SMTP_IDLE_SECONDS`.
+SMTP_IDLE_SECONDS = 20.0
+_idle: dict[str, Any] = {"transport": None, "since": 0.0}
+
+
 def get_transport() -> Transport:
     name = provider_name()
     if not delivery_configured():
@@ -514,10 +535,27 @@ def get_transport() -> Transport:
     if name == "smtp":
         cfg = parse_email_url(settings.EMAIL_URL)
         assert cfg is not None
+        idle, since = _idle["transport"], _idle["since"]
+        _idle["transport"] = None
+        if isinstance(idle, SmtpTransport):
+            if idle.config == cfg and time.monotonic() - since < SMTP_IDLE_SECONDS and idle.alive():
+                return idle
+            idle.close()
         return SmtpTransport(cfg)
     if name == "local":
         return LocalTransport()
     return AnymailTransport(name)
+
+
+def release_transport(transport: Transport) -> None:
+    """End of a job: keep a healthy SMTP connection for the next job of this process, close anything else."""
+    if isinstance(transport, SmtpTransport) and transport.conn is not None:
+        previous = _idle["transport"]
+        if previous is not None and previous is not transport:
+            previous.close()
+        _idle["transport"], _idle["since"] = transport, time.monotonic()
+        return
+    transport.close()
 
 
 def retry_delays_ms(provider: str) -> tuple[int, ...]:

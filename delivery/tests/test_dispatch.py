@@ -248,3 +248,23 @@ def test_pacer_admits_the_configured_rate_with_an_injected_clock():
     for _ in range(20 + 40):  # burst of one second, then two more seconds at the rate
         pacer()
     assert clock["now"] == pytest.approx(1002.0, abs=0.01)
+
+
+@pytest.mark.django_db
+def test_transactional_job_tops_up_its_batch_with_queued_rows(make_tx_send, smtp_sink, no_pacing):
+    first, second = make_tx_send(), make_tx_send()
+    summary = dispatch_batch("transactional", [str(first.pk)])
+    assert (summary.claimed, summary.sent) == (2, 2)
+    # the second row's own job finds it already sent
+    assert dispatch_batch("transactional", [str(second.pk)]).claimed == 0
+    assert smtp_sink.count_for(first.email) == 1 and smtp_sink.count_for(second.email) == 1
+    # one connection for the batch: a single SMTP session carried both messages
+    assert len(smtp_sink.messages) == 2
+
+
+@pytest.mark.django_db
+def test_campaign_jobs_do_not_drain_other_rows(make_campaign_send, smtp_sink, no_pacing):
+    a, b = make_campaign_send(), make_campaign_send()
+    assert dispatch_batch("campaign", [str(a.pk)]).claimed == 1
+    b.refresh_from_db()
+    assert b.status == "queued"
