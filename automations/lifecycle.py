@@ -8,6 +8,8 @@
   counters of AUT-02 (creation +1, floor 0).
 - The circuit breaker (AUT-27): `automation_record_run_failure`.
 Counters are atomic single-row increments (AUT-05); the automation lifecycle never touches them.
+The run and step-run writers join the caller's transaction without a savepoint (`savepoint=False`): they are
+all-or-nothing with the walker step that calls them, and a step is a few queries cheaper.
 """
 
 from __future__ import annotations
@@ -239,7 +241,7 @@ PUBLIC_ACTIONS = {
 
 def automation_record_run_failure(automation_id: Any, *, at: dt.datetime | None = None) -> bool:
     """Count one failed run; pause the automation at the threshold. Returns True when the breaker tripped."""
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):
         updated = Automation.objects.filter(pk=automation_id).update(
             consecutive_run_failures=F("consecutive_run_failures") + 1
         )
@@ -313,7 +315,7 @@ def run_open(
 
 
 def _run_finish(run_id: Any, to: str, *, at: dt.datetime) -> bool:
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):
         run = AutomationRun.objects.select_for_update().filter(pk=run_id).first()
         if run is None or run.status != RunStatus.RUNNING:
             return False  # AUT-28: duplicates are no-ops
@@ -375,7 +377,7 @@ def step_run_claim(step_run_id: Any, *, run_id: Any, at: dt.datetime, step_id: A
 
     Returns the run's new `steps_executed` for the winner, None for every loser.
     """
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):
         won = AutomationStepRun.objects.filter(
             pk=step_run_id, run_id=run_id, status=StepRunStatus.PENDING
         ).update(status=StepRunStatus.EXECUTING, started_at=at)
@@ -397,7 +399,7 @@ def step_run_complete(
     step_run_id: Any, *, at: dt.datetime, email_send_id: str | None = None, note: str | None = None
 ) -> bool:
     """`executing → completed` (AUT-20 step 6); ignored if already completed or failed."""
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):
         sr = AutomationStepRun.objects.select_for_update().filter(pk=step_run_id).first()
         if sr is None or sr.status != StepRunStatus.EXECUTING:
             return False
@@ -409,7 +411,7 @@ def step_run_complete(
 
 def step_run_fail(step_run_id: Any, *, at: dt.datetime, error: str, retry_count: int | None = None) -> bool:
     """`pending|executing → failed` with the error; ignored if already completed or failed (AUT-21)."""
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):
         sr = AutomationStepRun.objects.select_for_update().filter(pk=step_run_id).first()
         if sr is None or sr.status in _TERMINAL_MARKS or sr.status == StepRunStatus.SKIPPED:
             return False
