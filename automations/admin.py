@@ -99,7 +99,9 @@ class StepForm(forms.ModelForm):
                 raw = cleaned.get(name)
                 config[key] = int(raw) if raw not in (None, "") else None
         try:
-            cleaned["step_type"], cleaned["config"] = services.validate_step(step_type, config)
+            cleaned["step_type"], cleaned["config"] = services.validate_step(
+                step_type, config, organization_id=self.instance.organization_id
+            )
         except services.AutomationInvalid as exc:
             self.add_error("config" if (exc.field or "").startswith("config") else None, exc.message)
         return cleaned
@@ -205,7 +207,9 @@ class AutomationForm(forms.ModelForm):
         if "trigger_type" in self.fields and not self.fields["trigger_type"].disabled:
             try:
                 cleaned["trigger_type"], cleaned["trigger_config"] = services.validate_trigger(
-                    cleaned.get("trigger_type"), cleaned.get("trigger_config")
+                    cleaned.get("trigger_type"),
+                    cleaned.get("trigger_config"),
+                    organization_id=self.instance.organization_id,
                 )
             except services.AutomationInvalid as exc:
                 self.add_error(
@@ -410,6 +414,18 @@ class AutomationAdmin(TenantModelAdmin):
                 actor=self.actor(request),
             )
             messages.success(request, f'Created "{copy.name}".')
+
+    def delete_queryset(self, request: HttpRequest, queryset: Any) -> None:
+        """The bulk delete action goes through the service too: active automations are refused."""
+        for automation in queryset:
+            try:
+                services.automation_delete(
+                    automation_id=automation.pk,
+                    organization_id=automation.organization_id,
+                    actor=self.actor(request),
+                )
+            except services.AutomationRefused as exc:
+                messages.error(request, f'"{automation.name}": {exc.message}')
 
     def delete_model(self, request: HttpRequest, obj: Automation) -> None:
         services.automation_delete(

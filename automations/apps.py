@@ -11,7 +11,9 @@ class AutomationsConfig(AppConfig):
 
         register_trigger_listener(automation_fanout)
 
-        from automations.services import automations_using_topic
+        from automations.services import automations_using_template, automations_using_topic
         from owlat.api.inuse import register_topic_in_use
+        from templates.services import register_template_in_use
 
         register_topic_in_use(automations_using_topic)
+        register_template_in_use(automations_using_template)

@@ -59,8 +59,11 @@ _SHIFT = 1_000_000  # temporary offset that keeps (automation, step_index) uniqu
 # --- validation -----------------------------------------------------------------------------------------------
 
 
-def validate_trigger(trigger_type: Any, trigger_config: Any) -> tuple[str, dict[str, Any] | None]:
-    """Shape check of AUT-15 for storage. A draft may lack its config (activation refuses it, AUT-09)."""
+def validate_trigger(
+    trigger_type: Any, trigger_config: Any, *, organization_id: Any = None
+) -> tuple[str, dict[str, Any] | None]:
+    """Shape check of AUT-15 for storage. A draft may lack its config (activation refuses it, AUT-09).
+    With `organization_id`, a `topicId` must be a topic of that organization (API-24)."""
     if not isinstance(trigger_type, str) or trigger_type not in TriggerType.values:
         raise AutomationInvalid(f"triggerType must be one of {', '.join(TriggerType.values)}", "triggerType")
     if trigger_config is None:
@@ -73,17 +76,53 @@ def validate_trigger(trigger_type: Any, trigger_config: Any) -> tuple[str, dict[
     value = trigger_config.get(key)
     if value is not None and not (isinstance(value, str) and value):
         raise AutomationInvalid(f"triggerConfig.{key} must be a non-empty string", f"triggerConfig.{key}")
+    if value is not None and key == "topicId" and organization_id is not None:
+        from owlat.models import Topic
+
+        if not _exists(Topic, organization_id, value):
+            raise AutomationInvalid("Topic not found", "triggerConfig.topicId")
     return trigger_type, ({key: value} if value is not None else {})
 
 
-def validate_step(step_type: Any, config: Any, *, prefix: str = "") -> tuple[str, dict[str, Any]]:
+def validate_step(
+    step_type: Any, config: Any, *, prefix: str = "", organization_id: Any = None
+) -> tuple[str, dict[str, Any]]:
+    """Shape check per AUT-31 … AUT-34; with `organization_id`, referenced ids must exist there (API-24)."""
     if not isinstance(step_type, str) or step_type not in StepType.values:
         raise AutomationInvalid(f"stepType must be one of {', '.join(StepType.values)}", f"{prefix}stepType")
     try:
-        return step_type, validate_step_config(step_type, config)
+        canonical = validate_step_config(step_type, config)
     except StepConfigError as exc:
         field = f"{prefix}config.{exc.field}" if exc.field else f"{prefix}config"
         raise AutomationInvalid(exc.message, field) from exc
+    if organization_id is not None:
+        _check_step_references(step_type, canonical, organization_id, prefix)
+    return step_type, canonical
+
+
+def _exists(model: Any, organization_id: Any, pk: Any) -> bool:
+    import uuid
+
+    try:
+        pk = uuid.UUID(str(pk))
+    except ValueError:
+        return False
+    return model.objects.filter(pk=pk, organization_id=organization_id).exists()
+
+
+def _check_step_references(step_type: str, config: dict[str, Any], organization_id: Any, prefix: str) -> None:
+    if step_type == StepType.EMAIL:
+        from templates.models import EmailTemplate
+
+        if not _exists(EmailTemplate, organization_id, config["emailTemplateId"]):
+            raise AutomationInvalid("Email template not found", f"{prefix}config.emailTemplateId")
+    elif step_type == StepType.CONDITION:
+        topic_id = config["condition"].get("topicId")
+        if topic_id is not None:
+            from owlat.models import Topic
+
+            if not _exists(Topic, organization_id, topic_id):
+                raise AutomationInvalid("Topic not found", f"{prefix}config.condition.topicId")
 
 
 # --- branch remapping (AUT-02) --------------------------------------------------------------------------------
@@ -163,12 +202,15 @@ def automation_create(
         raise AutomationInvalid("name is required", "name")
     if len(name) > 200:
         raise AutomationInvalid("name must be at most 200 characters", "name")
-    trigger_type, trigger_config = validate_trigger(trigger_type, trigger_config)
+    trigger_type, trigger_config = validate_trigger(
+        trigger_type, trigger_config, organization_id=organization_id
+    )
     validated = [
         validate_step(
             s.get("stepType") if isinstance(s, dict) else None,
             s.get("config") if isinstance(s, dict) else None,
             prefix=f"steps[{i}].",
+            organization_id=organization_id,
         )
         for i, s in enumerate(steps)
     ]
@@ -225,7 +267,7 @@ def automation_update(
                 and trigger_config is _UNSET
             ):
                 new_config = None  # a new kind does not inherit the old kind's config
-            new_type, new_config = validate_trigger(new_type, new_config)
+            new_type, new_config = validate_trigger(new_type, new_config, organization_id=organization_id)
             if (new_type, new_config) != (automation.trigger_type, automation.trigger_config):
                 if automation.status != DRAFT:
                     raise AutomationRefused("not_draft", NOT_DRAFT_TRIGGER_MESSAGE)
@@ -315,7 +357,7 @@ def step_add(
     *, automation_id: Any, organization_id: Any, step_type: Any, config: Any, step_index: Any = None
 ) -> AutomationStep:
     """Insert at `step_index` (default: append); later steps and branch targets shift by one."""
-    step_type, config = validate_step(step_type, config)
+    step_type, config = validate_step(step_type, config, organization_id=organization_id)
     with transaction.atomic():
         automation = _lock_draft(automation_id, organization_id, "add")
         count = AutomationStep.objects.filter(automation=automation).count()
@@ -357,7 +399,7 @@ def step_update(
         step = _step_of(step_id, automation)
         new_type = step.step_type if step_type is _UNSET else step_type
         new_config = step.config if config is _UNSET else config
-        new_type, new_config = validate_step(new_type, new_config)
+        new_type, new_config = validate_step(new_type, new_config, organization_id=organization_id)
         step.step_type, step.config = new_type, new_config
         step.save(update_fields=["step_type", "config", "updated_at"])
         _touch(automation)

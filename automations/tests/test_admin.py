@@ -228,3 +228,21 @@ def test_run_browser_shows_the_timeline_and_funnel(client, django_user_model, or
     assert run_id in r.content.decode()
     html = client.get(reverse("admin:automations_automation_change", args=[automation.pk])).content.decode()
     assert "step funnel" in html.lower() and "<table>" in html
+
+
+def test_bulk_delete_refuses_active_automations(client, django_user_model, org, make_automation):
+    from owlat.models import AuditLog
+
+    login(client, django_user_model, org)
+    active = make_automation([DELAY_1H], status="active", name="Live")
+    draft = make_automation([DELAY_1H], name="Old")
+    url = reverse("admin:automations_automation_changelist")
+    r = client.post(
+        url, {"action": "delete_selected", "_selected_action": [str(active.pk), str(draft.pk)], "post": "yes"}
+    )
+    assert r.status_code == 403
+    assert Automation.objects.filter(pk__in=[active.pk, draft.pk]).count() == 2
+    r = client.post(url, {"action": "delete_selected", "_selected_action": [str(draft.pk)], "post": "yes"})
+    assert r.status_code == 302
+    assert not Automation.objects.filter(pk=draft.pk).exists()
+    assert AuditLog.objects.filter(action="automation.deleted", resource_id=str(draft.pk)).exists()

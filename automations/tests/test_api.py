@@ -577,3 +577,77 @@ def test_topic_referenced_by_a_live_automation_cannot_be_deleted(api, org, make_
     automation_transition(automation_id=automation.pk, to="paused", actor="u")
     automation_transition(automation_id=automation.pk, to="draft", actor="u")
     assert api.delete(f"/topics/{topic.pk}").status_code == 200
+
+
+# --- references must exist in the organization (API-24) ----------------------------------------------------
+
+
+def test_referenced_ids_must_exist_in_the_organization(api, org):
+    from owlat.organizations import organization_create
+    from templates.models import EmailTemplate
+
+    other = organization_create(name="Other")
+    foreign_template = EmailTemplate.objects.create(
+        organization=other, name="X", subject="x", html_content="<p>x</p>"
+    )
+    foreign_topic = Topic.objects.create(organization=other, name="X")
+    own_template = EmailTemplate.objects.create(
+        organization=org, name="Mine", subject="s", html_content="<p>m</p>"
+    )
+
+    r = api.post(
+        "/automations",
+        {
+            "name": "x",
+            "triggerType": "contact_created",
+            "steps": [{"stepType": "email", "config": {"emailTemplateId": str(foreign_template.pk)}}],
+        },
+    )
+    assert r.status_code == 400
+    assert (error_of(r)["message"], error_of(r)["data"]["field"]) == (
+        "Email template not found",
+        "steps[0].config.emailTemplateId",
+    )
+    r = api.post(
+        "/automations",
+        {"name": "x", "triggerType": "topic_subscribed", "triggerConfig": {"topicId": str(foreign_topic.pk)}},
+    )
+    assert (r.status_code, error_of(r)["data"]["field"]) == (400, "triggerConfig.topicId")
+    aid = _create(api)["id"]
+    r = api.post(
+        f"/automations/{aid}/steps",
+        {
+            "stepType": "condition",
+            "config": {
+                "condition": {
+                    "kind": "topic_membership",
+                    "topicId": str(foreign_topic.pk),
+                    "operator": "equals",
+                }
+            },
+        },
+    )
+    assert (r.status_code, error_of(r)["data"]["field"]) == (400, "config.condition.topicId")
+    r = api.post(
+        f"/automations/{aid}/steps",
+        {"stepType": "email", "config": {"emailTemplateId": str(own_template.pk), "subjectOverride": "Hi"}},
+    )
+    assert r.status_code == 201
+    assert r.json()["data"]["steps"][0]["config"] == {
+        "emailTemplateId": str(own_template.pk),
+        "subjectOverride": "Hi",
+    }
+
+
+def test_template_used_by_an_email_step_cannot_be_deleted(org, api):
+    from templates.models import EmailTemplate
+
+    template = EmailTemplate.objects.create(
+        organization=org, name="Mine", subject="s", html_content="<p>m</p>"
+    )
+    aid = _create(api, steps=[{"stepType": "email", "config": {"emailTemplateId": str(template.pk)}}])["id"]
+    _, raw = make_key(org, scopes=["templates:write", "templates:read"])
+    r = ApiClient(raw).delete(f"/templates/{template.pk}")
+    assert r.status_code == 422
+    assert error_of(r)["data"]["reason"] == "template_in_use"
+    assert error_of(r)["data"]["usedBy"] == [{"kind": "automation", "id": aid}]
