@@ -11,9 +11,15 @@ class AutomationsConfig(AppConfig):
 
         register_trigger_listener(automation_fanout)
 
-        from automations.services import automations_using_template, automations_using_topic
+        from automations.services import (
+            automation_runs_erase_contact,
+            automations_using_template,
+            automations_using_topic,
+        )
         from owlat.api.inuse import register_topic_in_use
+        from owlat.registry import register_contact_erasure_hook
         from templates.services import register_template_in_use
 
         register_topic_in_use(automations_using_topic)
         register_template_in_use(automations_using_template)
+        register_contact_erasure_hook(automation_runs_erase_contact)

@@ -682,3 +682,17 @@ def automation_transition_operator(
         if dry_run:
             transaction.set_rollback(True)
     return outcome
+
+
+# --- contact erasure (API-17) ----------------------------------------------------------------------------------
+
+
+def automation_runs_erase_contact(contact: Any) -> None:
+    """Erasure hook: the contact's running runs are cancelled (counted, AUT-28) before the cascade deletes them,
+    so `stats_active` stays right; their due tasks then find no step run and end as no-ops."""
+    from automations.lifecycle import run_cancel
+
+    for run_id in AutomationRun.objects.filter(contact=contact, status=RunStatus.RUNNING).values_list(
+        "pk", flat=True
+    ):
+        run_cancel(run_id)

@@ -207,3 +207,21 @@ def test_simultaneous_firings_open_one_running_run(make_automation, contact):
     assert AutomationRun.objects.filter(automation=automation, status="running").count() == 1
     automation.refresh_from_db()
     assert automation.stats_entered == 1
+
+
+def test_erasing_a_contact_cancels_its_running_runs_before_they_go(make_automation, contact):
+    from automations.walker import run_start, step_execute
+    from owlat.contacts import contact_erase
+
+    automation = make_automation([DELAY_1H], status="active")
+    [run_id] = automation_fanout(
+        TriggerEvent("contact_created", str(contact.organization_id), str(contact.pk))
+    )
+    run_start(run_id)
+    step_run_id = str(AutomationRun.objects.get(pk=run_id).step_runs.get().pk)
+    contact_erase(contact=contact, actor="t")
+    assert not AutomationRun.objects.filter(pk=run_id).exists()
+    automation.refresh_from_db()
+    assert (automation.stats_entered, automation.stats_cancelled, automation.stats_active) == (1, 1, 0)
+    # the delayed dispatch that was still due finds nothing to do
+    assert step_execute(run_id, step_run_id) == "step run not found"
