@@ -220,6 +220,8 @@ def reduce_send(send: Any, frm: str, to: str, *, input: dict[str, Any], at: dt.d
         fx.count(sent=1)
         fx.activity("email_sent", at, subject=getattr(send, "personalized_subject", None) or None)
         fx.webhook("email.sent", at)
+        if send.send_kind == "transactional":
+            fx.add("delete_attachments")
         fx.add("complete")
         return Decision.accept(patch, fx.build())
 
@@ -236,7 +238,8 @@ def reduce_send(send: Any, frm: str, to: str, *, input: dict[str, Any], at: dt.d
             outcome_unknown=False,
         )
         fx.count(failed=1)
-        fx.add("delete_attachments")
+        if send.send_kind == "transactional":
+            fx.add("delete_attachments")
         if frm == S.QUEUED:
             fx.add("complete")
         return Decision.accept(patch, fx.build())
@@ -483,7 +486,8 @@ def _fx_complained(send: Any) -> None:
 
 
 def _fx_delete_attachments(send: Any) -> None:
-    if send.ref_kind == "transactional":
+    """DLV-11: stored attachment blobs go on the terminal worker outcome (sent or failed)."""
+    if send.ref_kind == "transactional" and send.send_kind == "transactional":
         SendAttachment.objects.filter(send_id=send.pk).delete()
 
 
