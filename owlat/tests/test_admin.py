@@ -735,3 +735,10 @@ def test_platform_screens_render_for_superuser(client, world):
     client.force_login(world["users"]["root"])
     for name in ("owlat_duetask_changelist", "owlat_workerheartbeat_changelist", "auth_user_changelist"):
         assert client.get(reverse(f"admin:{name}")).status_code == 200
+
+
+@pytest.mark.parametrize("model", KERNEL_MODELS, ids=lambda m: m.__name__)
+def test_editor_view_only_screens_render(client, world, model):
+    client.force_login(world["users"]["editor"])
+    assert client.get(url(model, "changelist")).status_code == 200
+    assert client.get(url(model, "change", world["a"][OBJECT_KEY[model]].pk)).status_code == 200
