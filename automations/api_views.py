@@ -177,7 +177,9 @@ class AutomationsView(ApiView):
 class AutomationListView(AutomationsView):
     scopes = {"GET": "automations:read", "POST": "automations:write"}
 
-    @extend_schema(summary="List automations (API-27)", responses={200: dict})
+    @extend_schema(
+        operation_id="automations_list", summary="List automations (API-27)", responses={200: dict}
+    )
     def get(self, request):
         from django.db.models import Count
 
@@ -403,7 +405,11 @@ class StepDetailView(AutomationsView):
 class RunListView(AutomationsView):
     required_scope = "automations:read"
 
-    @extend_schema(summary="List an automation's runs (API-28)", responses={200: dict})
+    @extend_schema(
+        operation_id="automation_runs_list",
+        summary="List an automation's runs (API-28)",
+        responses={200: dict},
+    )
     def get(self, request, automation_id: str):
         automation = self.automation(automation_id)
         queryset = AutomationRun.objects.filter(automation=automation)
@@ -434,7 +440,11 @@ class RunDetailView(AutomationsView):
 
 
 class StepRunListView(RunDetailView):
-    @extend_schema(summary="List a run's step runs, by scheduledAt (API-28)", responses={200: dict})
+    @extend_schema(
+        operation_id="automation_step_runs_list",
+        summary="List a run's step runs, by scheduledAt (API-28)",
+        responses={200: dict},
+    )
     def get(self, request, automation_id: str, run_id: str):
         run = self.run(automation_id, run_id)
         return self.paginated(
