@@ -922,13 +922,19 @@ def mark_handed_off(
 
 
 def mark_outcome_unknown(kind: str, send_id: str, *, error_code: str, error_message: str) -> bool:
-    """D-07: the message may have been accepted; keep the row `queued`, flagged, never re-sent automatically."""
+    """D-07: the message may have been accepted; keep the row `queued`, flagged, never re-sent automatically.
+    An outcome-unknown row counts as finished for campaign completion (CMP-13), so the completion handlers
+    run as for a row that left `queued`."""
     model = model_for(kind)
-    return bool(
-        model._default_manager.filter(pk=send_id, status=S.QUEUED, handed_off_at__isnull=False).update(
-            outcome_unknown=True, error_code=error_code, error_message=error_message
-        )
-    )
+    with transaction.atomic():
+        updated = model._default_manager.filter(
+            pk=send_id, status=S.QUEUED, handed_off_at__isnull=False, outcome_unknown=False
+        ).update(outcome_unknown=True, error_code=error_code, error_message=error_message)
+        if updated:
+            send = model._default_manager.filter(pk=send_id).first()
+            if send is not None:
+                _run_completion(send)
+    return bool(updated)
 
 
 def reset_for_resend(kind: str, send_id: str) -> bool:

@@ -268,3 +268,21 @@ def test_campaign_jobs_do_not_drain_other_rows(make_campaign_send, smtp_sink, no
     assert dispatch_batch("campaign", [str(a.pk)]).claimed == 1
     b.refresh_from_db()
     assert b.status == "queued"
+
+
+@pytest.mark.django_db
+def test_unknown_outcome_counts_as_finished_for_campaign_completion(make_campaign_send, smtp_sink, no_pacing):
+    from delivery import lifecycle
+    from delivery.services import campaign_has_queued_sends
+
+    calls = []
+    handler = lifecycle.register_completion_handler("campaign", lambda send: calls.append(send.pk))
+    try:
+        send = make_campaign_send()
+        smtp_sink.reply_script = ["drop_after_data"]
+        assert dispatch_batch("campaign", [str(send.pk)], sleep=FakeSleep()).unknown == 1
+        assert calls == [send.pk]
+        assert not campaign_has_queued_sends(send.campaign_id)
+        assert campaign_has_queued_sends(send.campaign_id, count_unknown_as_finished=False)
+    finally:
+        lifecycle._completion_handlers["campaign"].remove(handler)
