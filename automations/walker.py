@@ -75,7 +75,12 @@ def run_start(run_id: Any, *, now: dt.datetime | None = None) -> str:
     """AUT-18 `start_run`."""
     now = now or timezone.now()
     with transaction.atomic():
-        run = AutomationRun.objects.select_for_update().select_related("automation").filter(pk=run_id).first()
+        run = (
+            AutomationRun.objects.select_for_update(of=("self",))  # lock the run, not the automation row
+            .select_related("automation")
+            .filter(pk=run_id)
+            .first()
+        )
         if run is None or run.status != RunStatus.RUNNING:
             return "run not running"
         if run.automation.status != AutomationStatus.ACTIVE:
