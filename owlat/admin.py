@@ -919,7 +919,7 @@ class TopicAdmin(TenantModelAdmin):
         return obj._pending
 
     def save_model(self, request: HttpRequest, obj: Topic, form: Any, change: bool) -> None:
-        from owlat.api.services import TOPIC_FIELDS, topic_create, topic_update
+        from owlat.topics import TOPIC_FIELDS, topic_create, topic_update
 
         values = {f: form.cleaned_data[f] for f in TOPIC_FIELDS if f in form.cleaned_data}
         if change:
@@ -1027,7 +1027,7 @@ class SegmentAdmin(TenantModelAdmin):
         return obj._live_count
 
     def save_model(self, request: HttpRequest, obj: Segment, form: Any, change: bool) -> None:
-        from owlat.api.services import SEGMENT_FIELDS, segment_create, segment_update
+        from owlat.segments import SEGMENT_FIELDS, segment_create, segment_update
 
         values = {f: form.cleaned_data[f] for f in SEGMENT_FIELDS if f in form.cleaned_data}
         if change:

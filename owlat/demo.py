@@ -149,9 +149,9 @@ def _api_key_ensure(organization: Organization) -> tuple[ApiKey, bool, str | Non
 
 def demo_data_ensure(*, organization: Organization) -> DemoData:
     """Sample contacts, a double-opt-in topic, a single-opt-in topic and a segment (idempotent)."""
-    from owlat.api.services import segment_create, topic_create
     from owlat.contacts import contact_find_or_create
-    from owlat.topics import doi_attest, topic_subscribe
+    from owlat.segments import segment_create
+    from owlat.topics import doi_attest, topic_create, topic_subscribe
 
     org_id = organization.pk
     topics = {}

@@ -18,6 +18,7 @@ DOI_TOKEN_TTL = dt.timedelta(days=7)
 SUBSCRIBED, PENDING_DOI, ALREADY_MEMBER = "subscribed", "pending_doi", "already_member"
 # DOM-08 unsubscribe effects per source.
 _NOTIFYING_SOURCES = frozenset({"public_email_link", "preferences_page"})
+TOPIC_FIELDS = ("name", "description", "display_order", "is_default", "require_double_opt_in")
 
 
 def _bump(topic_id: Any, delta: int) -> None:
@@ -245,3 +246,29 @@ def doi_attest(*, contact: Contact, actor: str, source: str) -> bool:
         )
         _confirmed(contact, now=now, source=source)
         return True
+
+
+def topic_create(*, organization_id: Any, actor: str, **fields: Any) -> Topic:
+    """Create a topic (`require_double_opt_in` defaults to true, DOM-08); analytics `topic_created`."""
+    from owlat.analytics import capture
+
+    values = {k: v for k, v in fields.items() if k in TOPIC_FIELDS}
+    with transaction.atomic():
+        topic = Topic.objects.create(organization_id=organization_id, **values)
+        capture(distinct_id=actor, event="topic_created", properties={"topicId": str(topic.pk)})
+    return topic
+
+
+def topic_update(*, topic: Topic, changes: dict[str, Any]) -> Topic:
+    changed = []
+    for key, value in changes.items():
+        if key in TOPIC_FIELDS and getattr(topic, key) != value:
+            setattr(topic, key, value)
+            changed.append(key)
+    if changed:
+        topic.save(update_fields=[*changed, "updated_at"])
+    return topic
+
+
+def topic_delete(*, topic: Topic) -> None:
+    topic.delete()

@@ -12,14 +12,14 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
 
-from owlat.api.services import segment_create, topic_create
 from owlat.conditions import filters_count
 from owlat.contacts import contact_find_or_create, contact_update
 from owlat.jobs import dispatch_due_tasks, enqueue
 from owlat.models import Contact, ContactTopic, DueTask, WorkerHeartbeat
 from owlat.organizations import organization_create
+from owlat.segments import segment_create
 from owlat.testing import drain_queue, queued_tasks
-from owlat.topics import topic_subscribe
+from owlat.topics import topic_create, topic_subscribe
 
 pytestmark = pytest.mark.sqlite_smoke
 

@@ -1,7 +1,7 @@
 """Kernel endpoints: contacts (API-13…18), topic membership (API-19/20), topics and segments (API-25).
 
 Views are thin: they validate the wire format in the order the spec gives and call the kernel services
-(`owlat.contacts`, `owlat.topics`, `owlat.conditions`, `owlat.api.services`).
+(`owlat.contacts`, `owlat.topics`, `owlat.conditions`, `owlat.segments`).
 """
 
 from __future__ import annotations
@@ -421,7 +421,7 @@ class TopicListView(ApiView):
 
     @extend_schema(summary="Create a topic (API-25)", request=dict, responses={201: dict})
     def post(self, request):
-        from owlat.api.services import topic_create
+        from owlat.topics import topic_create
 
         fields = _topic_fields(self.body(), creating=True)
         topic = topic_create(organization_id=self.organization_id, actor=self.actor, **fields)
@@ -442,7 +442,7 @@ class TopicDetailView(ApiView):
 
     @extend_schema(summary="Update a topic (API-25)", request=dict, responses={200: dict})
     def put(self, request, topic_id: str):
-        from owlat.api.services import topic_update
+        from owlat.topics import topic_update
 
         topic_pk = require_uuid(topic_id, "topic")
         fields = _topic_fields(self.body(), creating=False)
@@ -453,7 +453,7 @@ class TopicDetailView(ApiView):
 
     @extend_schema(summary="Delete a topic (API-25)", responses={200: dict})
     def delete(self, request, topic_id: str):
-        from owlat.api.services import topic_delete
+        from owlat.topics import topic_delete
 
         topic = _topic(self, require_uuid(topic_id, "topic"))
         used_by = topic_in_use(self.organization_id, topic.pk)
@@ -526,7 +526,7 @@ class SegmentListView(ApiView):
 
     @extend_schema(summary="Create a segment (API-25)", request=dict, responses={201: dict})
     def post(self, request):
-        from owlat.api.services import segment_create
+        from owlat.segments import segment_create
 
         fields = _segment_fields(self, self.body(), creating=True)
         segment = segment_create(organization_id=self.organization_id, actor=self.actor, **fields)
@@ -547,7 +547,7 @@ class SegmentDetailView(ApiView):
 
     @extend_schema(summary="Update a segment (API-25)", request=dict, responses={200: dict})
     def put(self, request, segment_id: str):
-        from owlat.api.services import segment_update
+        from owlat.segments import segment_update
 
         segment_pk = require_uuid(segment_id, "segment")
         fields = _segment_fields(self, self.body(), creating=False)
@@ -558,7 +558,7 @@ class SegmentDetailView(ApiView):
 
     @extend_schema(summary="Delete a segment (API-25)", responses={200: dict})
     def delete(self, request, segment_id: str):
-        from owlat.api.services import segment_delete
+        from owlat.segments import segment_delete
 
         segment = _segment(self, require_uuid(segment_id, "segment"))
         used_by = segment_in_use(self.organization_id, segment.pk)

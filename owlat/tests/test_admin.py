@@ -10,7 +10,6 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from owlat.admin_tenancy import SESSION_KEY, TenantAdminMixin
-from owlat.api.services import segment_create, topic_create
 from owlat.apikeys import api_key_create
 from owlat.contacts import contact_find_or_create
 from owlat.models import (
@@ -35,8 +34,9 @@ from owlat.models import (
     WebhookEndpoint,
 )
 from owlat.organizations import organization_create
+from owlat.segments import segment_create
 from owlat.suppression import suppress
-from owlat.topics import topic_subscribe
+from owlat.topics import topic_create, topic_subscribe
 
 pytestmark = pytest.mark.django_db
 

@@ -6,10 +6,10 @@ import io
 import pytest
 from django.core.management import CommandError, call_command
 
-from owlat.api.services import topic_create
 from owlat.contacts import contact_find_or_create
 from owlat.models import ApiKey, AuditLog, Contact, ContactPropertyValue, ContactTopic
 from owlat.organizations import organization_create
+from owlat.topics import topic_create
 
 pytestmark = pytest.mark.django_db
 

@@ -153,7 +153,7 @@ def test_progress_is_reported_per_batch(org):
 
 
 def test_topic_of_another_organization_is_refused(org):
-    from owlat.api.services import topic_create
+    from owlat.topics import topic_create
 
     other = organization_create(name="Other")
     topic = topic_create(organization_id=other.pk, actor="t", name="theirs")
