@@ -16,6 +16,7 @@ import datetime as dt
 import logging
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,6 +55,9 @@ from delivery.providers import (
 logger = logging.getLogger(__name__)
 
 BATCH_SIZE = 100  # D-06
+# Compose and mark the next row while the previous message is on the wire (a sender thread per job); at most
+# one message is in flight and one more handed off, so a crash leaves at most one extra outcome-unknown row.
+PIPELINE = True
 RESULT_FLUSH_SIZE = 25  # results are recorded in one transaction per this many rows
 BATCH_TIME_BUDGET_SECONDS = 90.0  # below the django-q2 timeout (120 s); the rest is handed to a new job
 SUPPRESSED_CODE = "RECIPIENT_SUPPRESSED"
@@ -228,11 +232,64 @@ def dispatch_batch(
     from owlat.contacts import normalize_email
 
     transport: Transport | None = None
+    sender: ThreadPoolExecutor | None = None
+    in_flight: list[tuple[Any, Future]] = []
+
+    def handle(row: Any, result: Any, at: dt.datetime) -> None:
+        ref = SendRef.of(row)
+        if result.ok:
+            results.append(
+                Completion(
+                    ref,
+                    SendStatus.SENT,
+                    {
+                        "at": at,
+                        "provider_message_id": result.provider_message_id,
+                        "provider_type": result.provider_type,
+                    },
+                )
+            )
+            if len(results) >= RESULT_FLUSH_SIZE:
+                _flush(results)
+            summary.sent += 1
+        elif result.outcome_unknown:
+            mark_outcome_unknown(
+                kind,
+                str(row.pk),
+                error_code=result.error_code or AMBIGUOUS_TIMEOUT,
+                error_message=result.error_message or "Provider acceptance unknown",
+            )
+            summary.unknown += 1
+        else:
+            record(ref, SendStatus.FAILED, error_code=result.error_code, error_message=result.error_message)
+            summary.failed += 1
+            code = result.error_code or "UNKNOWN"
+            summary.errors[code] = summary.errors.get(code, 0) + 1
+
+    def settle() -> None:
+        """Wait for the message on the wire and record its result (at most one is in flight)."""
+        while in_flight:
+            row, future = in_flight.pop(0)
+            result, at = future.result()
+            handle(row, result, at)
+
+    def send(message: Any, transport: Transport) -> tuple[Any, dt.datetime]:
+        result = send_provider_dispatch(
+            transport,
+            message,
+            retry_delays_ms=retry_delays_ms(transport.provider_type),
+            sleep=sleep,
+            clock=clock,
+            before_attempt=_RetryPacer(pace),
+        )
+        return result, now()
+
     started = clock()
     try:
         for index, row in enumerate(rows):
             ref = SendRef.of(row)
             if clock() - started > BATCH_TIME_BUDGET_SECONDS:
+                settle()
                 rest = [str(r.pk) for r in rows[index:]]
                 summary.released += release_claims(kind, rest, token)
                 from delivery.services import sends_enqueue
@@ -264,46 +321,31 @@ def dispatch_batch(
                     record(ref, SendStatus.FAILED, error_code="WORKPOOL_FAILED", error_message=exc.message)
                     summary.failed += 1
                     continue
+                if PIPELINE and transport.provider_type != "local":
+                    sender = ThreadPoolExecutor(max_workers=1, thread_name_prefix="owlat-send")
             pace()  # the first attempt's token, taken before the hand-off mark
             if not mark_handed_off(kind, str(row.pk), token, message_id=message.message_id, now=now()):
                 summary.skipped += 1  # the claim was lost (lease ran out and another worker took it)
                 continue
-            result = send_provider_dispatch(
-                transport,
-                message,
-                retry_delays_ms=retry_delays_ms(transport.provider_type),
-                sleep=sleep,
-                clock=clock,
-                before_attempt=_RetryPacer(pace),
-            )
-            if result.ok:
-                record(
-                    ref,
-                    SendStatus.SENT,
-                    provider_message_id=result.provider_message_id,
-                    provider_type=result.provider_type,
-                )
-                summary.sent += 1
-            elif result.outcome_unknown:
-                mark_outcome_unknown(
-                    kind,
-                    str(row.pk),
-                    error_code=result.error_code or AMBIGUOUS_TIMEOUT,
-                    error_message=result.error_message or "Provider acceptance unknown",
-                )
-                summary.unknown += 1
-            else:
-                record(
-                    ref,
-                    SendStatus.FAILED,
-                    error_code=result.error_code,
-                    error_message=result.error_message,
-                )
-                summary.failed += 1
-                summary.errors[result.error_code or "UNKNOWN"] = (
-                    summary.errors.get(result.error_code or "UNKNOWN", 0) + 1
-                )
+            if sender is None:
+                result, at = send(message, transport)
+                handle(row, result, at)
+                continue
+            # Pipelined: this row was composed and handed off while the previous message was on the wire;
+            # it goes on the wire once that one is done (one connection, one message at a time).
+            settle()
+            in_flight.append((row, sender.submit(send, message, transport)))
+        settle()
     finally:
+        try:
+            settle()
+        except Exception:  # the batch already failed; keep the first error
+            logger.exception("could not record the last in-flight send")
+        if sender is not None:
+            from django.db import connections
+
+            sender.submit(connections.close_all).result()  # the sender thread's own DB connection, if any
+            sender.shutdown(wait=True)
         if transport is not None:
             release_transport(transport)
         _flush(results)
