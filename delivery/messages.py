@@ -3,7 +3,9 @@ email message (django-anymail backends)."""
 
 from __future__ import annotations
 
+import base64
 import email.policy
+import uuid
 from dataclasses import dataclass, field
 from email import encoders
 from email.header import Header
@@ -22,6 +24,18 @@ _POLICY = email.policy.compat32.clone(linesep="\r\n", max_line_length=None)
 def _header(value: str) -> str | Header:
     value = value.replace("\r", " ").replace("\n", " ")
     return value if value.isascii() else Header(value, "utf-8")
+
+
+def _encoded(value: str) -> str:
+    """A header value on one line: ASCII as is, anything else as an RFC 2047 encoded word."""
+    value = value.replace("\r", " ").replace("\n", " ")
+    return value if value.isascii() else Header(value, "utf-8").encode(linesep="\r\n")
+
+
+def _base64_part(content_type: str, text: str) -> bytes:
+    body = base64.encodebytes(text.encode("utf-8")).replace(b"\n", b"\r\n")
+    header = f'Content-Type: {content_type}; charset="utf-8"\r\nContent-Transfer-Encoding: base64\r\n\r\n'
+    return header.encode("ascii") + body
 
 
 def _address(name: str, address: str) -> str:
@@ -97,9 +111,47 @@ class OutgoingMessage:
         return msg
 
     def as_bytes(self) -> bytes:
+        """The message as sent on the wire (CRLF line ends). Without attachments it is written directly
+        (multipart/alternative, base64 parts); the stdlib generator re-folds every header through `Header` and
+        compiles a regex per message for its boundary check, which makes it the largest CPU cost of a send.
+        With attachments the stdlib `email.mime` generator is used."""
         if self._bytes is None:
-            self._bytes = self.as_email_message().as_bytes(policy=_POLICY)
+            if self.attachments:
+                self._bytes = self.as_email_message().as_bytes(policy=_POLICY)
+            else:
+                self._bytes = self._write()
         return self._bytes
+
+    def _write(self) -> bytes:
+        lines = [
+            f"From: {_address(self.from_name, self.from_email)}",
+            f"To: {_encoded(self.to)}",
+            f"Subject: {_encoded(self.subject)}",
+            f"Message-ID: {_encoded(self.message_id)}",
+            f"Date: {formatdate(localtime=False, usegmt=True)}",
+        ]
+        if self.reply_to:
+            lines.append(f"Reply-To: {_encoded(self.reply_to)}")
+        for name, value in self.headers.items():
+            lines.append(f"{name}: {_encoded(value)}")
+        lines.append("MIME-Version: 1.0")
+        text_part = _base64_part("text/plain", self.text or "")
+        if self.html:
+            boundary = f"=_owlat_{uuid.uuid4().hex}"  # '_' never occurs in base64 bodies
+            lines.append(f'Content-Type: multipart/alternative; boundary="{boundary}"')
+            head = "\r\n".join(lines).encode("ascii")
+            return b"".join(
+                [
+                    head,
+                    b"\r\n\r\n",
+                    f"--{boundary}\r\n".encode(),
+                    text_part,
+                    f"\r\n--{boundary}\r\n".encode(),
+                    _base64_part("text/html", self.html),
+                    f"\r\n--{boundary}--\r\n".encode(),
+                ]
+            )
+        return "\r\n".join(lines).encode("ascii") + b"\r\n" + text_part
 
     def as_django(self, *, connection: Any = None) -> Any:
         from django.core.mail import EmailMultiAlternatives
