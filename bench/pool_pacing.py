@@ -272,6 +272,12 @@ def main() -> int:
         f"Transactional latency API call → SMTP acceptance: p50 {p50:.3f}s, p95 {p95:.3f}s, max {worst:.3f}s "
         f"(target p95 < {TARGET_P95:g}s: {verdict(p95_ok)}); not arrived: {missing}"
     )
+    others: dict[int, int] = {}
+    for _, _, status in results:
+        if status != 202:
+            others[status] = others.get(status, 0) + 1
+    if others:
+        print(f"(API answers other than 202: {others})")
     print(f"(API response time: p50 {percentile(api_times, 50):.3f}s, p95 {percentile(api_times, 95):.3f}s)")
     write_json(
         args.json,
