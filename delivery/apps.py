@@ -18,4 +18,7 @@ class DeliveryConfig(AppConfig):
         register_unsubscribe_hook(services.on_unsubscribe)
         register_contact_erasure_hook(services.on_contact_erased)
         install_anymail_webhook_settings()
+        from templates.services import register_test_sender
+
+        register_test_sender(services.test_email_send)
         from delivery import webhooks  # noqa: F401 - connects the anymail tracking receiver

@@ -115,11 +115,11 @@ class TemplateAdminMixin:
             initial={"to": getattr(request.user, "email", "")},
         )
         if request.method == "POST" and form.is_valid():
-            from delivery.services import test_email_send
+            from templates.services import template_test_send
 
             contact = form.cleaned_data.get("contact")
             try:
-                send = test_email_send(
+                send = template_test_send(
                     organization_id=obj.organization_id,
                     to=form.cleaned_data["to"],
                     email_template_id=obj.pk if self.kind == "email" else None,

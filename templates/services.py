@@ -32,6 +32,22 @@ EDITABLE = (
 )
 
 
+# The admin's "send test email" goes through delivery, a higher layer: delivery registers its sender here.
+_test_senders: list[Callable[..., Any]] = []
+
+
+def register_test_sender(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn(*, organization_id, to, email_template_id, transactional_email_id, contact_id, language)` → send row."""
+    _test_senders[:] = [fn]
+    return fn
+
+
+def template_test_send(**kwargs: Any) -> Any:
+    if not _test_senders:
+        raise ValueError("No delivery layer is installed to send test emails")
+    return _test_senders[0](**kwargs)
+
+
 def register_template_in_use(fn: Callable[[Any, Any], UsedBy]) -> Callable[[Any, Any], UsedBy]:
     if fn not in _in_use_checkers:
         _in_use_checkers.append(fn)
