@@ -4,6 +4,17 @@ D-06, D-11), campaign counters and reads (DLV-09, DLV-10), and the hooks deliver
 
 Send rows are created here and nowhere else; their `status` is written only by `delivery.lifecycle`.
 Everything runs inside the caller's transaction; the pool job is enqueued with it (D-05).
+
+Interface for the campaign engine (which delivery does not import):
+- `create_batch(organization_id=, campaign_id=, context=CampaignSendContext(...), sends=[CampaignRecipient...],
+  at=None)` → `{contact_id: send_id}` for the rows inserted now (DLV-03), enqueued on the campaign pool (`at`
+  delays them, CMP-34);
+- `campaign_counters(campaign_id)` (DLV-10, incl. `unsubscribed`) and `campaign_counters_reset(...)` (→ sending);
+- `campaign_send_stats(campaign_id, ab_variant=None)` (DLV-09 ever-reached buckets, CMP-20);
+- `campaign_has_sends` / `campaign_has_queued_sends` (CMP-13; outcome-unknown rows count as finished, D-07);
+- `delivery.lifecycle.register_completion_handler("campaign", try_complete_campaign)` (DLV-18) and
+  `register_complaint_handler("campaign", fn)` (DLV-11 content-scan flag);
+- `delivery.providers.delivery_configured()` (DLV-22, pre-flight `no_delivery_provider`).
 """
 
 from __future__ import annotations
