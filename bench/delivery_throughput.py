@@ -27,6 +27,7 @@ Run: `.venv/bin/python bench/delivery_throughput.py` (a few minutes on a 2-core 
 from __future__ import annotations
 
 import argparse
+import os
 import base64
 import hashlib
 import hmac
@@ -249,7 +250,7 @@ def _text_of(html: str) -> str:
 
 def main() -> int:
     args = parse_args()
-    print(f"Preparing database {args.database} …", flush=True)
+    print(f"Preparing database {args.database} … (load average {os.getloadavg()[0]:.1f})", flush=True)
     recreate_database(args.database)
     port = free_port()
     sink = Sink(port)
@@ -310,7 +311,9 @@ def main() -> int:
         verdict = "met" if ratio >= TARGET_RATIO else "MISSED"
         print(f"Ratio system/baseline: {ratio:.2f} (target ≥ {TARGET_RATIO}: {verdict})", flush=True)
         print(f"Extra deliveries beyond one per row: {duplicates}", flush=True)
+        print(f"(load average at the end: {os.getloadavg()[0]:.1f})", flush=True)
         result = {
+            "load_average_end": os.getloadavg(),
             "rows": len(main_ids),
             "workers": args.workers,
             "system_seconds": system_seconds,

@@ -25,6 +25,7 @@ Run: `.venv/bin/python bench/pool_pacing.py` (about 2–3 minutes).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import threading
 import time
@@ -175,7 +176,7 @@ def percentile(values: list[float], p: float) -> float:
 
 def main() -> int:
     args = parse_args()
-    print(f"Preparing database {args.database} …", flush=True)
+    print(f"Preparing database {args.database} … (load average {os.getloadavg()[0]:.1f})", flush=True)
     recreate_database(args.database)
     sink = Sink(free_port())
     web_port = free_port()
@@ -283,9 +284,11 @@ def main() -> int:
     if others:
         print(f"(API answers other than 202: {others})")
     print(f"(API response time: p50 {percentile(api_times, 50):.3f}s, p95 {percentile(api_times, 95):.3f}s)")
+    print(f"(load average at the end: {os.getloadavg()[0]:.1f})")
     write_json(
         args.json,
         {
+            "load_average_end": os.getloadavg(),
             "campaign_rate": campaign_rate,
             "transactional_rate": tx_rate,
             "offered_rate": args.rate,
