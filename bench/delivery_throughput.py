@@ -27,10 +27,10 @@ Run: `.venv/bin/python bench/delivery_throughput.py` (a few minutes on a 2-core 
 from __future__ import annotations
 
 import argparse
-import os
 import base64
 import hashlib
 import hmac
+import os
 import re
 import smtplib
 import sys
