@@ -210,6 +210,12 @@ class AutomationStepRun(FSMModelMixin, models.Model):
             models.Index(fields=["run", "scheduled_at"], name="steprun_run_scheduled"),
             # AUT-29: the recovery cron's scan of pending rows whose delay has passed.
             models.Index(fields=["delay_until"], condition=Q(status="pending"), name="steprun_pending_delay"),
+            # and its [project] sweep of immediate dispatches that were lost
+            models.Index(
+                fields=["scheduled_at"],
+                condition=Q(status="pending", delay_until__isnull=True),
+                name="steprun_pending_nodelay",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -12,6 +12,8 @@ import logging
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Q
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from automations.lifecycle import (
@@ -41,6 +43,7 @@ MAX_STEPS_PER_RUN = 100
 MAX_RETRY_ATTEMPTS = 3
 RETRY_DELAYS_MS = [1000, 5000, 30000]
 PENDING_DELAYS_BATCH = 200
+LOST_DISPATCH_AFTER = dt.timedelta(minutes=5)
 
 LOOP_CAP_MESSAGE = f"Automation exceeded {MAX_STEPS_PER_RUN} step executions — cancelled to prevent a loop"
 RUN_OR_CONTACT_NOT_FOUND = "Automation run or contact not found"
@@ -206,16 +209,25 @@ def pending_delays_process(
 ) -> int:
     """AUT-29 "process pending delays": re-dispatch due pending step runs; returns how many were dispatched.
 
+    Due = `delay_until <= now` (the spec's rule). [project] Also a pending step run without a delay whose
+    dispatch is older than `LOST_DISPATCH_AFTER`: its immediate task was lost (a worker died, the database
+    refused a connection, django-q2 does not retry), and without this the run would wait forever.
     A full batch re-enqueues the sweep at once, continuing after the last row seen (so a backlog is walked
     once instead of re-dispatching rows the workers have not claimed yet). The claim makes a double dispatch
     harmless.
     """
     now = now or timezone.now()
-    qs = AutomationStepRun.objects.filter(status=StepRunStatus.PENDING, delay_until__lte=now)
+    qs = (
+        AutomationStepRun.objects.filter(status=StepRunStatus.PENDING)
+        .filter(
+            Q(delay_until__lte=now) | Q(delay_until__isnull=True, scheduled_at__lte=now - LOST_DISPATCH_AFTER)
+        )
+        .annotate(due=Coalesce("delay_until", "scheduled_at"))
+    )
     if after:
         after_at = dt.datetime.fromisoformat(after[0])
-        qs = qs.filter(delay_until__gte=after_at).exclude(delay_until=after_at, id__lte=after[1])
-    rows = list(qs.order_by("delay_until", "id").values_list("run_id", "id", "delay_until")[:batch])
+        qs = qs.filter(Q(due__gt=after_at) | Q(due=after_at, id__gt=after[1]))
+    rows = list(qs.order_by("due", "id").values_list("run_id", "id", "due")[:batch])
     with transaction.atomic():
         for run_id, step_run_id, _ in rows:
             enqueue(EXECUTE_TASK, str(run_id), str(step_run_id), 0)

@@ -431,3 +431,26 @@ def test_counters_never_go_below_zero(make_automation, contact):
     step_execute(run.pk, sr.pk)
     assert funnel(automation)[0] == (0, 0, 1, 0, 0)
     assert Automation.objects.get(pk=automation.pk).stats_active == 0
+
+
+def test_a_lost_immediate_dispatch_is_recovered_after_five_minutes(make_automation, contact):
+    from django_q.models import OrmQ
+
+    automation = make_automation([yes_no(PLAN_IS_PRO, None, None), DELAY_1H], status="active")
+    run = enter(automation, contact)
+    run_start(run.pk)
+    [sr] = step_runs(run)
+    assert sr.delay_until is None
+    # Given the immediate execute_step task was lost (e.g. the worker could not reach the database)
+    OrmQ.objects.all().delete()
+    now = timezone.now()
+    assert pending_delays_process(now=now + dt.timedelta(minutes=4)) == 0  # not presumed lost yet
+    # when the sweep runs five minutes later, it dispatches it once more
+    assert pending_delays_process(now=now + dt.timedelta(minutes=5, seconds=1)) == 1
+    drain_queue()
+    sr.refresh_from_db()
+    assert sr.status == "completed"
+    run.refresh_from_db()
+    assert (run.steps_executed, run.current_step_index) == (1, 1)
+    # the next step waits on its delay: nothing else is due
+    assert pending_delays_process(now=now + dt.timedelta(minutes=6)) == 0
