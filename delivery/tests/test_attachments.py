@@ -1,0 +1,107 @@
+"""Attachments given by URL are fetched safely (API-22): https only, public addresses only, size limits."""
+
+from __future__ import annotations
+
+import pytest
+
+from delivery.attachments import AttachmentError, check_url, fetch_url, is_public_address, load_attachments
+from delivery.models import SendAttachment
+
+
+def public(host, port):
+    return ["93.184.216.34"]
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://example.org/a.pdf",
+        "ftp://example.org/a.pdf",
+        "https://user:pw@example.org/a.pdf",
+    ],
+)
+def test_only_plain_https_urls(url):
+    with pytest.raises(AttachmentError):
+        check_url(url, resolver=public)
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        "127.0.0.1",
+        "10.1.2.3",
+        "192.168.0.1",
+        "169.254.169.254",
+        "::1",
+        "fd00::1",
+        "::ffff:127.0.0.1",
+        "0.0.0.0",
+    ],
+)
+def test_private_and_local_addresses_are_refused(address):
+    assert not is_public_address(address)
+    with pytest.raises(AttachmentError, match="not a public address"):
+        check_url("https://files.example.org/a.pdf", resolver=lambda h, p: [address])
+
+
+def test_a_name_resolving_to_any_private_address_is_refused():
+    with pytest.raises(AttachmentError):
+        check_url("https://mixed.example.org/a", resolver=lambda h, p: ["93.184.216.34", "10.0.0.1"])
+
+
+def test_public_https_url_is_accepted():
+    assert check_url("https://files.example.org:8443/a.pdf", resolver=public) == (
+        "files.example.org",
+        8443,
+        "93.184.216.34",
+    )
+
+
+def test_fetching_a_loopback_url_never_connects():
+    with pytest.raises(AttachmentError):
+        fetch_url("https://127.0.0.1:1/secret")
+
+
+@pytest.mark.django_db
+def test_load_attachments_enforces_the_total_size(make_tx_send, org):
+    send = make_tx_send()
+    SendAttachment.objects.create(
+        organization=org, send=send, position=0, filename="a.txt", content=b"hello", content_type="text/plain"
+    )
+    SendAttachment.objects.create(
+        organization=org, send=send, position=1, filename="b.bin", url="https://files.example.org/b"
+    )
+    calls = []
+
+    def fetch(url, *, max_bytes):
+        calls.append((url, max_bytes))
+        return b"x" * 10, "application/pdf"
+
+    files = load_attachments(send, fetch=fetch)
+    assert [(f.filename, f.content, f.content_type) for f in files] == [
+        ("a.txt", b"hello", "text/plain"),
+        ("b.bin", b"x" * 10, "application/pdf"),
+    ]
+    assert calls == [("https://files.example.org/b", 10 * 1024 * 1024 - 5)]
+
+    def too_big(url, *, max_bytes):
+        raise AttachmentError("Total attachment size exceeds 10MB limit")
+
+    with pytest.raises(AttachmentError):
+        load_attachments(send, fetch=too_big)
+
+
+@pytest.mark.django_db
+def test_attachments_travel_with_the_message_and_are_deleted_after(make_tx_send, org, smtp_sink, settings):
+    from delivery.worker import dispatch_batch
+
+    settings.DELIVERY_TRANSACTIONAL_RATE = 0
+    send = make_tx_send()
+    SendAttachment.objects.create(
+        organization=org, send=send, filename="hello.txt", content=b"hello world", content_type="text/plain"
+    )
+    assert dispatch_batch("transactional", [str(send.pk)]).sent == 1
+    [msg] = smtp_sink.wait_for(1)
+    [part] = [p for p in msg.iter_attachments()]
+    assert part.get_filename() == "hello.txt" and part.get_content() == "hello world"
+    assert not SendAttachment.objects.filter(send=send).exists()
