@@ -102,6 +102,6 @@ def test_attachments_travel_with_the_message_and_are_deleted_after(make_tx_send,
     )
     assert dispatch_batch("transactional", [str(send.pk)]).sent == 1
     [msg] = smtp_sink.wait_for(1)
-    [part] = [p for p in msg.iter_attachments()]
+    [part] = list(msg.iter_attachments())
     assert part.get_filename() == "hello.txt" and part.get_content() == "hello world"
     assert not SendAttachment.objects.filter(send=send).exists()
