@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 
 from owlat.models import RateBucket
 
@@ -28,6 +28,47 @@ def take_token(
     if rate <= 0:
         return Take(True, capacity, 0.0, 0.0)
     now = time.time() if now is None else now
+    if connection.vendor == "postgresql":
+        row = _take_postgres(key, rate=rate, capacity=capacity, now=now, cost=cost)
+        if row is not None:
+            before, tokens = row
+            allowed = before >= cost
+            wait = 0.0 if allowed else (cost - tokens) / rate
+            return Take(allowed, tokens, wait, (capacity - tokens) / rate)
+    return _take_orm(key, rate=rate, capacity=capacity, now=now, cost=cost)
+
+
+# One round trip on the hot path: lock, refill, take and return in a single statement (the bucket row exists).
+_TAKE_SQL = """
+WITH old AS (
+    SELECT tokens, updated_at FROM owlat_ratebucket WHERE key = %(key)s FOR UPDATE
+), calc AS (
+    SELECT LEAST(%(capacity)s, tokens + GREATEST(0, %(now)s - updated_at) * %(rate)s) AS t, updated_at FROM old
+), upd AS (
+    UPDATE owlat_ratebucket b
+       SET tokens = CASE WHEN calc.t >= %(cost)s THEN calc.t - %(cost)s ELSE calc.t END,
+           updated_at = GREATEST(%(now)s, calc.updated_at)
+      FROM calc
+     WHERE b.key = %(key)s
+ RETURNING b.tokens
+)
+SELECT calc.t, upd.tokens FROM calc, upd
+"""
+
+
+def _take_postgres(
+    key: str, *, rate: float, capacity: float, now: float, cost: float
+) -> tuple[float, float] | None:
+    """(tokens before the take, tokens after), or None when the bucket row does not exist yet."""
+    params = {"key": key, "capacity": capacity, "now": now, "rate": rate, "cost": cost}
+    with connection.cursor() as cursor:
+        cursor.execute(_TAKE_SQL, params)
+        row = cursor.fetchone()
+    return None if row is None else (float(row[0]), float(row[1]))
+
+
+def _take_orm(key: str, *, rate: float, capacity: float, now: float, cost: float) -> Take:
+    """Portable form (SQLite, and the first take of a bucket on PostgreSQL)."""
     with transaction.atomic():
         bucket = RateBucket.objects.select_for_update().filter(key=key).first()
         if bucket is None:
