@@ -7,7 +7,6 @@ class DeliveryConfig(AppConfig):
 
     def ready(self) -> None:
         from delivery import services
-        from delivery.providers import install_anymail_webhook_settings
         from owlat.registry import (
             register_contact_erasure_hook,
             register_doi_started_hook,
@@ -17,7 +16,6 @@ class DeliveryConfig(AppConfig):
         register_doi_started_hook(services.doi_email_queue)
         register_unsubscribe_hook(services.on_unsubscribe)
         register_contact_erasure_hook(services.on_contact_erased)
-        install_anymail_webhook_settings()
         from templates.services import register_test_sender
 
         register_test_sender(services.test_email_send)

@@ -302,19 +302,9 @@ ANYMAIL_SETTINGS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "sendgrid": (("SENDGRID_API_KEY",), ("SENDGRID_API_URL",)),
     "mandrill": (("MANDRILL_API_KEY",), ("MANDRILL_API_URL",)),
 }
+
+
 # Webhook settings anymail's tracking views read from settings.ANYMAIL.
-ANYMAIL_WEBHOOK_SETTINGS = (
-    "WEBHOOK_SECRET",
-    "RESEND_SIGNING_SECRET",
-    "MAILGUN_WEBHOOK_SIGNING_KEY",
-    "MANDRILL_WEBHOOK_KEY",
-    "MANDRILL_WEBHOOK_URL",
-    "POSTMARK_WEBHOOK_SECRET",
-    "SENDGRID_WEBHOOK_SECRET",
-    "AMAZON_SES_AUTO_CONFIRM_SNS_SUBSCRIPTIONS",
-)
-
-
 def anymail_setting(name: str) -> Any:
     configured = getattr(settings, "ANYMAIL", None) or {}
     if name in configured and configured[name] not in (None, ""):
@@ -323,16 +313,6 @@ def anymail_setting(name: str) -> Any:
     if value not in (None, ""):
         return value
     return os.environ.get(name) or None
-
-
-def install_anymail_webhook_settings() -> None:
-    """Copy anymail webhook credentials from the environment into `settings.ANYMAIL` (its views read there)."""
-    configured = getattr(settings, "ANYMAIL", None)
-    if not isinstance(configured, dict):
-        return
-    for name in ANYMAIL_WEBHOOK_SETTINGS:
-        if name not in configured and os.environ.get(name):
-            configured[name] = os.environ[name]
 
 
 def _ses_configured() -> bool:

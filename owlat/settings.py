@@ -185,7 +185,30 @@ DUE_TASK_LEASE_SECONDS = env.int("DUE_TASK_LEASE_SECONDS", default=60)
 # --- Email (D-09) ---------------------------------------------------------------------------------------
 EMAIL_PROVIDER = env.str("EMAIL_PROVIDER", default="")
 EMAIL_URL = env.str("EMAIL_URL", default="")
-ANYMAIL = {}
+# django-anymail credentials in anymail's own names (D-09), read from the environment; e.g. POSTMARK_SERVER_TOKEN,
+# RESEND_API_KEY, MAILGUN_API_KEY, SENDGRID_API_KEY, MANDRILL_API_KEY, and the tracking-webhook secrets.
+_ANYMAIL_ENV_NAMES = (
+    "WEBHOOK_SECRET",
+    "RESEND_API_KEY",
+    "RESEND_SIGNING_SECRET",
+    "RESEND_API_URL",
+    "POSTMARK_SERVER_TOKEN",
+    "POSTMARK_API_URL",
+    "POSTMARK_WEBHOOK_SECRET",
+    "MAILGUN_API_KEY",
+    "MAILGUN_SENDER_DOMAIN",
+    "MAILGUN_API_URL",
+    "MAILGUN_WEBHOOK_SIGNING_KEY",
+    "SENDGRID_API_KEY",
+    "SENDGRID_API_URL",
+    "SENDGRID_WEBHOOK_SECRET",
+    "MANDRILL_API_KEY",
+    "MANDRILL_API_URL",
+    "MANDRILL_WEBHOOK_KEY",
+    "MANDRILL_WEBHOOK_URL",
+    "AMAZON_SES_CONFIGURATION_SET_NAME",
+)
+ANYMAIL = {name: env.str(name) for name in _ANYMAIL_ENV_NAMES if env.str(name, default="")}
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="owlat@localhost")
 SERVER_EMAIL = DEFAULT_FROM_EMAIL
 # Pacing per pool, messages/second (D-06); 0 = unlimited.
