@@ -21,6 +21,7 @@ from django.http import HttpRequest, HttpResponseNotAllowed, HttpResponseRedirec
 from django.shortcuts import get_object_or_404
 from django.urls import NoReverseMatch, path, reverse
 from django.utils.html import format_html, format_html_join
+from django.utils.safestring import mark_safe
 
 from automations import services
 from automations.lifecycle import PUBLIC_ACTIONS
@@ -293,7 +294,7 @@ class AutomationAdmin(TenantModelAdmin):
         rows = services.automation_funnel(obj)
         if not rows:
             return "no steps"
-        header = format_html(
+        header = mark_safe(
             "<tr><th>step</th><th>type</th><th>pending</th><th>executing</th><th>completed</th><th>failed</th>"
             "<th>skipped</th></tr>"
         )
