@@ -31,6 +31,7 @@ from django.utils import timezone
 from delivery.models import BounceType, CampaignSendCounters, EmailSend, SendAttachment, TransactionalSend
 from delivery.models import SendStatus as S
 from owlat.lifecycle import Call, Decision, Effect, Lifecycle, Outcome, legal_edges
+from owlat.sending_stats import sending_stats_bump
 
 logger = logging.getLogger(__name__)
 
@@ -135,15 +136,23 @@ def _activity_metadata(send: Any, **extra: Any) -> dict[str, Any]:
 class _Effects:
     """Builds the effect list of one reduction (kept empty for `test` sends)."""
 
-    def __init__(self, send: Any) -> None:
+    def __init__(self, send: Any, at: dt.datetime) -> None:
         self.send = send
+        self.at = at
         self.items: list[Effect] = []
         self.counters: dict[str, int] = {}
+        self.stats: dict[str, int] = {}
 
     def count(self, **deltas: int) -> None:
+        """Campaign counters (DLV-10) and the organization's daily / per-domain sending stats (DLV-11)."""
         if self.send.send_kind == "campaign":
             for key, value in deltas.items():
                 self.counters[key] = self.counters.get(key, 0) + value
+        self.stat(**deltas)
+
+    def stat(self, **deltas: int) -> None:
+        for key, value in deltas.items():
+            self.stats[key] = self.stats.get(key, 0) + value
 
     def add(self, name: str, **kwargs: Any) -> None:
         self.items.append(Call(name, kwargs))
@@ -172,6 +181,8 @@ class _Effects:
         items = list(self.items)
         if self.counters:
             items.insert(0, Call("counters", {"deltas": dict(self.counters)}))
+        if self.stats:
+            items.insert(0, Call("sending_stats", {"deltas": dict(self.stats), "day": self.at.date()}))
         return tuple(items)
 
 
@@ -196,7 +207,7 @@ def reduce_send(send: Any, frm: str, to: str, *, input: dict[str, Any], at: dt.d
             "illegal_edge" if _has_edges(type(send), frm) and not hard_bounced else "terminal"
         )
 
-    fx = _Effects(send)
+    fx = _Effects(send, at)
     patch: dict[str, Any] = {}
 
     def evidence() -> None:
@@ -336,6 +347,7 @@ def reduce_send(send: Any, frm: str, to: str, *, input: dict[str, Any], at: dt.d
     if frm == S.BOUNCED and send.bounce_type == BounceType.HARD:
         return not_legal()
     patch.update(status=S.COMPLAINED, complained_at=at)
+    fx.stat(complained=1)
     fx.activity("email_complained", at)
     fx.webhook("email.complained", at)
     fx.add("suppress", reason="complained", bounce_type=None)
@@ -353,6 +365,7 @@ class _Batch:
 
     def __init__(self) -> None:
         self.counters: dict[tuple[str, str], dict[str, int]] = {}
+        self.sending_stats: dict[tuple[str, dt.date, str], dict[str, int]] = {}
         self.completions: dict[tuple[str, str], Any] = {}
         self.has_endpoints: dict[str, bool] = {}
 
@@ -360,6 +373,9 @@ class _Batch:
         for (organization_id, campaign_id), deltas in self.counters.items():
             _apply_counters(organization_id, campaign_id, deltas)
         self.counters.clear()
+        for (organization_id, day, domain), deltas in self.sending_stats.items():
+            sending_stats_bump(organization_id=organization_id, sender_domain=domain, day=day, deltas=deltas)
+        self.sending_stats.clear()
         completions = list(self.completions.values())
         self.completions.clear()
         for send in completions:
@@ -410,6 +426,23 @@ def _fx_counters(send: Any, *, deltas: dict[str, int]) -> None:
         _apply_counters(str(send.organization_id), str(send.campaign_id), deltas)
         return
     bucket = batch.counters.setdefault((str(send.organization_id), str(send.campaign_id)), {})
+    for key, value in deltas.items():
+        bucket[key] = bucket.get(key, 0) + value
+
+
+def _sender_domain(send: Any) -> str:
+    """The sending domain, from the row's stable Message-ID (`<…@domain>`, set before hand-off)."""
+    return (getattr(send, "message_id", None) or "").rpartition("@")[2].strip("<> ").lower()
+
+
+def _fx_sending_stats(send: Any, *, deltas: dict[str, int], day: dt.date) -> None:
+    batch = _batch_state["current"]
+    if batch is None:
+        sending_stats_bump(
+            organization_id=send.organization_id, sender_domain=_sender_domain(send), day=day, deltas=deltas
+        )
+        return
+    bucket = batch.sending_stats.setdefault((str(send.organization_id), day, _sender_domain(send)), {})
     for key, value in deltas.items():
         bucket[key] = bucket.get(key, 0) + value
 
@@ -511,6 +544,7 @@ class _SendLifecycle(Lifecycle):
     def effect_handlers(self) -> dict[str, Callable[..., None]]:
         return {
             "counters": _fx_counters,
+            "sending_stats": _fx_sending_stats,
             "activity": _fx_activity,
             "webhook": _fx_webhook,
             "reset_soft_bounces": _fx_reset_soft_bounces,

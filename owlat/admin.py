@@ -51,6 +51,7 @@ from owlat.models import (
     OrganizationSettings,
     Role,
     Segment,
+    SendingStat,
     Topic,
     WebhookAttempt,
     WebhookDelivery,
@@ -1312,3 +1313,27 @@ class DueTaskAdmin(PlatformOnlyAdmin):
 class WorkerHeartbeatAdmin(PlatformOnlyAdmin):
     read_only = True
     list_display = ("name", "beat_at", "pid", "host")
+
+
+@admin.register(SendingStat)
+class SendingStatAdmin(TenantModelAdmin):
+    """DLV-11 daily sending counters per sender domain (read-only)."""
+
+    read_only = True
+    list_display = (
+        "day",
+        "sender_domain",
+        "sent",
+        "delivered",
+        "opened",
+        "clicked",
+        "bounced",
+        "hard_bounced",
+        "complained",
+        "failed",
+    )
+    list_filter = ("day", "sender_domain")
+    ordering = ("-day", "sender_domain")
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None):
+        return [f.name for f in SendingStat._meta.fields]

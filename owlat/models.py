@@ -533,3 +533,27 @@ class RateBucket(models.Model):
     key = models.CharField(primary_key=True, max_length=120)
     tokens = models.FloatField()
     updated_at = models.FloatField(help_text="Unix seconds of the last refill.")
+
+
+class SendingStat(models.Model):
+    """DLV-11 daily per-organization counters and sending-reputation events per sender domain (one row per
+    organization, UTC day and sender domain). Written only by `owlat.sending_stats` from send-lifecycle effects."""
+
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="sending_stats")
+    day = models.DateField()
+    sender_domain = models.CharField(max_length=253, blank=True, default="")
+    sent = models.IntegerField(default=0)
+    failed = models.IntegerField(default=0)
+    delivered = models.IntegerField(default=0)
+    opened = models.IntegerField(default=0)
+    clicked = models.IntegerField(default=0)
+    bounced = models.IntegerField(default=0)
+    hard_bounced = models.IntegerField(default=0)
+    soft_bounced = models.IntegerField(default=0)
+    complained = models.IntegerField(default=0)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["organization", "day", "sender_domain"], name="uniq_sending_stat")
+        ]

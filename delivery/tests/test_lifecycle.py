@@ -11,11 +11,13 @@ from django.db import connection
 from django.utils import timezone
 
 from delivery.lifecycle import (
+    Completion,
     SendRef,
     find_by_provider_message_id,
     reduce_send,
     register_completion_handler,
     send_transition,
+    send_transition_many,
     transition_by_provider_message_id,
 )
 from delivery.models import EmailSend, SendStatus, TransactionalSend
@@ -193,8 +195,9 @@ def test_reducer_is_pure_and_needs_no_database():
     assert decision.ok and decision.applied == "transitioned"
     assert decision.patch["status"] == "sent" and decision.patch["sent_at"] == T0
     names = [e.name for e in decision.effects]
-    assert names == ["counters", "activity", "webhook", "complete"]
-    assert decision.effects[0].kwargs == {"deltas": {"sent": 1}}
+    assert names == ["sending_stats", "counters", "activity", "webhook", "complete"]
+    assert decision.effects[0].kwargs == {"deltas": {"sent": 1}, "day": T0.date()}
+    assert decision.effects[1].kwargs == {"deltas": {"sent": 1}}
     # nothing was applied to the row itself
     assert send.status == "queued" and send.sent_at is None
 
@@ -483,3 +486,34 @@ def test_status_is_written_only_by_the_lifecycle_module():
             offenders.append(str(path))
     assert offenders == []
     assert SendStatus.QUEUED == "queued"
+
+
+def test_daily_and_per_domain_sending_stats(make_campaign_send, make_tx_send, org):
+    """DLV-11: daily organization counters and reputation events per sender domain, batched or not."""
+    from owlat.models import SendingStat
+
+    a, b = make_campaign_send(), make_campaign_send()
+    tx = make_tx_send()
+    EmailSend.objects.filter(pk__in=[a.pk, b.pk]).update(message_id="<x@News.Example.com>")
+    TransactionalSend.objects.filter(pk=tx.pk).update(message_id="<y@mail.example.org>")
+    a.refresh_from_db(), b.refresh_from_db(), tx.refresh_from_db()
+    send_transition_many(
+        [Completion(SendRef.of(a), "sent", {"at": T0}), Completion(SendRef.of(b), "sent", {"at": T0})]
+    )
+    drive(
+        SendRef.of(a),
+        [
+            ("delivered", {}),
+            ("opened", {}),
+            ("clicked", {"url": "https://x.test"}),
+            ("clicked", {"url": "https://x.test"}),
+        ],
+    )
+    drive(SendRef.of(b), [("bounced", {"bounce_type": "soft"}), ("bounced", {"bounce_type": "hard"})])
+    drive(SendRef.of(tx), [("sent", {}), ("complained", {})])
+    news = SendingStat.objects.get(organization=org, day=T0.date(), sender_domain="news.example.com")
+    assert (news.sent, news.delivered, news.opened, news.clicked) == (2, 1, 1, 1)
+    assert (news.bounced, news.hard_bounced, news.soft_bounced, news.complained) == (1, 1, 0, 0)
+    mail = SendingStat.objects.get(organization=org, day=T0.date(), sender_domain="mail.example.org")
+    # a complaint is delivery evidence too (DLV-08)
+    assert (mail.sent, mail.complained, mail.delivered) == (1, 1, 1)
