@@ -11,6 +11,7 @@ business outcomes.
 from __future__ import annotations
 
 import datetime as dt
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
@@ -103,7 +104,7 @@ def legal_edges(model: type[models.Model], field_name: str = "status") -> frozen
     return frozenset(edges)
 
 
-class Lifecycle:
+class Lifecycle(ABC):
     """Base of every lifecycle module. Subclasses set the class attributes and implement `reduce`."""
 
     model: ClassVar[type[models.Model]]
@@ -116,10 +117,11 @@ class Lifecycle:
     writes_audit: ClassVar[bool] = True
 
     # -- to implement ---------------------------------------------------------------------------------
+    @abstractmethod
     def reduce(
         self, obj: Any, frm: str, to: str, *, input: dict[str, Any], actor: str, at: dt.datetime
     ) -> Decision:
-        raise NotImplementedError  # abstract: each lifecycle defines its reducer
+        """The pure reducer: whether `frm → to` is allowed, the patch and the effects."""
 
     def self_loop_audit_action(self, state: str) -> str | None:
         return None
