@@ -1,6 +1,6 @@
 """Project-wide pytest set-up: tests run on PostgreSQL (DATABASE_URL, set by scripts/test.sh).
 
-`owlat.testing` provides the fixtures `smtp_sink`, `workers` and `http_receiver` (and the `worker_env` marker).
+`testsupport` provides the fixtures `smtp_sink`, `workers` and `http_receiver` (and the `worker_env` marker).
 Long fault-injection variants are marked `slow` and run only with OWLAT_SLOW_TESTS=1 (set by `.ci/run`, D-18).
 Tests marked `sqlite_smoke` run only on SQLite (`make test` runs them in their own step, D-16); there the test
 database is a file, so real worker processes can share it.
@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-pytest_plugins = ["owlat.testing"]
+pytest_plugins = ["testsupport.plugin"]
 
 
 def _database_is_sqlite() -> bool:

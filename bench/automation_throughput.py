@@ -167,7 +167,7 @@ def start_processes(args: argparse.Namespace, smtp_url: str, port: int, log_dir:
 
     from django.utils import timezone
 
-    from owlat.testing import WorkerSet, worker_environment
+    from testsupport import WorkerSet, worker_environment
 
     env = worker_environment(
         {
@@ -293,7 +293,7 @@ def main() -> int:
     logging.getLogger("mail.log").setLevel(logging.WARNING)  # aiosmtpd's per-command log
 
     from automations.models import AutomationRun, AutomationStepRun
-    from owlat.testing import SmtpSink, free_port
+    from testsupport import SmtpSink, free_port
 
     n_lat = int(args.rate * args.seconds)
     world = build_world(args.keys, {"warm": args.warmup, "load": args.events, "lat": n_lat})

@@ -18,8 +18,8 @@ import pytest
 import requests
 
 from owlat.api import auth
-from owlat.api.testing import make_key, make_org, refill_bucket
 from owlat.models import Contact, ContactTopic, Domain, Topic
+from testsupport.api import make_key, make_org, refill_bucket
 
 ID = re.compile(r"^[A-Za-z0-9_-]+$")
 TS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")

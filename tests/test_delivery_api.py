@@ -9,10 +9,10 @@ import uuid
 import pytest
 
 from delivery.models import SendAttachment, TransactionalSend
-from owlat.api.testing import ApiClient, error_of, make_key, make_org
 from owlat.models import Contact, Domain, DomainStatus
-from owlat.testing import queued_tasks
 from templates.models import TransactionalEmail
+from testsupport import queued_tasks
+from testsupport.api import ApiClient, error_of, make_key, make_org
 
 ID = re.compile(r"^[A-Za-z0-9_-]+$")
 SCOPES = ["contacts:read", "contacts:write", "events:write", "transactional:send", "topics:write"]

@@ -17,11 +17,11 @@ import uuid
 import pytest
 
 from delivery.models import EmailSend, TransactionalSend
-from owlat.api.testing import ApiClient, make_key
 from owlat.models import Contact, Domain, DomainStatus
 from owlat.organizations import organization_create
-from owlat.testing import BASE_DIR, worker_environment
 from templates.models import EmailTemplate, TransactionalEmail
+from testsupport import BASE_DIR, worker_environment
+from testsupport.api import ApiClient, make_key
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 

@@ -1,4 +1,4 @@
-"""Proof that the test infrastructure of `owlat.testing` behaves as specified."""
+"""Proof that the test infrastructure of `testsupport` behaves as specified."""
 
 import datetime as dt
 import json
@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from owlat.jobs import enqueue
 from owlat.models import DueTask, WorkerHeartbeat
-from owlat.testing import Reply, drain_queue, queued_tasks
+from testsupport import Reply, drain_queue, queued_tasks
 
 
 def _message(to="alice@example.com", subject="Hello"):

@@ -20,10 +20,10 @@ import pytest
 from automations.lifecycle import automation_activate
 from automations.models import AutomationRun, AutomationStepRun
 from automations.services import automation_create
-from owlat.api.testing import ApiClient, make_key
 from owlat.models import Domain, DomainStatus, DueTask
 from owlat.organizations import organization_create
 from templates.models import EmailTemplate
+from testsupport.api import ApiClient, make_key
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 

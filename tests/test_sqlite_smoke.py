@@ -18,8 +18,8 @@ from owlat.jobs import dispatch_due_tasks, enqueue
 from owlat.models import Contact, ContactTopic, DueTask, WorkerHeartbeat
 from owlat.organizations import organization_create
 from owlat.segments import segment_create
-from owlat.testing import drain_queue, queued_tasks
 from owlat.topics import topic_create, topic_subscribe
+from testsupport import drain_queue, queued_tasks
 
 pytestmark = pytest.mark.sqlite_smoke
 

@@ -205,7 +205,7 @@ def test_steps_and_trigger_are_read_only_outside_draft(client, django_user_model
 def test_run_browser_shows_the_timeline_and_funnel(client, django_user_model, org, make_automation, contact):
     from automations.triggers import automation_fanout
     from owlat.registry import TriggerEvent
-    from owlat.testing import drain_queue
+    from testsupport import drain_queue
 
     login(client, django_user_model, org)
     automation = make_automation(

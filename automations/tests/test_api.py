@@ -9,8 +9,8 @@ import pytest
 from automations.lifecycle import automation_transition
 from automations.models import Automation, AutomationRun
 from automations.tests.conftest import DELAY_1H
-from owlat.api.testing import ApiClient, error_of, make_key
 from owlat.models import AuditLog, ContactActivity, Event, OrganizationSettings, Topic
+from testsupport.api import ApiClient, error_of, make_key
 
 ALL = [
     "contacts:read",
@@ -480,7 +480,7 @@ def test_invalid_trigger_config_refusal(api):
 
 
 def test_runs_step_runs_and_stats(api, make_automation, contact, make_contact):
-    from owlat.testing import drain_queue
+    from testsupport import drain_queue
 
     automation = make_automation(
         [

@@ -14,7 +14,7 @@ from automations.tests.conftest import DELAY_1H
 from automations.triggers import automation_fanout
 from owlat.models import AuditLog, DueTask
 from owlat.registry import TriggerEvent
-from owlat.testing import drain_queue, queued_tasks
+from testsupport import drain_queue, queued_tasks
 
 
 def run(*args):

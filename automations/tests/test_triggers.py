@@ -11,8 +11,8 @@ from automations.models import AutomationRun
 from automations.tests.conftest import DELAY_1H
 from automations.triggers import automation_fanout, trigger_matches
 from owlat.registry import TriggerEvent
-from owlat.testing import queued_tasks
 from owlat.triggers import fire_trigger
+from testsupport import queued_tasks
 
 START_TASK = "automations.tasks.automation_run_start_task"
 

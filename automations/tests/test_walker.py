@@ -18,7 +18,7 @@ from automations.walker import (
 )
 from owlat.models import DueTask, Topic
 from owlat.registry import TriggerEvent
-from owlat.testing import drain_queue, queued_tasks
+from testsupport import drain_queue, queued_tasks
 
 EXECUTE = "automations.tasks.automation_step_execute_task"
 BAD_CONDITION = ("condition", {"condition": {"kind": "no_such_kind"}})

@@ -13,8 +13,8 @@ from automations.walker import LOOP_CAP_MESSAGE, pending_delays_process, run_sta
 from delivery.models import TransactionalSend
 from owlat.models import Contact, DueTask
 from owlat.registry import TriggerEvent
-from owlat.testing import drain_queue
 from templates.models import EmailTemplate
+from testsupport import drain_queue
 
 ALWAYS = {"kind": "contact_property", "field": "email", "operator": "not_empty"}
 

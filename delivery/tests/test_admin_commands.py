@@ -14,7 +14,7 @@ from delivery.lifecycle import SendRef, send_transition
 from delivery.models import CampaignSendCounters, EmailSend, LocalMessage, TransactionalSend
 from delivery.services import campaign_counters
 from owlat.models import Membership
-from owlat.testing import queued_tasks
+from testsupport import queued_tasks
 
 
 def run(*args):

@@ -10,7 +10,7 @@ from django.db import connection
 from delivery.models import EmailSend, TransactionalSend
 from delivery.services import automation_email_queue
 from delivery.worker import Pacer, dispatch_batch, reap_stuck_sends
-from owlat.testing import drain_queue, queued_tasks
+from testsupport import drain_queue, queued_tasks
 
 
 class FakeSleep:

@@ -39,7 +39,7 @@ def postmark(settings, http_receiver, monkeypatch):
     counter = {"n": 0}
 
     def handler(req):
-        from owlat.testing import Reply
+        from testsupport import Reply
 
         if req.path != "/email":
             return None
@@ -78,7 +78,7 @@ def test_postmark_end_to_end_over_http(postmark, make_tx_send):
 
 @pytest.mark.django_db
 def test_postmark_503_twice_then_200_after_the_spec_waits(postmark, make_tx_send):
-    from owlat.testing import Reply
+    from testsupport import Reply
 
     send = make_tx_send()
     answers = [
@@ -95,7 +95,7 @@ def test_postmark_503_twice_then_200_after_the_spec_waits(postmark, make_tx_send
 
 @pytest.mark.django_db
 def test_postmark_401_is_auth_failed_without_retry(postmark, make_tx_send):
-    from owlat.testing import Reply
+    from testsupport import Reply
 
     postmark.handler = lambda req: Reply(401, {"ErrorCode": 10, "Message": "bad token"})
     send = make_tx_send()
@@ -108,7 +108,7 @@ def test_postmark_401_is_auth_failed_without_retry(postmark, make_tx_send):
 
 @pytest.mark.django_db
 def test_postmark_timeout_after_the_request_is_an_unknown_outcome(postmark, make_tx_send, settings):
-    from owlat.testing import Reply
+    from testsupport import Reply
 
     settings.ANYMAIL = {**settings.ANYMAIL, "REQUESTS_TIMEOUT": 0.3}
     postmark.handler = lambda req: Reply(200, {"MessageID": "late", "ErrorCode": 0}, delay=1.0)

@@ -13,7 +13,7 @@ from delivery.services import (
     automation_email_queue,
     create_batch,
 )
-from owlat.testing import queued_tasks
+from testsupport import queued_tasks
 
 AUTOMATION_ID = "00000000-0000-0000-0000-0000000000aa"
 

@@ -80,7 +80,7 @@ def test_nothing_without_a_key(http_receiver, settings, django_capture_on_commit
 
 @pytest.mark.django_db
 def test_an_unreachable_host_never_fails_the_caller(settings, django_capture_on_commit_callbacks):
-    from owlat.testing import free_port
+    from testsupport import free_port
 
     settings.POSTHOG_API_KEY = "phc_test_key"
     settings.POSTHOG_HOST = f"http://127.0.0.1:{free_port()}"

@@ -6,8 +6,8 @@ import re
 import pytest
 from django.utils import timezone
 
-from owlat.api.testing import ApiClient, error_of, make_key, make_org
 from owlat.models import AuditLog, Contact, ContactActivity, ContactPropertyValue, ContactTopic, Topic
+from testsupport.api import ApiClient, error_of, make_key, make_org
 
 pytestmark = pytest.mark.django_db
 

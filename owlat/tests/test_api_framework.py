@@ -12,9 +12,9 @@ from django.utils import timezone
 from owlat.api.auth import take_request_token
 from owlat.api.base import ApiView, api_route, iso, outcome_error, transition_object
 from owlat.api.errors import ApiError, exception_handler, invalid_input
-from owlat.api.testing import ApiClient, error_of, make_key, make_org, refill_bucket
 from owlat.lifecycle import Outcome
 from owlat.models import ApiKey, Contact, RateBucket
+from testsupport.api import ApiClient, error_of, make_key, make_org, refill_bucket
 
 MISSING = "Missing or invalid Authorization header. Use: Authorization: Bearer <api_key>"
 

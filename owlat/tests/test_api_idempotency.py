@@ -11,8 +11,8 @@ from django.utils import timezone
 
 from owlat.api.base import ApiView, api_route
 from owlat.api.idempotency import idempotency_purge_task, request_fingerprint
-from owlat.api.testing import ApiClient, error_of, make_key, make_org
 from owlat.models import Contact, IdempotencyRecord, RateBucket
+from testsupport.api import ApiClient, error_of, make_key, make_org
 
 CALLS = {"flaky": 0, "slow": 0}
 

@@ -3,8 +3,8 @@
 import pytest
 
 from owlat.api.inuse import _topic_checkers, register_topic_in_use
-from owlat.api.testing import ApiClient, error_of, make_key, make_org
 from owlat.models import Contact, ContactTopic, DoiStatus, Topic
+from testsupport.api import ApiClient, error_of, make_key, make_org
 
 pytestmark = pytest.mark.django_db
 

@@ -24,7 +24,7 @@ from owlat.jobs import (
     next_due_in,
 )
 from owlat.models import AuditLog, DueTask, Organization, WorkerHeartbeat
-from owlat.testing import BASE_DIR, queued_tasks, wait_until, worker_environment
+from testsupport import BASE_DIR, queued_tasks, wait_until, worker_environment
 
 MARKER = "owlat.tests.test_jobs.marker_task"
 

@@ -11,7 +11,7 @@ from django_fsm import TransitionNotAllowed
 
 from owlat.lifecycle import Analytics, Audit, Call, Decision, Enqueue, Lifecycle, legal_edges
 from owlat.models import AuditLog, Contact, ContactActivity, DoiStatus, DueTask, Organization
-from owlat.testing import queued_tasks
+from testsupport import queued_tasks
 
 HEARTBEAT = "owlat.jobs.heartbeat_task"
 

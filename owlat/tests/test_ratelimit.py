@@ -8,7 +8,7 @@ import pytest
 
 from owlat.models import RateBucket
 from owlat.ratelimit import take_token, wait_for_token
-from owlat.testing import BASE_DIR, wait_until, worker_environment
+from testsupport import BASE_DIR, wait_until, worker_environment
 
 pytestmark = pytest.mark.django_db
 

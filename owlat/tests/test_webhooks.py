@@ -9,7 +9,6 @@ from django.utils import timezone
 
 from owlat.jobs import dispatch_due_tasks
 from owlat.models import DueTask, WebhookAttempt, WebhookDelivery, WebhookEndpoint
-from owlat.testing import Reply, drain_queue, queued_tasks
 from owlat.tests.factories import make_contact, make_org
 from owlat.webhooks import (
     WEBHOOK_EVENT_TYPES,
@@ -19,6 +18,7 @@ from owlat.webhooks import (
     webhook_sign,
     webhook_verify_signature,
 )
+from testsupport import Reply, drain_queue, queued_tasks
 
 pytestmark = pytest.mark.django_db
 
@@ -220,7 +220,7 @@ def test_receiver_recovering_succeeds_on_retry(http_receiver, settings):
 
 
 def test_connection_error_counts_as_failed_attempt(settings):
-    from owlat.testing import free_port
+    from testsupport import free_port
 
     settings.WEBHOOK_RETRY_DELAYS_SECONDS = [0, 0]
     settings.WEBHOOK_TIMEOUT_SECONDS = 2

@@ -6,9 +6,9 @@ import uuid
 
 import pytest
 
-from owlat.api.testing import ApiClient, error_of, make_key, make_org
 from owlat.models import AuditLog, Contact, Membership
 from templates.models import EmailTemplate, TransactionalEmail
+from testsupport.api import ApiClient, error_of, make_key, make_org
 
 
 @pytest.fixture

@@ -1,0 +1,34 @@
+"""Test support, kept outside the production packages: a loopback SMTP sink with fault injection
+(`testsupport.smtp`), real worker processes (`testsupport.workers`), a recording HTTP server
+(`testsupport.http`), an in-process runner for queued django-q2 tasks (`testsupport.queue`) and API helpers
+(`testsupport.api`).
+
+Registered as a pytest plugin by the root `conftest.py` (`pytest_plugins = ["testsupport.plugin"]`), so the
+fixtures `smtp_sink`, `workers` and `http_receiver` are available everywhere. The benchmarks under `bench/`
+import from here too. Nothing here is imported by production code; Django models are imported lazily, inside
+functions, because pytest loads the plugin before Django is set up.
+"""
+
+from testsupport.http import HttpReceiver, RecordedRequest, Reply
+from testsupport.queue import DrainedTask, QueuedTask, drain_queue, queued_tasks
+from testsupport.smtp import ReceivedMessage, SmtpAttempt, SmtpSink
+from testsupport.waiting import free_port, wait_until
+from testsupport.workers import WorkerSet, database_url_for_tests, worker_environment
+
+__all__ = [
+    "DrainedTask",
+    "HttpReceiver",
+    "QueuedTask",
+    "ReceivedMessage",
+    "RecordedRequest",
+    "Reply",
+    "SmtpAttempt",
+    "SmtpSink",
+    "WorkerSet",
+    "database_url_for_tests",
+    "drain_queue",
+    "free_port",
+    "queued_tasks",
+    "wait_until",
+    "worker_environment",
+]

@@ -1,0 +1,8 @@
+"""The pytest plugin the root `conftest.py` registers: the fixtures `smtp_sink`, `workers` (with `worker_env`)
+and `http_receiver`, and the `worker_env` marker."""
+
+from testsupport.http import http_receiver
+from testsupport.smtp import smtp_sink
+from testsupport.workers import pytest_configure, worker_env, workers
+
+__all__ = ["http_receiver", "pytest_configure", "smtp_sink", "worker_env", "workers"]
