@@ -1,0 +1,28 @@
+"""The kernel's admin back-office (D-12): the members' product UI and the platform staff's console.
+
+Every screen is a `TenantModelAdmin` (owlat.admin_tenancy): filtered by the active organization, DOM-02 roles
+mapped to permissions. Writes go through the kernel services (contacts, topics, suppression, API keys) so their
+triggers, activities and audit rows fire; status fields are read-only (DOM-20).
+"""
+
+from django.contrib import admin
+
+from owlat.admin import (  # noqa: F401  (importing registers the screens)
+    apikeys,
+    audit,
+    contacts,
+    infrastructure,
+    organizations,
+    senders,
+    suppression,
+    topics_segments,
+    webhooks,
+)
+from owlat.admin.organizations import organization_abuse_status_change
+from owlat.admin.topics_segments import segment_live_counts
+
+admin.site.site_header = "Owlat"
+admin.site.site_title = "Owlat"
+admin.site.index_title = "Back-office"
+
+__all__ = ["organization_abuse_status_change", "segment_live_counts"]

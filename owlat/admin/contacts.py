@@ -1,0 +1,409 @@
+"""Contacts (writes through owlat.contacts and owlat.topics), their properties, topic memberships and timeline."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.core.exceptions import ValidationError
+from django.db.models import Count
+from django.http import HttpRequest
+
+from owlat.admin.organizations import is_timezone
+from owlat.admin.service_writes import adopt_written_row, clear_formset_changes
+from owlat.admin_tenancy import (
+    TenantModelAdmin,
+    TenantTabularInline,
+    get_tenancy,
+)
+from owlat.models import (
+    Contact,
+    ContactActivity,
+    ContactProperty,
+    ContactPropertyValue,
+    ContactSource,
+    ContactTopic,
+    Event,
+)
+
+# --- contacts ----------------------------------------------------------------------------------------------
+
+
+class ContactForm(forms.ModelForm):
+    source = forms.ChoiceField(choices=ContactSource.choices, initial=ContactSource.API, required=False)
+
+    class Meta:
+        model = Contact
+        fields = ("organization", "email", "first_name", "last_name", "language", "timezone", "notes")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if not self.instance._state.adding:
+            self.fields.pop("source", None)
+
+    def clean_email(self) -> str | None:
+        from owlat.contacts import is_valid_email, normalize_email
+
+        value = (self.cleaned_data.get("email") or "").strip()
+        if not value:
+            return None
+        if not is_valid_email(value):
+            raise ValidationError("Enter a valid email address.")
+        return normalize_email(value)
+
+    def clean_timezone(self) -> str | None:
+        value = (self.cleaned_data.get("timezone") or "").strip()
+        if value and not is_timezone(value):
+            raise ValidationError("Enter an IANA time zone name such as Europe/Berlin.")
+        return value or None
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        email = cleaned.get("email")
+        org = cleaned.get("organization") or getattr(self.instance, "organization", None)
+        if email and org is not None:
+            from owlat.contacts import live_contacts
+
+            clash = live_contacts(org.pk).filter(email=email)
+            if not self.instance._state.adding:
+                clash = clash.exclude(pk=self.instance.pk)
+            if clash.exists():
+                self.add_error("email", "A contact with this email already exists.")
+        return cleaned
+
+
+class ContactPropertyValueInline(TenantTabularInline):
+    model = ContactPropertyValue
+    manage_permission = "contacts:manage"
+    fields = ("property", "value")
+    extra = 0
+    verbose_name = "custom property"
+    verbose_name_plural = "custom properties"
+
+    def get_queryset(self, request: HttpRequest):
+        return super().get_queryset(request).select_related("property")
+
+
+class ContactTopicForm(forms.ModelForm):
+    skip_doi = forms.BooleanField(
+        label="Consent given (skip double opt-in)",
+        required=False,
+        help_text="New memberships of a double-opt-in topic start a confirmation mail unless ticked.",
+    )
+
+    class Meta:
+        model = ContactTopic
+        fields = ("topic",)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.instance.pk:
+            self.fields["topic"].disabled = True
+            self.fields["skip_doi"].disabled = True
+
+
+class ContactTopicInline(TenantTabularInline):
+    model = ContactTopic
+    form = ContactTopicForm
+    manage_permission = "contacts:manage"
+    fields = ("topic", "skip_doi", "added_at", "pending_doi_confirmation", "consent_source", "consent_ip")
+    readonly_fields = ("added_at", "pending_doi_confirmation", "consent_source", "consent_ip")
+    extra = 0
+    verbose_name = "topic membership"
+    verbose_name_plural = "topic memberships"
+
+    def get_queryset(self, request: HttpRequest):
+        return super().get_queryset(request).select_related("topic")
+
+
+class ContactLiveFilter(admin.SimpleListFilter):
+    """Soft-deleted contacts are hidden unless asked for (DOM-05)."""
+
+    title = "state"
+    parameter_name = "state"
+
+    def lookups(self, request: HttpRequest, model_admin: Any):
+        return (("deleted", "Deleted"), ("all", "All"))
+
+    def choices(self, changelist: Any):
+        value = self.value()
+        yield {
+            "selected": value is None,
+            "query_string": changelist.get_query_string(remove=[self.parameter_name]),
+            "display": "Live",
+        }
+        for lookup, title in self.lookup_choices:
+            yield {
+                "selected": value == lookup,
+                "query_string": changelist.get_query_string({self.parameter_name: lookup}),
+                "display": title,
+            }
+
+    def queryset(self, request: HttpRequest, queryset: Any):
+        value = self.value()
+        if value == "all":
+            return queryset
+        if value == "deleted":
+            return queryset.filter(deleted_at__isnull=False)
+        return queryset.filter(deleted_at__isnull=True)
+
+
+class UnsubscribedFilter(admin.SimpleListFilter):
+    title = "globally unsubscribed"
+    parameter_name = "unsubscribed"
+
+    def lookups(self, request: HttpRequest, model_admin: Any):
+        return (("yes", "Yes"), ("no", "No"))
+
+    def queryset(self, request: HttpRequest, queryset: Any):
+        if self.value() == "yes":
+            return queryset.filter(unsubscribed_at__isnull=False)
+        if self.value() == "no":
+            return queryset.filter(unsubscribed_at__isnull=True)
+        return queryset
+
+
+TIMELINE_LIMIT = 50
+
+
+@admin.register(Contact)
+class ContactAdmin(TenantModelAdmin):
+    form = ContactForm
+    manage_permission = "contacts:manage"
+    annotate_permission = "contacts:annotate"
+    list_display = (
+        "email",
+        "first_name",
+        "last_name",
+        "source",
+        "doi_status",
+        "topic_count",
+        "has_opened",
+        "has_clicked",
+        "unsubscribed_at",
+        "created_at",
+    )
+    list_filter = (
+        ContactLiveFilter,
+        "source",
+        "doi_status",
+        "has_opened",
+        "has_clicked",
+        UnsubscribedFilter,
+        "topic_memberships__topic",
+        "language",
+    )
+    search_fields = ("email", "first_name", "last_name")
+    ordering = ("-created_at",)
+    date_hierarchy = "created_at"
+    inlines = (ContactPropertyValueInline, ContactTopicInline)
+    status_fields = (
+        "source",
+        "doi_status",
+        "doi_confirmed_at",
+        "doi_confirmation_source",
+        "unsubscribed_at",
+        "has_opened",
+        "has_clicked",
+        "soft_bounce_count",
+        "engagement_score",
+        "deleted_at",
+        "created_at",
+        "updated_at",
+    )
+    actions = ("attest_doi", "unsubscribe_all", "erase_permanently")
+
+    def get_fields(self, request: HttpRequest, obj: Any = None):
+        editable = ["organization", "email", "first_name", "last_name", "language", "timezone", "notes"]
+        if obj is None:
+            return [*editable[:2], "source", *editable[2:]]
+        return [*editable, *self.status_fields]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None):
+        if obj is None:
+            return []
+        readonly = list(self.status_fields)
+        if self._annotate_only(request):
+            readonly += ["email", "first_name", "last_name", "language", "timezone"]
+        return readonly
+
+    def _annotate_only(self, request: HttpRequest) -> bool:
+        tenancy = get_tenancy(request)
+        return not tenancy.allows(self.manage_permission) and tenancy.allows(self.annotate_permission)
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # Editors annotate (notes only, DOM-02 `contacts:annotate`); owners and admins manage.
+        if super().has_change_permission(request, obj):
+            return True
+        return self._may(request, self.annotate_permission, obj)
+
+    def has_manage_permission(self, request: HttpRequest) -> bool:
+        return self._may(request, self.manage_permission)
+
+    def get_inline_instances(self, request: HttpRequest, obj: Any = None):
+        if obj is None:
+            return []  # memberships and properties are added once the contact exists
+        return super().get_inline_instances(request, obj)
+
+    def get_queryset(self, request: HttpRequest):
+        return super().get_queryset(request).annotate(_topics=Count("topic_memberships", distinct=True))
+
+    @admin.display(description="topics", ordering="_topics")
+    def topic_count(self, obj: Contact) -> int:
+        return obj._topics
+
+    # -- writes through owlat.contacts (triggers, activities, audit)
+    def save_model(self, request: HttpRequest, obj: Contact, form: Any, change: bool) -> None:
+        from owlat.contacts import EDITABLE_FIELDS, contact_find_or_create, contact_update
+
+        data = form.cleaned_data
+        actor = self.actor(request)
+        if not change:
+            contact, _ = contact_find_or_create(
+                organization_id=obj.organization_id,
+                email=data.get("email"),
+                source=data.get("source") or ContactSource.API,
+                actor=actor,
+                mode="strict",
+                first_name=data.get("first_name"),
+                last_name=data.get("last_name"),
+                language=data.get("language"),
+                timezone=data.get("timezone"),
+            )
+            if data.get("notes"):
+                contact, _ = contact_update(contact=contact, changes={"notes": data["notes"]}, actor=actor)
+        else:
+            changes = {f: data.get(f) for f in form.changed_data if f in EDITABLE_FIELDS}
+            contact = Contact.objects.get(pk=obj.pk)
+            if changes:
+                contact, _ = contact_update(contact=contact, changes=changes, actor=actor)
+        adopt_written_row(obj, contact)
+
+    def save_formset(self, request: HttpRequest, form: Any, formset: Any, change: bool) -> None:
+        contact = form.instance
+        actor = self.actor(request)
+        if formset.model is ContactPropertyValue:
+            from owlat.contacts import contact_update
+
+            properties: dict[str, Any] = {}
+            for f in formset.forms:
+                if not hasattr(f, "cleaned_data") or not f.cleaned_data:
+                    continue
+                old_key = f.instance.property.key if f.instance.pk else None
+                if f in formset.deleted_forms:
+                    if old_key:
+                        properties[old_key] = None
+                    continue
+                if not f.has_changed():
+                    continue
+                new_key = f.cleaned_data["property"].key
+                if old_key and old_key != new_key:
+                    properties[old_key] = None
+                properties[new_key] = f.cleaned_data.get("value") or ""
+            if properties:
+                contact_update(contact=contact, changes={"properties": properties}, actor=actor)
+            clear_formset_changes(formset)
+            return
+        if formset.model is ContactTopic:
+            from owlat.topics import topic_subscribe, topic_unsubscribe
+
+            results = []
+            for f in formset.forms:
+                if not hasattr(f, "cleaned_data") or not f.cleaned_data:
+                    continue
+                if f in formset.deleted_forms:
+                    if f.instance.pk:
+                        topic_unsubscribe(
+                            contact=contact, topic=f.instance.topic, source="admin", actor=actor
+                        )
+                    continue
+                if not f.instance.pk and f.cleaned_data.get("topic"):
+                    outcome = topic_subscribe(
+                        contact=contact,
+                        topic=f.cleaned_data["topic"],
+                        source="admin",
+                        actor=actor,
+                        skip_doi=bool(f.cleaned_data.get("skip_doi")),
+                    )
+                    results.append(f"{f.cleaned_data['topic'].name}: {outcome}")
+            if results:
+                self.message_user(request, "Topic memberships — " + "; ".join(results), messages.INFO)
+            clear_formset_changes(formset)
+            return
+        super().save_formset(request, form, formset, change)
+
+    def get_deleted_objects(self, objs: Any, request: HttpRequest):
+        # The admin's delete is the soft delete (DOM-05): only the contacts themselves disappear from view.
+        objs = list(objs)
+        return [str(o) for o in objs], {Contact._meta.verbose_name_plural: len(objs)}, set(), []
+
+    def delete_model(self, request: HttpRequest, obj: Contact) -> None:
+        from owlat.contacts import contact_soft_delete
+
+        contact_soft_delete(contact=obj, actor=self.actor(request))
+
+    def delete_queryset(self, request: HttpRequest, queryset: Any) -> None:
+        from owlat.contacts import contact_soft_delete
+
+        for contact in queryset:
+            contact_soft_delete(contact=contact, actor=self.actor(request))
+
+    # -- actions (transitions through services)
+    @admin.action(description="Attest double opt-in (consent given)", permissions=["manage"])
+    def attest_doi(self, request: HttpRequest, queryset: Any) -> None:
+        from owlat.topics import doi_attest
+
+        done = sum(
+            bool(doi_attest(contact=c, actor=self.actor(request), source="admin"))
+            for c in queryset.filter(deleted_at__isnull=True)
+        )
+        self.message_user(request, f"Attested double opt-in for {done} contact(s).", messages.SUCCESS)
+
+    @admin.action(description="Unsubscribe from all topics (global opt-out)", permissions=["manage"])
+    def unsubscribe_all(self, request: HttpRequest, queryset: Any) -> None:
+        from owlat.topics import contact_unsubscribe_all
+
+        count = 0
+        for contact in queryset.filter(deleted_at__isnull=True):
+            contact_unsubscribe_all(contact=contact, source="admin", actor=self.actor(request))
+            count += 1
+        self.message_user(request, f"Unsubscribed {count} contact(s) from everything.", messages.SUCCESS)
+
+    @admin.action(description="Erase permanently (cannot be undone)", permissions=["delete"])
+    def erase_permanently(self, request: HttpRequest, queryset: Any) -> None:
+        from owlat.contacts import contact_erase
+
+        count = 0
+        for contact in queryset:
+            contact_erase(contact=contact, actor=self.actor(request))
+            count += 1
+        self.message_user(request, f"Erased {count} contact(s).", messages.SUCCESS)
+
+    # -- the timeline section of the change view
+    def change_view(self, request: HttpRequest, object_id: str, form_url: str = "", extra_context=None):
+        extra_context = dict(extra_context or {})
+        obj = self.get_object(request, object_id)
+        if obj is not None:
+            extra_context["activities"] = list(
+                ContactActivity.objects.filter(contact=obj).order_by("-occurred_at", "-id")[:TIMELINE_LIMIT]
+            )
+            extra_context["events"] = list(
+                Event.objects.filter(contact=obj).order_by("-created_at")[:TIMELINE_LIMIT]
+            )
+        return super().change_view(request, object_id, form_url, extra_context)
+
+
+@admin.register(ContactProperty)
+class ContactPropertyAdmin(TenantModelAdmin):
+    manage_permission = "contacts:manage"
+    list_display = ("key", "label", "type", "value_count", "created_at")
+    list_filter = ("type",)
+    search_fields = ("key", "label")
+
+    def get_queryset(self, request: HttpRequest):
+        return super().get_queryset(request).annotate(_values=Count("values"))
+
+    @admin.display(description="contacts with a value", ordering="_values")
+    def value_count(self, obj: ContactProperty) -> int:
+        return obj._values

@@ -1,0 +1,353 @@
+"""Organizations, their members (DOM-02 roles) and organization settings (feature flags, abuse status)."""
+
+from __future__ import annotations
+
+import zoneinfo
+from typing import Any
+
+from django import forms
+from django.contrib import admin
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.db.models import Count, Q
+from django.http import HttpRequest
+from django.urls import path
+from django.utils import timezone
+
+from owlat.admin_tenancy import (
+    TenantModelAdmin,
+    TenantTabularInline,
+    get_tenancy,
+    is_platform_staff,
+    switch_organization_view,
+)
+from owlat.models import (
+    Membership,
+    Organization,
+    OrganizationSettings,
+    Role,
+)
+
+# --- organizations and members -----------------------------------------------------------------------------
+
+
+class MembershipForm(forms.ModelForm):
+    member = forms.CharField(
+        label="User",
+        required=False,
+        help_text="Username or email of an existing account (new rows only).",
+    )
+
+    class Meta:
+        model = Membership
+        fields = ("member", "role")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.instance.pk:
+            self.fields["member"].disabled = True
+            self.fields["member"].initial = self.instance.user.get_username()
+
+    def clean_member(self) -> Any:
+        if self.instance.pk:
+            return self.instance.user
+        value = (self.cleaned_data.get("member") or "").strip()
+        if not value:
+            if self.has_changed():
+                raise ValidationError("Enter a username or email.")
+            return None
+        from django.contrib.auth import get_user_model
+
+        users = get_user_model().objects.filter(Q(username=value) | Q(email__iexact=value))
+        found = list(users[:2])
+        if len(found) != 1:
+            raise ValidationError(
+                "No single account has this username or email. Platform staff create accounts."
+            )
+        user = found[0]
+        if (
+            self.instance.organization_id
+            and Membership.objects.filter(user=user, organization_id=self.instance.organization_id).exists()
+        ):
+            raise ValidationError("This user is already a member.")
+        self.instance.user = user
+        return user
+
+
+class MembershipFormSet(forms.BaseInlineFormSet):
+    request: HttpRequest | None = None
+
+    def clean(self) -> None:
+        super().clean()
+        tenancy = get_tenancy(self.request) if self.request is not None else None
+        acting_is_owner = tenancy is not None and (tenancy.is_platform_staff or tenancy.role == Role.OWNER)
+        owners = 0
+        for form in self.forms:
+            if not hasattr(form, "cleaned_data") or not form.cleaned_data:
+                if form.instance.pk and form.instance.role == Role.OWNER:
+                    owners += 1
+                continue
+            deleting = form.cleaned_data.get("DELETE", False)
+            before = form.initial.get("role") if form.instance.pk else None
+            after = form.cleaned_data.get("role")
+            touches_owner = Role.OWNER in (before, after) and (deleting or before != after)
+            if touches_owner and not acting_is_owner:
+                raise ValidationError("Only owners can grant or remove the owner role.")
+            if not deleting and (after or before) == Role.OWNER:
+                owners += 1
+        had_owner = (
+            not self.instance._state.adding and self.instance.memberships.filter(role=Role.OWNER).exists()
+        )
+        if had_owner and owners == 0:
+            raise ValidationError("An organization keeps at least one owner.")
+
+
+class MembershipInline(TenantTabularInline):
+    model = Membership
+    form = MembershipForm
+    formset = MembershipFormSet
+    manage_permission = "organization:manage"
+    extra = 0
+    fields = ("member", "role", "created_at")
+    readonly_fields = ("created_at",)
+
+    def get_queryset(self, request: HttpRequest):
+        return super().get_queryset(request).select_related("user")
+
+    def get_formset(self, request: HttpRequest, obj: Any = None, **kwargs: Any):
+        formset = super().get_formset(request, obj, **kwargs)
+        formset.request = request
+        return formset
+
+
+@admin.register(Organization)
+class OrganizationAdmin(TenantModelAdmin):
+    tenant_lookup = "pk"
+    manage_permission = "organization:manage"
+    delete_permission = "organization:delete"
+    list_display = ("name", "member_count", "contact_count", "created_at")
+    search_fields = ("name",)
+    fields = ("name", "postal_address")
+    inlines = (MembershipInline,)
+
+    def get_urls(self):
+        return [
+            path(
+                "switch/",
+                self.admin_site.admin_view(switch_organization_view),
+                name="owlat_switch_organization",
+            ),
+            *super().get_urls(),
+        ]
+
+    def get_queryset(self, request: HttpRequest):
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                _members=Count("memberships", distinct=True),
+                _contacts=Count("contacts", filter=Q(contacts__deleted_at__isnull=True), distinct=True),
+            )
+        )
+
+    @admin.display(description="members", ordering="_members")
+    def member_count(self, obj: Organization) -> int:
+        return obj._members
+
+    @admin.display(description="contacts", ordering="_contacts")
+    def contact_count(self, obj: Organization) -> int:
+        return obj._contacts
+
+    def has_add_permission(self, request: HttpRequest, *args: Any) -> bool:
+        return is_platform_staff(request.user)
+
+    def get_deleted_objects(self, objs: Any, request: HttpRequest):
+        # `organization:delete` covers every row of the organization (audit rows included).
+        deleted, model_count, _perms_needed, protected = super().get_deleted_objects(objs, request)
+        return deleted, model_count, set(), protected
+
+    def save_model(self, request: HttpRequest, obj: Organization, form: Any, change: bool) -> None:
+        from owlat.organizations import organization_settings
+
+        super().save_model(request, obj, form, change)
+        organization_settings(obj.pk)  # the settings row with the DOM-17 flag defaults
+
+    def save_formset(self, request: HttpRequest, form: Any, formset: Any, change: bool) -> None:
+        super().save_formset(request, form, formset, change)
+        if formset.model is Membership:
+            # Members use the admin as their product UI (D-12): they need staff access, no model permissions.
+            for membership in formset.new_objects:
+                if not membership.user.is_staff:
+                    membership.user.is_staff = True
+                    membership.user.save(update_fields=["is_staff"])
+
+
+# --- organization settings ---------------------------------------------------------------------------------
+
+
+ABUSE_FIELDS = ("abuse_status", "abuse_status_reason")
+
+
+def organization_abuse_status_change(
+    *, settings_row: OrganizationSettings, status: str, reason: str, actor: str
+) -> bool:
+    """DOM-14: platform staff set the abuse status; audit `abuse_status_changed`. Returns whether it changed."""
+    from owlat.audit import audit_write
+
+    with transaction.atomic():
+        row = OrganizationSettings.objects.select_for_update().get(pk=settings_row.pk)
+        if row.abuse_status == status and row.abuse_status_reason == reason:
+            return False
+        previous = row.abuse_status
+        row.abuse_status = status
+        row.abuse_status_reason = reason
+        row.abuse_status_changed_at = timezone.now()
+        row.abuse_status_changed_by = actor
+        row.save(
+            update_fields=[
+                "abuse_status",
+                "abuse_status_reason",
+                "abuse_status_changed_at",
+                "abuse_status_changed_by",
+                "updated_at",
+            ]
+        )
+        audit_write(
+            organization_id=row.organization_id,
+            actor=actor,
+            action="abuse_status_changed",
+            resource="organization",
+            resource_id=str(row.organization_id),
+            details={"from": previous, "to": status, "reason": reason},
+        )
+    return True
+
+
+class OrganizationSettingsForm(forms.ModelForm):
+    class Meta:
+        model = OrganizationSettings
+        fields = (
+            "organization",
+            "timezone",
+            "default_from_email",
+            "default_from_name",
+            "is_custom_campaign_senders_allowed",
+            "abuse_status",
+            "abuse_status_reason",
+        )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        from owlat.flags import FLAGS
+
+        super().__init__(*args, **kwargs)
+        stored = self.instance.feature_flags or {}
+        for name, flag in FLAGS.items():
+            label = f"Feature: {name}"
+            if flag.requires:
+                label += f" (requires {', '.join(flag.requires)})"
+            self.fields[f"flag:{name}"] = forms.BooleanField(
+                label=label, required=False, initial=bool(stored.get(name, flag.default))
+            )
+
+    def clean_timezone(self) -> str:
+        value = (self.cleaned_data.get("timezone") or "").strip()
+        if value and not is_timezone(value):
+            raise ValidationError("Enter an IANA time zone name such as Europe/Berlin.")
+        return value
+
+    def save(self, commit: bool = True) -> OrganizationSettings:
+        from owlat.flags import FLAGS
+
+        self.instance.feature_flags = {
+            name: bool(self.cleaned_data.get(f"flag:{name}"))
+            for name in FLAGS
+            if f"flag:{name}" in self.fields
+        }
+        return super().save(commit)
+
+
+def is_timezone(name: str) -> bool:
+    try:
+        zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        return False
+    return True
+
+
+@admin.register(OrganizationSettings)
+class OrganizationSettingsAdmin(TenantModelAdmin):
+    form = OrganizationSettingsForm
+    manage_permission = "settings:manage"
+    list_display = ("__str__", "abuse_status", "default_from_email", "daily_send_count")
+    list_filter = ("abuse_status",)
+    base_readonly = (
+        "abuse_status_changed_at",
+        "abuse_status_changed_by",
+        "daily_send_count",
+        "daily_send_count_reset_at",
+        "effective_flags",
+    )
+
+    def get_fields(self, request: HttpRequest, obj: Any = None):
+        from owlat.flags import FLAGS
+
+        return [
+            "organization",
+            "timezone",
+            "default_from_email",
+            "default_from_name",
+            "is_custom_campaign_senders_allowed",
+            *[f"flag:{name}" for name in FLAGS],
+            "effective_flags",
+            *ABUSE_FIELDS,
+            "abuse_status_changed_at",
+            "abuse_status_changed_by",
+            "daily_send_count",
+            "daily_send_count_reset_at",
+        ]
+
+    def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any):
+        # The flag checkboxes are form fields, not model fields: build the form from the model fields only.
+        kwargs["fields"] = [
+            f for f in self.get_fields(request, obj) if not f.startswith("flag:") and f != "effective_flags"
+        ]
+        kwargs["fields"] = [f for f in kwargs["fields"] if f not in self.get_readonly_fields(request, obj)]
+        return super().get_form(request, obj, change=change, **kwargs)
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None):
+        fields = list(self.base_readonly)
+        if not is_platform_staff(request.user):
+            fields += list(ABUSE_FIELDS)  # DOM-14: only platform staff change the abuse status
+        return fields
+
+    @admin.display(description="effective feature flags")
+    def effective_flags(self, obj: OrganizationSettings) -> str:
+        from owlat.flags import resolve_flags
+
+        if obj is None or obj.pk is None:
+            return "-"
+        flags = resolve_flags(obj.feature_flags)
+        return ", ".join(f"{name}: {'on' if on else 'off'}" for name, on in flags.items())
+
+    def has_add_permission(self, request: HttpRequest, *args: Any) -> bool:
+        return False  # created with the organization (organization_create)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def save_model(self, request: HttpRequest, obj: OrganizationSettings, form: Any, change: bool) -> None:
+        abuse_changed = any(f in form.changed_data for f in ABUSE_FIELDS)
+        if abuse_changed:
+            if not is_platform_staff(request.user):
+                raise ValidationError("Only platform staff change the abuse status.")
+            stored = OrganizationSettings.objects.get(pk=obj.pk)
+            new_status, new_reason = obj.abuse_status, obj.abuse_status_reason
+            # Save everything else first, then let the abuse writer change and audit the status.
+            obj.abuse_status, obj.abuse_status_reason = stored.abuse_status, stored.abuse_status_reason
+            super().save_model(request, obj, form, change)
+            organization_abuse_status_change(
+                settings_row=obj, status=new_status, reason=new_reason, actor=self.actor(request)
+            )
+            obj.refresh_from_db()
+            return
+        super().save_model(request, obj, form, change)
