@@ -16,6 +16,7 @@ from drf_spectacular.utils import extend_schema
 
 from delivery.models import TransactionalSend
 from delivery.services import AttachmentInput, IntakeRejected, transactional_send_create
+from owlat import outbound
 from owlat.api.base import ApiView, iso, parse_uuid
 from owlat.api.errors import ApiError, invalid_input, not_found
 from owlat.contacts import is_valid_email
@@ -53,6 +54,10 @@ def _attachments(value: Any) -> list[AttachmentInput]:
         if url is not None:
             if not isinstance(url, str) or not url.lower().startswith("https://"):
                 raise invalid_input(f"{at}.url must be an HTTPS URL", field=f"{at}.url")
+            try:
+                outbound.check_url(url, schemes=("https",))
+            except outbound.OutboundRefused as exc:
+                raise invalid_input(f"{at}.url is not allowed: {exc}", field=f"{at}.url")
             out.append(AttachmentInput(filename=filename, url=url, content_type=content_type))
             continue
         if not isinstance(content, str):

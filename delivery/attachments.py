@@ -1,60 +1,35 @@
-"""Attachments of transactional sends (API-22): stored base64 content, or an `https://` URL fetched safely by
-the worker at send time — https only, public addresses only (checked on the address actually connected to, so
-DNS rebinding cannot reach a private host), redirects re-checked, size and time limits."""
+"""Attachments of transactional sends (API-22): stored base64 content, or an `https://` URL fetched by the
+worker at send time through the outbound-HTTP guard (`owlat.outbound`): https only, public addresses only
+(checked on the address actually connected to, so DNS rebinding cannot reach a private host), every redirect
+hop re-checked, size and time limits."""
 
 from __future__ import annotations
 
-import ipaddress
-import socket
 import time
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import urljoin, urlparse
+from urllib.parse import urljoin, urlsplit
+
+import urllib3
 
 from delivery.messages import Attachment
+from owlat import outbound
 
 MAX_TOTAL_BYTES = 10 * 1024 * 1024  # API-22: decoded total ≤ 10 MiB
 FETCH_TIMEOUT_SECONDS = 10.0
 MAX_REDIRECTS = 3
-
-Resolver = Callable[[str, int], list[str]]
 
 
 class AttachmentError(Exception):
     pass
 
 
-def _resolve(host: str, port: int) -> list[str]:
-    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    return sorted({info[4][0] for info in infos})
-
-
-def is_public_address(address: str) -> bool:
+def check_url(url: str, *, resolver: outbound.Resolver | None = None) -> None:
+    """Save-time check of an attachment URL (https, public address); AttachmentError with the reason."""
     try:
-        ip = ipaddress.ip_address(address)
-    except ValueError:
-        return False
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    return ip.is_global and not ip.is_multicast
-
-
-def check_url(url: str, *, resolver: Resolver = _resolve) -> tuple[str, int, str]:
-    """(host, port, a public address) for an https URL, else AttachmentError."""
-    parsed = urlparse(url)
-    if parsed.scheme != "https" or not parsed.hostname:
-        raise AttachmentError("Attachment URL must be an https:// URL")
-    if parsed.username or parsed.password:
-        raise AttachmentError("Attachment URL must not carry credentials")
-    host = parsed.hostname
-    port = parsed.port or 443
-    try:
-        addresses = resolver(host, port)
-    except OSError as exc:
-        raise AttachmentError(f"Attachment host {host} could not be resolved") from exc
-    if not addresses or not all(is_public_address(a) for a in addresses):
-        raise AttachmentError(f"Attachment host {host} is not a public address")
-    return host, port, addresses[0]
+        outbound.check_url(url, schemes=("https",), resolver=resolver)
+    except outbound.OutboundRefused as exc:
+        raise AttachmentError(f"Attachment URL is not allowed: {exc}") from exc
 
 
 def fetch_url(
@@ -62,25 +37,24 @@ def fetch_url(
     *,
     max_bytes: int = MAX_TOTAL_BYTES,
     timeout: float = FETCH_TIMEOUT_SECONDS,
-    resolver: Resolver = _resolve,
 ) -> tuple[bytes, str | None]:
     """GET an https URL on a public address; returns (content, content type)."""
-    import urllib3
-
     deadline = time.monotonic() + timeout
     current = url
     for _ in range(MAX_REDIRECTS + 1):
-        host, port, address = check_url(current, resolver=resolver)
-        parsed = urlparse(current)
+        parsed = urlsplit(current)
+        if parsed.scheme != "https" or not parsed.hostname:
+            raise AttachmentError("Attachment URL must be an https:// URL")
+        if parsed.username or parsed.password:
+            raise AttachmentError("Attachment URL must not carry credentials")
         path = parsed.path or "/"
         if parsed.query:
             path += "?" + parsed.query
         remaining = max(0.5, deadline - time.monotonic())
-        pool = urllib3.HTTPSConnectionPool(
-            address,
-            port,
-            server_hostname=host,
-            assert_hostname=host,
+        pool = outbound.urllib3_pool(
+            "https",
+            parsed.hostname,
+            parsed.port or 443,
             cert_reqs="CERT_REQUIRED",
             timeout=urllib3.Timeout(connect=min(5.0, remaining), read=remaining),
             retries=False,
@@ -89,11 +63,15 @@ def fetch_url(
             response = pool.urlopen(
                 "GET",
                 path,
-                headers={"Host": host, "User-Agent": "Owlat attachment fetcher"},
+                headers={"User-Agent": "Owlat attachment fetcher"},
                 preload_content=False,
                 redirect=False,
             )
+        except outbound.OutboundRefused as exc:
+            pool.close()
+            raise AttachmentError(f"Attachment URL is not allowed: {exc}") from exc
         except urllib3.exceptions.HTTPError as exc:
+            pool.close()
             raise AttachmentError(f"Attachment could not be fetched: {exc}") from exc
         try:
             if response.status in (301, 302, 303, 307, 308):

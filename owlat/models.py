@@ -14,6 +14,8 @@ from django.db import models
 from django.db.models import Q
 from django_fsm import FSMField, FSMModelMixin, transition
 
+from owlat.outbound import validate_outbound_url
+
 
 class Organization(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
@@ -431,7 +433,7 @@ class WebhookEndpoint(models.Model):
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="webhook_endpoints")
-    url = models.URLField(max_length=1000)
+    url = models.URLField(max_length=1000, validators=[validate_outbound_url])
     secret = models.CharField(max_length=100)
     events = models.JSONField(default=list, help_text="Event types to receive; empty = all.")
     is_active = models.BooleanField(default=True)

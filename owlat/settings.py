@@ -226,6 +226,12 @@ WEBHOOK_RETRY_DELAYS_SECONDS = [
 ]
 WEBHOOK_TIMEOUT_SECONDS = env.float("WEBHOOK_TIMEOUT_SECONDS", default=10.0)
 
+# --- Outbound HTTP to tenant-entered URLs (owlat/outbound.py) -----------------------------------------------
+# Hosts reachable whatever their address (`host` or `host:port`); tests list their loopback receivers here.
+OUTBOUND_ALLOWED_HOSTS = env.list("OUTBOUND_ALLOWED_HOSTS", default=[])
+# Settings holding URLs the operator configured; their hosts are allowed too (add yours, e.g. an LLM base URL).
+OUTBOUND_OPERATOR_URL_SETTINGS = ["POSTHOG_HOST", "EMAIL_URL", "LLM_BASE_URL", "OPENAI_BASE_URL"]
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -20,6 +20,10 @@ A receiver recomputes the HMAC over the timestamp, a dot and the raw request bod
 compares it in constant time (`webhook_verify_signature`), rejects stale timestamps (replay protection; the
 tolerance is the receiver's choice) and de-duplicates on `id`, because delivery is at least once.
 
+Endpoint URLs are tenant-entered: the model field validates them with `owlat.outbound` (save time) and every
+attempt connects through its guarded session (connect time, IP pinned); a refused target is logged as
+"Refused: <reason>" without ever being contacted.
+
 Attempts: immediately, then after each of `settings.WEBHOOK_RETRY_DELAYS_SECONDS` (default 60 s and 300 s) — 3
 attempts in all. A 2xx answer marks the delivery `succeeded`; anything else (other status, timeout of
 `settings.WEBHOOK_TIMEOUT_SECONDS`, connection error) is logged as a `WebhookAttempt` and retried, and after the
@@ -44,6 +48,7 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from owlat import outbound
 from owlat.jobs import enqueue
 from owlat.models import WebhookAttempt, WebhookDelivery, WebhookDeliveryStatus, WebhookEndpoint
 
@@ -184,13 +189,17 @@ def _post(delivery: WebhookDelivery) -> tuple[int | None, str | None, int]:
     }
     started = time.monotonic()
     try:
-        response = requests.post(
-            delivery.endpoint.url,
-            data=body,
-            headers=headers,
-            timeout=settings.WEBHOOK_TIMEOUT_SECONDS,
-            allow_redirects=False,
-        )
+        with outbound.requests_session() as session:
+            response = session.post(
+                delivery.endpoint.url,
+                data=body,
+                headers=headers,
+                timeout=settings.WEBHOOK_TIMEOUT_SECONDS,
+                allow_redirects=False,
+            )
+    except outbound.OutboundRefused as exc:
+        # never connected: the log names the reason only (nothing about what listens there)
+        return None, f"Refused: {exc}"[:1000], 0
     except requests.RequestException as exc:
         return None, f"{type(exc).__name__}: {exc}"[:1000], int((time.monotonic() - started) * 1000)
     duration = int((time.monotonic() - started) * 1000)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from delivery.attachments import AttachmentError, check_url, fetch_url, is_public_address, load_attachments
+from delivery.attachments import AttachmentError, check_url, fetch_url, load_attachments
 from delivery.models import SendAttachment
 
 
@@ -39,7 +39,6 @@ def test_only_plain_https_urls(url):
     ],
 )
 def test_private_and_local_addresses_are_refused(address):
-    assert not is_public_address(address)
     with pytest.raises(AttachmentError, match="not a public address"):
         check_url("https://files.example.org/a.pdf", resolver=lambda h, p: [address])
 
@@ -50,16 +49,37 @@ def test_a_name_resolving_to_any_private_address_is_refused():
 
 
 def test_public_https_url_is_accepted():
-    assert check_url("https://files.example.org:8443/a.pdf", resolver=public) == (
-        "files.example.org",
-        8443,
-        "93.184.216.34",
-    )
+    check_url("https://files.example.org:8443/a.pdf", resolver=public)
 
 
 def test_fetching_a_loopback_url_never_connects():
-    with pytest.raises(AttachmentError):
+    with pytest.raises(AttachmentError, match="not allowed"):
         fetch_url("https://127.0.0.1:1/secret")
+
+
+def test_fetch_is_guarded_at_connect_time_by_the_shared_guard(monkeypatch):
+    # a name that resolves to loopback when the worker connects (DNS rebinding) is refused by owlat.outbound
+    from owlat import outbound
+
+    monkeypatch.setattr(outbound, "resolve", lambda host, port: ["127.0.0.1"])
+    with pytest.raises(AttachmentError, match="not a public address"):
+        fetch_url("https://files.example.org/a.pdf")
+
+
+def test_fetch_refuses_plain_http(http_receiver):
+    with pytest.raises(AttachmentError, match="https"):
+        fetch_url(http_receiver.url + "/a.pdf")
+    assert http_receiver.requests == []
+
+
+def test_api_refuses_a_local_attachment_url_naming_the_field():
+    from delivery.api import _attachments
+    from owlat.api.errors import ApiError
+
+    with pytest.raises(ApiError) as info:
+        _attachments([{"filename": "a.pdf", "url": "https://169.254.169.254/latest"}])
+    assert info.value.data["field"] == "attachments[0].url"
+    assert "is not allowed: 169.254.169.254 is not a public address" in info.value.message
 
 
 @pytest.mark.django_db

@@ -23,6 +23,12 @@ from testsupport import Reply, drain_queue, queued_tasks
 pytestmark = pytest.mark.django_db
 
 
+@pytest.fixture(autouse=True)
+def _receiver_is_allowed(settings):
+    """The loopback test receiver is reachable only because the operator setting lists it (owlat.outbound)."""
+    settings.OUTBOUND_ALLOWED_HOSTS = ["127.0.0.1"]
+
+
 def make_endpoint(org, url, *, events=None, secret="whsec_test", active=True):
     return WebhookEndpoint.objects.create(
         organization=org, url=url, secret=secret, events=events or [], is_active=active
@@ -325,3 +331,76 @@ def test_operator_can_reopen_failed_deliveries(http_receiver, settings):
     out = StringIO()
     call_command("deliver_webhooks", stdout=out)
     assert "re-enqueued 0" in out.getvalue()
+
+
+# --- SSRF guard (owlat.outbound) ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:5432/",
+        "http://[::1]:8000/",
+        "http://169.254.169.254/latest/meta-data/",
+        "http://10.0.0.1/",
+    ],
+)
+def test_local_target_is_refused_without_contact_and_logs_no_body(settings, http_receiver, url):
+    # Given an endpoint whose URL points inside (stored before validation existed, or a name re-pointed later)
+    settings.OUTBOUND_ALLOWED_HOSTS = []
+    org = make_org()
+    make_endpoint(org, url)
+    # When an event is delivered
+    make_contact(org, "ada@example.com")
+    drain_queue()
+    # Then nothing was contacted and the log says why, without any response text or port state
+    attempt = WebhookAttempt.objects.get()
+    assert attempt.status_code is None
+    assert attempt.error.startswith("Refused: ") and "not a public address" in attempt.error
+    assert "HTTP" not in attempt.error and "Connection" not in attempt.error
+    assert WebhookDelivery.objects.get().last_error == attempt.error
+
+
+def test_receiver_loopback_needs_the_allow_list(settings, http_receiver):
+    settings.OUTBOUND_ALLOWED_HOSTS = []
+    org = make_org()
+    make_endpoint(org, http_receiver.url + "/hooks")
+    make_contact(org, "ada@example.com")
+    drain_queue()
+    assert http_receiver.requests == []
+    assert WebhookAttempt.objects.get().error.startswith("Refused: ")
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:8080/hook",
+        "http://[::1]:9000/",
+        "http://169.254.169.254/latest/meta-data/",
+        "http://localhost/",
+        "http://127.0.0.1:8000/api/v1/contacts",
+    ],
+)
+def test_admin_form_refuses_local_endpoint_urls_naming_the_field(client, django_user_model, settings, url):
+    settings.OUTBOUND_ALLOWED_HOSTS = []
+    org = make_org()
+    root = django_user_model.objects.create_superuser("root", "root@example.com", "pw")
+    client.force_login(root)
+    response = client.post(
+        "/admin/owlat/webhookendpoint/add/",
+        {"organization": str(org.pk), "url": url, "description": "", "is_active": "on"},
+    )
+    assert response.status_code == 200
+    errors = response.context["adminform"].form.errors
+    assert list(errors) == ["url"]
+    assert "This URL is not allowed" in errors["url"][0]
+    assert not WebhookEndpoint.objects.exists()
+
+
+def test_model_validation_refuses_local_urls():
+    from django.core.exceptions import ValidationError
+
+    endpoint = WebhookEndpoint(organization=make_org(), url="http://169.254.169.254/", secret="s")
+    with pytest.raises(ValidationError) as info:
+        endpoint.full_clean()
+    assert "This URL is not allowed" in info.value.message_dict["url"][0]
