@@ -232,6 +232,25 @@ OUTBOUND_ALLOWED_HOSTS = env.list("OUTBOUND_ALLOWED_HOSTS", default=[])
 # Settings holding URLs the operator configured; their hosts are allowed too (add yours, e.g. an LLM base URL).
 OUTBOUND_OPERATOR_URL_SETTINGS = ["POSTHOG_HOST", "EMAIL_URL", "LLM_BASE_URL", "OPENAI_BASE_URL"]
 
+# --- Inbox agent and its language model (AGT-02, AGT-28 … AGT-31) ------------------------------------------
+# LLM_PROVIDER empty = no model configured: the pipeline still scans and retrieves context, drafts stay empty.
+LLM_PROVIDER = env.str("LLM_PROVIDER", default="")  # openai | openrouter | ollama
+LLM_BASE_URL = env.str("LLM_BASE_URL", default="")
+LLM_API_KEY = env.str("LLM_API_KEY", default="")
+OPENROUTER_API_KEY = env.str("OPENROUTER_API_KEY", default="")
+OPENAI_API_KEY = env.str("OPENAI_API_KEY", default="")
+LLM_MODEL = env.str("LLM_MODEL", default="")
+LLM_MODEL_FAST = env.str("LLM_MODEL_FAST", default="")
+LLM_MODEL_CAPABLE = env.str("LLM_MODEL_CAPABLE", default="")
+LLM_TIMEOUT_SECONDS = env.float("LLM_TIMEOUT_SECONDS", default=60.0)
+INBOX_MAX_MESSAGE_BYTES = env.int("INBOX_MAX_MESSAGE_BYTES", default=10 * 1024 * 1024)
+INBOX_STEP_LEASE_SECONDS = env.int("INBOX_STEP_LEASE_SECONDS", default=300)
+# AGT-02 step 7 pipeline-start limits (per sender per minute / burst, global per minute / burst); 0 = lifted (D-17)
+INBOX_START_RATE_PER_SENDER = env.float("INBOX_START_RATE_PER_SENDER", default=10.0)
+INBOX_START_BURST_PER_SENDER = env.float("INBOX_START_BURST_PER_SENDER", default=20.0)
+INBOX_START_RATE_GLOBAL = env.float("INBOX_START_RATE_GLOBAL", default=60.0)
+INBOX_START_BURST_GLOBAL = env.float("INBOX_START_BURST_GLOBAL", default=120.0)
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -1,0 +1,139 @@
+"""Knowledge entries for context retrieval (AGT-16): PostgreSQL full-text search, a plain fallback elsewhere,
+and the import of a folder of Markdown/text files."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from django.db import connection
+
+from inbox.models import KnowledgeEntry
+
+_WORD = re.compile(r"[A-Za-z0-9À-ɏ]{3,}")
+_STOP = frozenset(
+    [
+        "the",
+        "and",
+        "for",
+        "you",
+        "your",
+        "with",
+        "that",
+        "this",
+        "have",
+        "from",
+        "are",
+        "was",
+        "were",
+        "will",
+        "would",
+        "can",
+        "could",
+        "about",
+        "what",
+        "when",
+        "where",
+        "which",
+        "there",
+        "their",
+        "they",
+        "them",
+        "our",
+        "ours",
+        "has",
+        "had",
+        "not",
+        "but",
+        "all",
+        "any",
+        "how",
+        "who",
+        "why",
+        "hello",
+        "dear",
+        "thanks",
+        "thank",
+        "regards",
+        "please",
+        "just",
+        "like",
+        "also",
+        "into",
+    ]
+)
+
+
+def _keywords(text: str, limit: int = 30) -> list[str]:
+    seen: list[str] = []
+    for w in _WORD.findall(text or ""):
+        lw = w.lower()
+        if lw not in _STOP and lw not in seen:
+            seen.append(lw)
+        if len(seen) >= limit:
+            break
+    return seen
+
+
+def knowledge_search(
+    *, organization_id: Any, text: str, limit: int = 10
+) -> list[tuple[KnowledgeEntry, float]]:
+    """Entries of the organization ranked against `text` (any keyword may match)."""
+    words = _keywords(text)
+    if not words:
+        return []
+    qs = KnowledgeEntry.objects.filter(organization_id=organization_id)
+    if connection.vendor == "postgresql":
+        from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
+
+        query = SearchQuery(" | ".join(words), search_type="raw", config="simple")
+        vector = SearchVector("title", weight="A", config="simple") + SearchVector(
+            "content", weight="B", config="simple"
+        )
+        rows = (
+            qs.annotate(rank=SearchRank(vector, query)).filter(rank__gt=0).order_by("-rank", "title")[:limit]
+        )
+        return [(row, float(row.rank)) for row in rows]
+    # plain fallback (SQLite): count keyword hits in Python over the organization's entries
+    scored = []
+    for row in qs.only("id", "title", "content")[:2000]:
+        hay = f"{row.title}\n{row.content}".lower()
+        hits = sum(1 for w in words if w in hay)
+        if hits:
+            scored.append((row, hits / len(words)))
+    scored.sort(key=lambda x: (-x[1], x[0].title))
+    return scored[:limit]
+
+
+def knowledge_import(
+    *, organization_id: Any, folder: Path, progress: Callable[[Iterable], Iterable] | None = None
+) -> dict[str, int]:
+    """Import every `.md`/`.markdown`/`.txt` file under `folder`; re-running updates entries by source path."""
+    files = sorted(p for p in Path(folder).rglob("*") if p.suffix.lower() in (".md", ".markdown", ".txt"))
+    counts = {"created": 0, "updated": 0, "skipped": 0}
+    for path in progress(files) if progress else files:
+        try:
+            content = path.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError):
+            counts["skipped"] += 1
+            continue
+        if not content:
+            counts["skipped"] += 1
+            continue
+        title = _title(content, path)
+        source = str(path.relative_to(folder))
+        _, created = KnowledgeEntry.objects.update_or_create(
+            organization_id=organization_id, source=source, defaults={"title": title, "content": content}
+        )
+        counts["created" if created else "updated"] += 1
+    return counts
+
+
+def _title(content: str, path: Path) -> str:
+    for line in content.splitlines():
+        line = line.strip()
+        if line:
+            return line.lstrip("#").strip()[:300] or path.stem
+    return path.stem

@@ -1,0 +1,176 @@
+"""The one module through which every language-model call goes (AGT-28 … AGT-30).
+
+Every provider speaks the OpenAI chat-completions shape, so the official `openai` client is used with a
+configurable base URL (OpenAI, OpenRouter, Ollama, vLLM, or the loopback test server). Tasks are routed to a
+model tier (AGT-29); each call returns what it used (model, tokens, duration) for the agent action row.
+The base URL is operator-set (environment), never steered by a tenant.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+
+PROVIDER_BASE_URLS = {
+    "openai": None,  # the client's default
+    "openrouter": "https://openrouter.ai/api/v1",
+    "ollama": "http://ollama:11434/v1",
+}
+FAST_TASKS = frozenset({"classify", "extract", "guard", "summarize"})
+CAPABLE_TASKS = frozenset({"draft", "plan"})
+NOT_CONFIGURED = "LLM API not configured: set LLM_PROVIDER and LLM_API_KEY (or LLM_BASE_URL for ollama)."
+
+
+class LlmNotConfigured(RuntimeError):
+    pass
+
+
+class LlmError(RuntimeError):
+    """A model call failed (timeout, connection, bad answer)."""
+
+
+@dataclass(frozen=True)
+class LlmResult:
+    content: str
+    model: str
+    usage: dict[str, int]
+    duration_ms: int
+    data: Any = None  # parsed JSON for structured calls
+
+
+@dataclass
+class CallLog:
+    """What a step's model calls used, summed for its agent action (AGT-09)."""
+
+    models: list[str] = field(default_factory=list)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    duration_ms: int = 0
+
+    def add(self, result: LlmResult) -> None:
+        if result.model not in self.models:
+            self.models.append(result.model)
+        self.prompt_tokens += result.usage.get("promptTokens", 0)
+        self.completion_tokens += result.usage.get("completionTokens", 0)
+        self.duration_ms += result.duration_ms
+
+    def as_fields(self) -> dict[str, Any]:
+        if not self.models:
+            return {"model_used": None, "token_usage": None}
+        return {
+            "model_used": ",".join(self.models),
+            "token_usage": {
+                "promptTokens": self.prompt_tokens,
+                "completionTokens": self.completion_tokens,
+                "totalTokens": self.prompt_tokens + self.completion_tokens,
+            },
+        }
+
+
+def _api_key() -> str:
+    return settings.LLM_API_KEY or settings.OPENROUTER_API_KEY or settings.OPENAI_API_KEY
+
+
+def llm_configured() -> bool:
+    """A provider is chosen and usable: a key, or ollama / an explicit base URL that needs none."""
+    provider = settings.LLM_PROVIDER
+    if not provider:
+        return False
+    return bool(_api_key()) or provider == "ollama"
+
+
+def base_url() -> str | None:
+    return settings.LLM_BASE_URL or PROVIDER_BASE_URLS.get(settings.LLM_PROVIDER)
+
+
+def model_for(task: str) -> str:
+    """AGT-29: system-wide task → tier → model."""
+    if task in CAPABLE_TASKS:
+        return settings.LLM_MODEL_CAPABLE or settings.LLM_MODEL or "gpt-4o"
+    if task in FAST_TASKS:
+        return settings.LLM_MODEL_FAST or settings.LLM_MODEL or "gpt-4o-mini"
+    raise ValueError(f"unknown model task {task!r}")
+
+
+_clients: dict[tuple, Any] = {}
+
+
+def _client() -> Any:
+    if not llm_configured():
+        raise LlmNotConfigured(NOT_CONFIGURED)
+    from openai import OpenAI
+
+    key = (base_url(), _api_key() or "ollama", settings.LLM_TIMEOUT_SECONDS)
+    client = _clients.get(key)
+    if client is None:
+        # no client-side retries: a failed step goes to `failed` and the cron retries it (AGT-24)
+        client = OpenAI(base_url=key[0], api_key=key[1], timeout=key[2], max_retries=0)
+        _clients.clear()
+        _clients[key] = client
+    return client
+
+
+def chat(
+    task: str,
+    messages: list[dict[str, str]],
+    *,
+    temperature: float = 0.2,
+    schema: dict[str, Any] | None = None,
+    max_tokens: int | None = None,
+) -> LlmResult:
+    """One chat completion. With `schema`, structured output (JSON schema) parsed into `data`."""
+    model = model_for(task)
+    kwargs: dict[str, Any] = {"model": model, "messages": messages, "temperature": temperature}
+    if max_tokens:
+        kwargs["max_tokens"] = max_tokens
+    if schema is not None:
+        kwargs["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": f"{task}_result", "schema": schema, "strict": True},
+        }
+    started = time.perf_counter()
+    try:
+        response = _client().chat.completions.create(**kwargs)
+    except LlmNotConfigured:
+        raise
+    except Exception as exc:
+        raise LlmError(f"{task} model call failed: {type(exc).__name__}: {exc}") from exc
+    duration_ms = int((time.perf_counter() - started) * 1000)
+    try:
+        content = response.choices[0].message.content or ""
+    except (AttributeError, IndexError) as exc:
+        raise LlmError(f"{task} model call returned no choice") from exc
+    usage = getattr(response, "usage", None)
+    usage_map = {
+        "promptTokens": int(getattr(usage, "prompt_tokens", 0) or 0),
+        "completionTokens": int(getattr(usage, "completion_tokens", 0) or 0),
+    }
+    usage_map["totalTokens"] = usage_map["promptTokens"] + usage_map["completionTokens"]
+    data = None
+    if schema is not None:
+        try:
+            data = json.loads(_strip_fence(content))
+        except ValueError as exc:
+            raise LlmError(f"{task} model answer is not JSON") from exc
+        if not isinstance(data, dict):
+            raise LlmError(f"{task} model answer is not a JSON object")
+    return LlmResult(
+        content=content,
+        model=getattr(response, "model", None) or model,
+        usage=usage_map,
+        duration_ms=duration_ms,
+        data=data,
+    )
+
+
+def _strip_fence(text: str) -> str:
+    text = text.strip()
+    if text.startswith("```"):
+        text = text.strip("`")
+        if text.startswith("json"):
+            text = text[4:]
+    return text.strip()

@@ -1,0 +1,388 @@
+"""The receive path (AGT-01 … AGT-03): MIME parsing with the standard library, contact and thread resolution,
+de-duplication by Message-ID, automated-mail and suppression checks, pipeline-start limits.
+
+Every entry point (API ingest, raw RFC 5322 endpoint, django-anymail inbound webhooks) ends in
+`message_receive(...)`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import email
+import email.policy
+import email.utils
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from inbox.models import AgentConfig, ConversationThread, InboundMessage, ProcessingStatus
+from owlat.contacts import contact_find_or_create, is_valid_email, normalize_email
+
+P = ProcessingStatus
+AUTH_RESULTS = ("pass", "fail", "softfail", "neutral", "none", "temperror", "permerror")
+START_TASK = "inbox.tasks.message_start_task"
+_SUBJECT_PREFIX = re.compile(r"^\s*((re|fw|fwd|aw|wg|sv|antw)\s*(\[\d+\])?\s*:\s*)+", re.IGNORECASE)
+_MSGID = re.compile(r"<[^<>\s]+>")
+
+
+class MessageTooLarge(ValueError):
+    def __init__(self, size: int) -> None:
+        limit = settings.INBOX_MAX_MESSAGE_BYTES
+        super().__init__(f"Message is too large: {size} bytes (limit {limit} bytes)")
+        self.size, self.limit = size, limit
+
+
+class InvalidMessage(ValueError):
+    """The message cannot be stored; `field` names the offending input."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+@dataclass
+class ParsedMessage:
+    message_id: str
+    from_email: str
+    from_name: str = ""
+    to: list[str] = field(default_factory=list)
+    subject: str = ""
+    text_body: str | None = None
+    html_body: str | None = None
+    in_reply_to: str | None = None
+    references: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    attachments: list[dict[str, Any]] = field(default_factory=list)
+    authentication: dict[str, str | None] = field(default_factory=dict)
+    received_at: dt.datetime | None = None
+
+
+def check_size(size: int) -> None:
+    if size > settings.INBOX_MAX_MESSAGE_BYTES:
+        raise MessageTooLarge(size)
+
+
+def normalize_subject(subject: str) -> str:
+    return re.sub(r"\s+", " ", _SUBJECT_PREFIX.sub("", subject or "")).strip().lower()[:998]
+
+
+def parse_address(value: str) -> tuple[str, str]:
+    """`addr` or `Name <addr>` → (name, lower-cased address); raises InvalidMessage("from") when invalid."""
+    name, addr = email.utils.parseaddr(value or "")
+    if not addr or not is_valid_email(addr):
+        raise InvalidMessage("from", f'Unsupported or invalid sender address: "{value}"')
+    return name.strip(), normalize_email(addr)
+
+
+def _auth_results(header: str) -> dict[str, str | None]:
+    out: dict[str, str | None] = {"spf": None, "dkim": None, "dmarc": None}
+    for key in out:
+        m = re.search(rf"\b{key}\s*=\s*([a-z]+)", header or "", re.IGNORECASE)
+        if m and m.group(1).lower() in AUTH_RESULTS:
+            out[key] = m.group(1).lower()
+    return out
+
+
+def parse_raw(raw: bytes) -> ParsedMessage:
+    """RFC 5322 bytes → ParsedMessage (stdlib `email`, policy `default`); transfer encodings are decoded."""
+    check_size(len(raw))
+    msg = email.message_from_bytes(raw, policy=email.policy.default)
+    from_name, from_email = parse_address(str(msg.get("From", "")))
+    message_id = str(msg.get("Message-ID", "") or "").strip()
+    if not message_id:
+        raise InvalidMessage("Message-ID", "Message-ID header is required")
+    to = [
+        normalize_email(a) for _, a in email.utils.getaddresses([str(v) for v in msg.get_all("To", [])]) if a
+    ]
+    text_part = msg.get_body(preferencelist=("plain",))
+    html_part = msg.get_body(preferencelist=("html",))
+    attachments = []
+    for part in msg.iter_attachments():
+        payload = part.get_payload(decode=True) or b""
+        attachments.append(
+            {
+                "filename": part.get_filename() or "",
+                "contentType": part.get_content_type(),
+                "size": len(payload),
+            }
+        )
+    headers: dict[str, str] = {}
+    for key, value in msg.items():
+        if key.lower() not in headers:
+            headers[key.lower()] = str(value)[:2000]
+    parsed = ParsedMessage(
+        message_id=message_id,
+        from_email=from_email,
+        from_name=from_name,
+        to=to,
+        subject=str(msg.get("Subject", "") or ""),
+        text_body=_content(text_part),
+        html_body=_content(html_part),
+        in_reply_to=(str(msg.get("In-Reply-To")) if msg.get("In-Reply-To") else None),
+        references=(str(msg.get("References")) if msg.get("References") else None),
+        headers=headers,
+        attachments=attachments,
+        authentication=_auth_results(str(msg.get("Authentication-Results", "") or "")),
+    )
+    date = msg.get("Date")
+    if date:
+        try:
+            parsed.received_at = email.utils.parsedate_to_datetime(str(date))
+        except (TypeError, ValueError):
+            parsed.received_at = None
+        if parsed.received_at is not None and parsed.received_at.tzinfo is None:
+            parsed.received_at = None
+    return parsed
+
+
+def _content(part: Any) -> str | None:
+    if part is None:
+        return None
+    try:
+        return part.get_content()
+    except (LookupError, ValueError):
+        payload = part.get_payload(decode=True) or b""
+        return payload.decode("utf-8", "replace")
+
+
+# --- automated mail (AGT-02 step 5) ---------------------------------------------------------------------
+
+
+def is_automated(headers: dict[str, str], from_email: str, to: list[str]) -> str | None:
+    h = {k.lower(): (v or "") for k, v in (headers or {}).items()}
+    auto = h.get("auto-submitted", "").strip().lower()
+    if auto and auto != "no":
+        return "auto_submitted"
+    if "list-id" in h:
+        return "list"
+    if h.get("precedence", "").strip().lower() in ("bulk", "list", "junk"):
+        return "precedence"
+    if "x-owlat-forwarded" in h:
+        return "forwarded"
+    if from_email in [normalize_email(t) for t in to]:
+        return "self"
+    return None
+
+
+def agent_config_for(organization_id: Any) -> AgentConfig:
+    config, _ = AgentConfig.objects.get_or_create(organization_id=organization_id)
+    return config
+
+
+def pipeline_enabled(organization_id: Any) -> bool:
+    """AGT-02 step 6 as issue 10 amends it: `inbox` and the stored `ai.agent` must be on; `ai` is required only
+    while a model is configured (without one the pipeline runs scan and context retrieval and stops at
+    `draft_ready` with an empty draft)."""
+    from inbox.llm import llm_configured
+    from owlat.flags import resolve_flags
+    from owlat.models import OrganizationSettings
+
+    stored = (
+        OrganizationSettings.objects.filter(organization_id=organization_id)
+        .values_list("feature_flags", flat=True)
+        .first()
+    ) or {}
+    effective = resolve_flags(stored)
+    if not effective["inbox"] or not stored.get("ai.agent", True):
+        return False
+    if llm_configured():
+        return effective["ai.agent"]
+    return True
+
+
+def _start_allowed(organization_id: Any, sender: str) -> bool:
+    """AGT-02 step 7: token buckets on pipeline starts (per sender, global); 0 rates lift them (D-17)."""
+    from owlat.ratelimit import take_token
+
+    per_rate = settings.INBOX_START_RATE_PER_SENDER / 60.0
+    glob_rate = settings.INBOX_START_RATE_GLOBAL / 60.0
+    if not take_token(
+        f"inbox:start:{organization_id}:{sender}",
+        rate=per_rate,
+        capacity=settings.INBOX_START_BURST_PER_SENDER,
+    ).allowed:
+        return False
+    return take_token(
+        f"inbox:start:{organization_id}", rate=glob_rate, capacity=settings.INBOX_START_BURST_GLOBAL
+    ).allowed
+
+
+def _message_ids(value: str | None) -> list[str]:
+    return _MSGID.findall(value or "")
+
+
+def thread_resolve(
+    *,
+    organization_id: Any,
+    contact_id: Any,
+    subject: str,
+    in_reply_to: str | None,
+    references: str | None,
+    at: dt.datetime,
+) -> ConversationThread:
+    """AGT-03: by In-Reply-To/References among stored messages and sent replies, else normalized subject + sender."""
+    ids = _message_ids(in_reply_to) + list(reversed(_message_ids(references)))
+    if ids:
+        hit = (
+            InboundMessage.objects.filter(
+                organization_id=organization_id, message_id__in=ids, thread__isnull=False
+            )
+            .values_list("thread_id", flat=True)
+            .first()
+        )
+        if hit is None:
+            from delivery.models import TransactionalSend
+
+            inbound_id = (
+                TransactionalSend.objects.filter(
+                    organization_id=organization_id,
+                    kind="agent_reply",
+                    message_id__in=ids + [i.strip("<>") for i in ids],
+                )
+                .values_list("inbound_message_id", flat=True)
+                .first()
+            )
+            if inbound_id:
+                hit = InboundMessage.objects.filter(pk=inbound_id).values_list("thread_id", flat=True).first()
+        if hit:
+            thread = ConversationThread.objects.get(pk=hit)
+            ConversationThread.objects.filter(pk=hit).update(last_message_at=at)
+            return thread
+    normalized = normalize_subject(subject)
+    thread = (
+        ConversationThread.objects.filter(
+            organization_id=organization_id, contact_id=contact_id, normalized_subject=normalized
+        )
+        .order_by("-created_at")
+        .first()
+    )
+    if thread is not None:
+        ConversationThread.objects.filter(pk=thread.pk).update(last_message_at=at)
+        return thread
+    return ConversationThread.objects.create(
+        organization_id=organization_id,
+        contact_id=contact_id,
+        subject=subject[:998],
+        normalized_subject=normalized,
+        last_message_at=at,
+    )
+
+
+@dataclass(frozen=True)
+class Received:
+    message: InboundMessage
+    created: bool
+    pipeline: str  # started | duplicate | blocked | automated | disabled | rate_limited
+
+
+def message_receive(
+    *, organization_id: Any, parsed: ParsedMessage, actor: str = "system:inbound"
+) -> Received:
+    """AGT-02 in one transaction. A repeated Message-ID for the organization returns the stored message."""
+    from owlat.activities import activity_record
+
+    if not parsed.message_id.strip():
+        raise InvalidMessage("messageId", "messageId is required")
+    if len(parsed.message_id) > 998:
+        raise InvalidMessage("messageId", "messageId is too long")
+    size = sum(len((x or "").encode()) for x in (parsed.text_body, parsed.html_body, parsed.subject))
+    check_size(size)
+    existing = InboundMessage.objects.filter(
+        organization_id=organization_id, message_id=parsed.message_id
+    ).first()
+    if existing is not None:
+        return Received(existing, False, "duplicate")
+    now = timezone.now()
+    try:
+        with transaction.atomic():
+            contact, _ = contact_find_or_create(
+                organization_id=organization_id,
+                email=parsed.from_email,
+                source="inbound",
+                actor=actor,
+                first_name=(parsed.from_name.split(" ")[0] if parsed.from_name else None) or None,
+            )
+            thread = thread_resolve(
+                organization_id=organization_id,
+                contact_id=contact.pk,
+                subject=parsed.subject,
+                in_reply_to=parsed.in_reply_to,
+                references=parsed.references,
+                at=now,
+            )
+            auth = parsed.authentication or {}
+            message = InboundMessage.objects.create(
+                organization_id=organization_id,
+                message_id=parsed.message_id,
+                from_email=parsed.from_email,
+                from_name=parsed.from_name[:200],
+                to=parsed.to,
+                subject=parsed.subject[:998],
+                text_body=parsed.text_body,
+                html_body=parsed.html_body,
+                in_reply_to=parsed.in_reply_to,
+                references=parsed.references,
+                headers=parsed.headers or None,
+                attachment_meta=parsed.attachments or None,
+                spf_result=auth.get("spf"),
+                dkim_result=auth.get("dkim"),
+                dmarc_result=auth.get("dmarc"),
+                thread=thread,
+                contact=contact,
+                received_at=parsed.received_at or now,
+            )
+            activity_record(
+                organization_id=organization_id,
+                contact_id=contact.pk,
+                activity_type="inbound_received",
+                metadata={"inboundMessageId": str(message.pk), "subject": parsed.subject[:200]},
+            )
+            _cancel_pending_on_thread(message, now)
+            pipeline = _after_insert(message, now)
+    except IntegrityError:
+        existing = InboundMessage.objects.filter(
+            organization_id=organization_id, message_id=parsed.message_id
+        ).first()
+        if existing is None:
+            raise
+        return Received(existing, False, "duplicate")
+    if pipeline == "blocked" or message.processing_status != P.RECEIVED:
+        message.refresh_from_db()
+    return Received(message, True, pipeline)
+
+
+def _after_insert(message: InboundMessage, now: dt.datetime) -> str:
+    from inbox.lifecycle import message_transition_locked
+    from owlat.jobs import enqueue
+    from owlat.suppression import is_suppressed
+
+    if is_suppressed(
+        organization_id=message.organization_id, email=message.from_email, scope="transactional"
+    ):
+        message_transition_locked(message, P.ARCHIVED, input={"reason": "sender_blocked"}, at=now)
+        return "blocked"
+    if is_automated(message.headers or {}, message.from_email, message.to or []):
+        return "automated"
+    if not pipeline_enabled(message.organization_id):
+        return "disabled"
+    if not _start_allowed(message.organization_id, message.from_email):
+        return "rate_limited"
+    enqueue(START_TASK, str(message.pk))
+    return "started"
+
+
+def _cancel_pending_on_thread(message: InboundMessage, now: dt.datetime) -> None:
+    """AGT-26: an incoming reply on the thread cancels a pending (delayed) send of that thread."""
+    if message.thread_id is None:
+        return
+    from inbox.review import pending_send_cancel
+
+    pending = InboundMessage.objects.filter(
+        thread_id=message.thread_id, processing_status=P.APPROVED, pending_auto_send__isnull=False
+    ).exclude(pk=message.pk)
+    for other_id in pending.values_list("pk", flat=True):
+        pending_send_cancel(message_id=other_id, reason="thread_reply", actor="system:inbound")

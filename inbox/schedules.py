@@ -1,0 +1,12 @@
+"""Periodic jobs of the inbox app, upserted by `sync_schedules` (D-05, DOM-19)."""
+
+from owlat.schedules import ScheduleSpec
+
+SCHEDULES = [
+    # AGT-24 (and lost step dispatches)
+    ScheduleSpec("retry failed agent actions", "inbox.tasks.retry_failed_agent_actions_task", "*/5 * * * *"),
+    # AGT-23
+    ScheduleSpec(
+        "reconcile stuck approved inbox messages", "inbox.tasks.reconcile_stuck_approved_task", "*/5 * * * *"
+    ),
+]

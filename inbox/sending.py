@@ -1,0 +1,132 @@
+"""Sending approved replies (AGT-22, AGT-23): through delivery's agent-reply queue on the transactional pool."""
+
+from __future__ import annotations
+
+import datetime as dt
+import html
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from inbox.lifecycle import message_transition, message_transition_locked
+from inbox.models import InboundMessage
+from inbox.models import ProcessingStatus as P
+from owlat.contacts import is_valid_email
+
+SEND_TASK = "inbox.tasks.send_approved_reply_task"
+STUCK_AFTER = dt.timedelta(minutes=10)
+
+
+def reply_subject(message: InboundMessage) -> str:
+    if message.draft_subject:
+        return message.draft_subject
+    if message.subject:
+        return f"Re: {message.subject}"
+    return "Re: your message"
+
+
+def reply_html(text: str) -> str:
+    return html.escape(text).replace("\r\n", "\n").replace("\n", "<br>\n")
+
+
+def _existing_reply(message: InboundMessage) -> bool:
+    from delivery.models import TransactionalSend
+
+    return (
+        TransactionalSend.objects.filter(
+            organization_id=message.organization_id, inbound_message_id=message.pk, kind="agent_reply"
+        )
+        .exclude(status="failed")
+        .exists()
+    )
+
+
+def send_approved_reply(message_id: Any, token: str | None = None) -> str:
+    """AGT-22. Idempotent: only an `approved` message whose pending send is this one, and never a second reply."""
+    from delivery.services import agent_reply_queue, default_sender, delivery_configured
+
+    with transaction.atomic():
+        m = InboundMessage.objects.select_for_update().filter(pk=message_id).first()
+        if m is None:
+            return "message not found"
+        if m.processing_status != P.APPROVED:
+            return f"not approved ({m.processing_status})"
+        pending = m.pending_auto_send
+        if token and pending and pending.get("task_id") != token:
+            return "superseded by another scheduled send"
+        if _existing_reply(m):
+            return "reply already queued"
+        error = None
+        if not (m.draft_response or "").strip():
+            error = "No draft to send"
+        elif not is_valid_email(m.from_email):
+            error = f'Unsupported or invalid reply recipient: "{m.from_email}"'
+        elif default_sender(m.organization_id) is None:
+            error = "No sending identity configured — set a default sender email in organization settings."
+        elif not delivery_configured():
+            error = "No delivery provider configured"
+        if error is None:
+            refs = " ".join(x for x in ((m.references or "").strip(), m.message_id) if x)
+            status, detail = agent_reply_queue(
+                organization_id=m.organization_id,
+                inbound_message_id=m.pk,
+                to=m.from_email,
+                subject=reply_subject(m),
+                html=reply_html(m.draft_response),
+                text=m.draft_response,
+                in_reply_to=m.message_id,
+                references=refs,
+                contact_id=m.contact_id,
+            )
+            if status == "queued":
+                return f"reply queued {detail}"
+            error = detail or "Reply could not be queued"
+        message_transition_locked(m, P.FAILED, input={"error_message": error})
+        return f"failed: {error}"
+
+
+def agent_reply_completed(send: Any) -> None:
+    """AGT-23: the send lifecycle's terminal edge of an agent-reply row drives the message (delivery registry)."""
+    if not send.inbound_message_id:
+        return
+    status = send.status
+    if status in ("sent", "delivered", "opened", "clicked"):
+        message_transition(message_id=send.inbound_message_id, to=P.SENT, actor="system:delivery")
+        return
+    if status == "bounced":
+        error = "Delivery bounced"
+    elif status == "complained":
+        error = "Recipient complained about delivery"
+    elif status == "failed":
+        error = getattr(send, "error_message", None) or getattr(send, "error", None) or "Delivery failed"
+    else:
+        return
+    message_transition(
+        message_id=send.inbound_message_id,
+        to=P.FAILED,
+        actor="system:delivery",
+        input={"error_message": str(error)},
+    )
+
+
+def stuck_approved_reconcile(*, now: dt.datetime | None = None, batch: int = 100) -> int:
+    """AGT-23 cron: re-enqueue the send of messages stuck in `approved` 10 minutes past their send time."""
+    from owlat.jobs import enqueue
+
+    now = now or timezone.now()
+    count = 0
+    rows = InboundMessage.objects.filter(
+        processing_status=P.APPROVED, processed_at__lt=now - STUCK_AFTER
+    ).order_by("processed_at")[:batch]
+    with transaction.atomic():
+        for m in rows:
+            pending = m.pending_auto_send or {}
+            send_at = pending.get("send_at")
+            if send_at and dt.datetime.fromisoformat(send_at) > now - STUCK_AFTER:
+                continue
+            if _existing_reply(m):
+                continue
+            enqueue(SEND_TASK, str(m.pk), pending.get("task_id"))
+            count += 1
+    return count

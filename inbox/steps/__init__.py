@@ -1,0 +1,70 @@
+"""The five step kinds of the walker (AGT-12): each module has `RUNS_IN` (the status it runs in), `execute(ctx,
+input) -> output` (may call the model; runs outside any transaction) and the pure `route(output, input, ctx) ->
+Route` (AGT-11). Clarify (AGT-18) is not built."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any, Literal
+
+from inbox.llm import CallLog
+from inbox.models import AgentConfig, InboundMessage
+
+
+@dataclass
+class StepContext:
+    message: InboundMessage
+    config: AgentConfig
+    now: dt.datetime
+    calls: CallLog = field(default_factory=CallLog)
+
+
+@dataclass(frozen=True)
+class Route:
+    form: Literal["in_state", "transition", "done"]
+    next_step: str | None = None
+    next_input: dict[str, Any] | None = None
+    to: str | None = None
+    transition_input: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def in_state(cls, next_step: str, next_input: dict[str, Any] | None = None) -> Route:
+        return cls("in_state", next_step=next_step, next_input=next_input or {})
+
+    @classmethod
+    def transition(
+        cls,
+        to: str,
+        transition_input: dict[str, Any] | None = None,
+        next_step: str | None = None,
+        next_input: dict[str, Any] | None = None,
+    ) -> Route:
+        return cls(
+            "transition",
+            next_step=next_step,
+            next_input=next_input or {},
+            to=to,
+            transition_input=transition_input or {},
+        )
+
+    @classmethod
+    def done(cls) -> Route:
+        return cls("done")
+
+
+def step_module(kind: str) -> ModuleType:
+    from inbox.steps import classify, context, draft, route, scan
+
+    modules = {
+        "security_scan": scan,
+        "context_retrieval": context,
+        "classify": classify,
+        "draft": draft,
+        "route": route,
+    }
+    try:
+        return modules[kind]
+    except KeyError:
+        raise ValueError(f"unknown step kind {kind!r}") from None

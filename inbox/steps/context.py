@@ -1,0 +1,102 @@
+"""context_retrieval (AGT-16): one briefing string; tier and coverage stored on the message in state."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from inbox.lifecycle import message_record
+from inbox.models import InboundMessage
+from inbox.models import ProcessingStatus as P
+from inbox.security import visible_body
+from inbox.steps import Route, StepContext
+from owlat.models import ContactActivity
+
+RUNS_IN = P.CLASSIFYING
+CHARS_PER_TOKEN = 4
+BUDGET_TOKENS = 4000
+COMPACT_LIMIT_TOKENS = 12000
+KEEP_CHARS = 16000
+
+
+def _current(m: InboundMessage) -> str:
+    return f"From: {m.from_email}\nSubject: {m.subject}\n\n{visible_body(m.text_body, m.html_body)}"
+
+
+def execute(ctx: StepContext, input: dict[str, Any]) -> dict[str, Any]:
+    from inbox.knowledge import knowledge_search
+
+    m = ctx.message
+    contact = m.contact
+    sections: list[str] = []
+    contact_line = "Contact: unknown"
+    if contact is not None:
+        name = " ".join(x for x in (contact.first_name, contact.last_name) if x)
+        contact_line = (
+            f"Contact: {contact.email} name={name or '-'} language={contact.language or '-'} "
+            f"timezone={contact.timezone or '-'}"
+        )
+    sections.append(contact_line)
+    activities = []
+    if contact is not None:
+        activities = list(
+            ContactActivity.objects.filter(contact_id=contact.pk, organization_id=m.organization_id)
+            .order_by("-occurred_at")
+            .values_list("activity_type", "occurred_at")[:5]
+        )
+    if activities:
+        sections.append(
+            "Recent activity:\n" + "\n".join(f"- {t} at {at:%Y-%m-%d %H:%M}" for t, at in activities)
+        )
+    history = []
+    if m.thread_id:
+        history = list(
+            InboundMessage.objects.filter(thread_id=m.thread_id, organization_id=m.organization_id)
+            .exclude(pk=m.pk)
+            .order_by("-received_at")[:5]
+        )
+    if history:
+        sections.append(
+            "Thread history:\n"
+            + "\n\n".join(
+                f"From: {h.from_email} Date: {h.received_at:%Y-%m-%d %H:%M} Subject: {h.subject}\n"
+                f"{visible_body(h.text_body, h.html_body)[:2000]}"
+                for h in reversed(history)
+            )
+        )
+    current = _current(m)
+    hits = knowledge_search(organization_id=m.organization_id, text=f"{m.subject}\n{current}", limit=10)
+    if hits:
+        sections.append("Knowledge:\n" + "\n\n".join(f"[{e.title}]\n{e.content[:1500]}" for e, _ in hits))
+    sections.append("Current message:\n" + current)
+    briefing = "\n\n".join(sections)
+    tokens = len(briefing) // CHARS_PER_TOKEN
+    if tokens <= BUDGET_TOKENS:
+        tier = "normal"
+    elif tokens <= COMPACT_LIMIT_TOKENS:
+        tier = "compacted"
+        briefing = briefing[-KEEP_CHARS:]
+    else:
+        tier = "emergency"
+        top = f"Knowledge:\n[{hits[0][0].title}]\n{hits[0][0].content[:1500]}" if hits else ""
+        recent = sections[1] if activities else ""
+        briefing = "\n\n".join(x for x in (contact_line, top, recent, "Current message:\n" + current) if x)
+        briefing = briefing[:KEEP_CHARS]
+    coverage = {
+        "contact": contact is not None,
+        "thread": bool(history),
+        "knowledge": bool(hits),
+        "files": False,
+        "knowledgeHitCount": len(hits),
+        "lowCoverage": not (history or hits),
+    }
+    if hits:
+        coverage["topScore"] = round(hits[0][1], 4)
+    grounding = [{"type": "knowledge", "id": str(e.pk), "title": e.title} for e, _ in hits]
+    message_record(
+        m.pk, expect_status=RUNS_IN, context_tier=tier, context_coverage=coverage, grounding_sources=grounding
+    )
+    return {"briefing": briefing, "tier": tier, "coverage": coverage}
+
+
+def route(output: dict[str, Any], input: dict[str, Any], ctx: StepContext) -> Route:
+    return Route.in_state("classify", {"briefing": output["briefing"]})

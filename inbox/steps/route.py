@@ -1,0 +1,112 @@
+"""route (AGT-20, AGT-21): every auto-send gate, then shadow mode (on unless set off).
+
+The walker runs `route` inside the transaction that holds the agent configuration's row lock, so the daily
+limit check here and the increment on → `approved` (lifecycle effect) cannot be raced past the limit."""
+
+from __future__ import annotations
+
+import datetime as dt
+import zoneinfo
+from typing import Any
+
+from inbox.lifecycle import daily_limit_reached
+from inbox.models import AgentConfig, InboundMessage
+from inbox.models import ProcessingStatus as P
+from inbox.security import find_injection, find_secret
+from inbox.steps import Route, StepContext
+from owlat.contacts import is_valid_email
+
+RUNS_IN = P.DRAFTING
+
+
+def execute(ctx: StepContext, input: dict[str, Any]) -> dict[str, Any]:
+    return {}
+
+
+def within_working_hours(config: AgentConfig, now: dt.datetime) -> bool:
+    try:
+        zone = zoneinfo.ZoneInfo(config.working_hours_timezone or "UTC")
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        zone = zoneinfo.ZoneInfo("UTC")
+    local = now.astimezone(zone)
+    minute = local.hour * 60 + local.minute
+    return (
+        local.isoweekday() in config.weekdays
+        and config.working_hours_start_minute <= minute < config.working_hours_end_minute
+    )
+
+
+def authenticated_sender(message: InboundMessage) -> bool:
+    """An authenticated recipient can be derived from the sender: a valid address whose mail passed DKIM or DMARC."""
+    if not is_valid_email(message.from_email):
+        return False
+    return message.dkim_result == "pass" or message.dmarc_result == "pass"
+
+
+def decide(
+    message: InboundMessage,
+    config: AgentConfig,
+    now: dt.datetime,
+    draft_quality: dict | None,
+    classification: dict | None,
+) -> tuple[str, str, float]:
+    """(decision `auto` | `human_review`, reason, score)."""
+    score = float((draft_quality or {}).get("score") or 0.0)
+    threshold = config.confidence_threshold
+    classification = classification or message.classification or {}
+    flags = message.security_flags or {}
+    draft = message.draft_response or ""
+    if not config.is_auto_reply_enabled:
+        return "human_review", "Auto-reply is disabled. Routing to human review.", score
+    if score < threshold:
+        return (
+            "human_review",
+            f"Draft quality {score:.2f} < threshold {threshold:.1f}. Routing to human review.",
+            score,
+        )
+    if daily_limit_reached(config, now):
+        limit = config.max_daily_auto_replies
+        return (
+            "human_review",
+            f"Daily auto-reply limit reached ({config.daily_auto_reply_count}/{limit}). Routing to human review.",
+            score,
+        )
+    if config.is_working_hours_enabled and not within_working_hours(config, now):
+        return "human_review", "Outside working hours. Routing to human review.", score
+    if message.is_auto_send_blocked:
+        return "human_review", "Auto-send is blocked for this message. Routing to human review.", score
+    if classification.get("category") == "complaint":
+        return "human_review", "Complaints are never auto-sent. Routing to human review.", score
+    if classification.get("priority") == "urgent":
+        return "human_review", "Urgent messages are never auto-sent. Routing to human review.", score
+    if flags.get("guardUnavailable") or not flags:
+        return "human_review", "The security guard was unavailable. Routing to human review.", score
+    if not authenticated_sender(message):
+        return "human_review", "The sender is not authenticated (DKIM/DMARC). Routing to human review.", score
+    if find_injection(draft):
+        return "human_review", "The draft contains an injection pattern. Routing to human review.", score
+    if find_secret(draft):
+        return "human_review", "The draft contains a credential or secret. Routing to human review.", score
+    if config.shadow_mode:
+        return "human_review", "Shadow mode: would have sent automatically. Routing to human review.", score
+    return "auto", "All auto-send gates passed.", score
+
+
+def route(output: dict[str, Any], input: dict[str, Any], ctx: StepContext) -> Route:
+    decision, reason, score = decide(
+        ctx.message, ctx.config, ctx.now, input.get("draft_quality"), input.get("classification")
+    )
+    agent_decision = {"decision": decision, "reason": reason, "confidence": score}
+    if decision == "auto":
+        return Route.transition(
+            P.APPROVED,
+            {
+                "source": "auto",
+                "send_delay_ms": ctx.config.auto_send_delay_ms,
+                "agent_decision": agent_decision,
+            },
+        )
+    transition_input: dict[str, Any] = {"agent_decision": agent_decision}
+    if input.get("classification"):
+        transition_input["classification"] = input["classification"]
+    return Route.transition(P.DRAFT_READY, transition_input)

@@ -1,0 +1,63 @@
+"""security_scan (AGT-13, AGT-14, AGT-15 and issue 10's phishing rule)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from inbox.models import ProcessingStatus as P
+from inbox.security import (
+    INJECTION_CONFIDENCE_THRESHOLD,
+    content_hash,
+    guard_check,
+    html_to_visible_text,
+    scan,
+)
+from inbox.steps import Route, StepContext
+
+RUNS_IN = P.SECURITY_CHECK
+
+
+def execute(ctx: StepContext, input: dict[str, Any]) -> dict[str, Any]:
+    from inbox.receive import pipeline_enabled
+
+    m = ctx.message
+    result = scan(subject=m.subject, text_body=m.text_body, html_body=m.html_body, from_name=m.from_name)
+    released = bool(m.released_content_hash) and m.released_content_hash == content_hash(
+        m.subject, m.text_body, m.html_body
+    )
+    if not result.injection_detected and not result.phishing_detected:
+        # 4. the guard model sees only stripped content, and only when nothing above already flagged it
+        sample = "\n".join(
+            p for p in (m.subject, _strip_text(m.text_body), html_to_visible_text(m.html_body or "")) if p
+        )
+        flagged, confidence, reason, unavailable = guard_check(sample, ctx.calls)
+        result.guard_unavailable = unavailable
+        if flagged:
+            result.flag("llm_prompt_injection", confidence, reason or "guard model")
+    return {
+        "flags": result.as_flags(ctx.now.isoformat()),
+        "released": released,
+        "pipelineEnabled": pipeline_enabled(m.organization_id),
+    }
+
+
+def _strip_text(text: str | None) -> str:
+    from inbox.security import strip_invisible_chars
+
+    return strip_invisible_chars(text or "")
+
+
+def route(output: dict[str, Any], input: dict[str, Any], ctx: StepContext) -> Route:
+    flags = output["flags"]
+    dangerous = (
+        flags["injectionDetected"] and flags["confidence"] >= INJECTION_CONFIDENCE_THRESHOLD
+    ) or flags["phishingDetected"]
+    if dangerous and not output.get("released"):
+        return Route.transition(P.QUARANTINED, {"security_flags": flags})
+    if flags["spamScore"] >= 80:
+        return Route.transition(P.ARCHIVED, {"security_flags": flags, "reason": "spam"})
+    if not output.get("pipelineEnabled", True):
+        return Route.done()
+    return Route.transition(
+        P.CLASSIFYING, {"security_flags": flags, "context_tier": None}, next_step="context_retrieval"
+    )

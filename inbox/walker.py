@@ -1,0 +1,161 @@
+"""The step walker (AGT-10 … AGT-12): exactly one step per task execution, persisted between steps.
+
+Each step has its agent-action row prepared (`pending`) in the transaction that schedules it; the task claims
+it with a compare-and-set, so a duplicated task is a no-op and a finished step is never redone. A worker that
+dies mid-step leaves the row `running`; after the lease (`INBOX_STEP_LEASE_SECONDS`) the task's redelivery or
+the 5-minute sweep claims it again.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import time
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from inbox.lifecycle import (
+    action_claim,
+    action_complete,
+    action_fail,
+    action_prepare,
+    message_transition,
+    message_transition_locked,
+)
+from inbox.models import ActionStatus, AgentAction, AgentConfig, InboundMessage, StepKind
+from inbox.models import ProcessingStatus as P
+from inbox.steps import Route, StepContext, step_module
+from owlat.jobs import enqueue
+
+logger = logging.getLogger(__name__)
+STEP_TASK = "inbox.tasks.step_run_task"
+_FINISHED = (ActionStatus.COMPLETED, ActionStatus.FAILED, ActionStatus.ABANDONED, ActionStatus.SKIPPED)
+
+
+def schedule_step(message: InboundMessage, kind: str, input: dict[str, Any] | None = None) -> AgentAction:
+    """Inside the caller's transaction: the pending action row and its task."""
+    action = action_prepare(message=message, kind=kind, input=input or {})
+    enqueue(STEP_TASK, str(message.pk), str(action.pk))
+    return action
+
+
+def message_start(message_id: Any, *, now: dt.datetime | None = None) -> str:
+    """AGT-10 `start`: `received → security_check`, then the security scan."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        message = InboundMessage.objects.select_for_update().filter(pk=message_id).first()
+        if message is None:
+            return "message not found"
+        outcome = message_transition_locked(message, P.SECURITY_CHECK, at=now)
+        if not outcome.ok:
+            return f"not started: {outcome.reason}"
+        action = schedule_step(message, StepKind.SECURITY_SCAN)
+    return f"scheduled security_scan {action.pk}"
+
+
+def step_run(message_id: Any, action_id: Any, *, now: dt.datetime | None = None) -> str:
+    """AGT-10 `run_step` for the prepared action `action_id`."""
+    action = AgentAction.objects.filter(pk=action_id, inbound_message_id=message_id).first()
+    if action is None:
+        return "action not found"
+    if action.status in _FINISHED:
+        return f"action already {action.status}"
+    module = step_module(action.action_type)
+    message = InboundMessage.objects.select_related("contact").filter(pk=message_id).first()
+    if message is None:
+        return "message not found"
+    if message.processing_status != module.RUNS_IN:
+        return f"message is {message.processing_status}, step runs in {module.RUNS_IN}"
+    now = now or timezone.now()
+    if not action_claim(action.pk, at=now):
+        return "not claimed"
+    config, _ = AgentConfig.objects.get_or_create(organization_id=message.organization_id)
+    ctx = StepContext(message=message, config=config, now=now)
+    started = time.perf_counter()
+    step_input = action.input or {}
+    try:
+        output = module.execute(ctx, step_input)
+        with transaction.atomic():
+            locked = InboundMessage.objects.select_for_update().filter(pk=message_id).first()
+            if locked is None or locked.processing_status != module.RUNS_IN:
+                action_fail(action.pk, error="message changed state during the step", at=timezone.now())
+                return "message changed state during the step"
+            ctx.message = locked
+            if action.action_type == StepKind.ROUTE:
+                # AGT-21: the daily-limit check and the increment happen under the config row's lock
+                ctx.config = AgentConfig.objects.select_for_update().get(pk=config.pk)
+            route = module.route(output, step_input, ctx)
+            return _apply_route(locked, action, route, output, ctx, started)
+    except Exception as exc:
+        logger.warning("inbox step %s of %s failed: %s", action.action_type, message_id, exc, exc_info=True)
+        error = str(exc) or type(exc).__name__
+        outcome = message_transition(
+            message_id=message_id,
+            to=P.FAILED,
+            input={"error_message": error[:2000], "failing_action_id": str(action.pk)},
+        )
+        if not outcome.ok:
+            action_fail(action.pk, error=error[:2000])
+        return f"failed: {error[:200]}"
+
+
+def _bookkeeping(output: Any, ctx: StepContext, started: float) -> dict[str, Any]:
+    duration_ms = int((time.perf_counter() - started) * 1000)
+    out = dict(output) if isinstance(output, dict) else {"value": output}
+    out["llmDurationMs"] = ctx.calls.duration_ms
+    return {"output": out, "duration_ms": duration_ms, **ctx.calls.as_fields()}
+
+
+def _apply_route(
+    message: InboundMessage, action: AgentAction, route: Route, output: Any, ctx: StepContext, started: float
+) -> str:
+    """AGT-11, inside the step's transaction with the message row locked."""
+    book = _bookkeeping(output, ctx, started)
+    if route.form == "in_state":
+        action_complete(action.pk, at=timezone.now(), **book)
+        nxt = schedule_step(message, route.next_step, route.next_input)
+        return f"{action.action_type} done; next {route.next_step} {nxt.pk}"
+    if route.form == "done":
+        action_complete(action.pk, at=timezone.now(), **book)
+        return f"{action.action_type} done; stop"
+    outcome = message_transition_locked(
+        message,
+        route.to,
+        at=timezone.now(),
+        input={**route.transition_input, "action_id": str(action.pk), **book},
+    )
+    if not outcome.ok:
+        action_fail(action.pk, error=f"transition to {route.to} rejected: {outcome.reason}")
+        return f"transition to {route.to} rejected: {outcome.reason}"
+    if route.next_step:
+        nxt = schedule_step(message, route.next_step, route.next_input)
+        return f"{action.action_type} → {route.to}; next {route.next_step} {nxt.pk}"
+    return f"{action.action_type} → {route.to}"
+
+
+def stale_steps_resume(*, now: dt.datetime | None = None, batch: int = 100) -> int:
+    """Re-enqueue steps whose task was lost: `pending` rows older than 5 minutes and `running` rows past the
+    lease, while their message is still in the step's status. The claim makes a double dispatch harmless."""
+    from django.conf import settings
+    from django.db.models import Q
+
+    now = now or timezone.now()
+    lease = now - dt.timedelta(seconds=settings.INBOX_STEP_LEASE_SECONDS)
+    lost = now - dt.timedelta(minutes=5)
+    rows = (
+        AgentAction.objects.filter(
+            Q(status=ActionStatus.PENDING, scheduled_at__lt=lost)
+            | Q(status=ActionStatus.RUNNING, started_at__lt=lease)
+        )
+        .select_related("inbound_message")
+        .order_by("created_at")[:batch]
+    )
+    count = 0
+    with transaction.atomic():
+        for row in rows:
+            if row.inbound_message.processing_status == step_module(row.action_type).RUNS_IN:
+                enqueue(STEP_TASK, str(row.inbound_message_id), str(row.pk))
+                count += 1
+    return count
