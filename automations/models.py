@@ -204,6 +204,11 @@ class AutomationStepRun(FSMModelMixin, models.Model):
         help_text="Why a completed step did nothing (e.g. the email step skipped a send).",
     )
     retry_count = models.PositiveSmallIntegerField(default=0)
+    attempt = models.PositiveSmallIntegerField(
+        default=0,
+        help_text="The attempt that holds this step run while it executes: 0 = the first dispatch, n = the nth "
+        "retry. A retry claims by compare-and-set on (executing, retry_count, attempt) (AUT-21, AUT-26).",
+    )
 
     class Meta:
         indexes = [
@@ -221,7 +226,8 @@ class AutomationStepRun(FSMModelMixin, models.Model):
     def __str__(self) -> str:
         return f"step run {self.step_index} ({self.status})"
 
-    # The claim pending → executing is the AUT-21 compare-and-set in automations.lifecycle.
+    # AUT-04 graph. Bodies are pure; the only caller is automations.lifecycle (the claim pending → executing is
+    # applied there as a compare-and-set by the set-based runner).
     @transition(field=status, source=StepRunStatus.EXECUTING, target=StepRunStatus.COMPLETED)
     def complete(self, patch: dict) -> None:
         _apply_patch(self, patch)
@@ -234,5 +240,9 @@ class AutomationStepRun(FSMModelMixin, models.Model):
 
     @transition(field=status, source=StepRunStatus.PENDING, target=StepRunStatus.EXECUTING)
     def claim(self, patch: dict) -> None:
-        """Declared for the graph; applied by the compare-and-set in `automations.lifecycle.step_run_claim`."""
+        _apply_patch(self, patch)
+
+    @transition(field=status, source=StepRunStatus.PENDING, target=StepRunStatus.SKIPPED)
+    def skip(self, patch: dict) -> None:
+        """AUT-23: a step bypassed by a forward branch (the row is written already skipped)."""
         _apply_patch(self, patch)

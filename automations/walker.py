@@ -21,10 +21,12 @@ from automations.lifecycle import (
     run_cancel,
     run_complete,
     step_run_claim,
+    step_run_claim_retry,
     step_run_complete,
     step_run_create,
     step_run_fail,
     step_run_note_retry,
+    step_runs_skip,
 )
 from automations.models import (
     AutomationRun,
@@ -86,6 +88,8 @@ def run_start(run_id: Any, *, now: dt.datetime | None = None) -> str:
         )
         if run is None or run.status != RunStatus.RUNNING:
             return "run not running"
+        if AutomationStepRun.objects.filter(run_id=run.pk).exists():
+            return "run already started"  # a duplicate delivery of this task: the run must not fork
         if run.automation.status != AutomationStatus.ACTIVE:
             run_cancel(run.pk, at=now)
             return "automation not active: run cancelled"
@@ -103,9 +107,7 @@ def _advance(
     """AUT-23, inside the caller's transaction; `steps` = the automation's steps by index."""
     nxt = outcome.next_step_index if outcome.next_step_index is not None else current + 1
     if nxt > current + 1:
-        for index in range(current + 1, nxt):
-            if index in steps:
-                step_run_create(run=run, step=steps[index], scheduled_at=now, skipped=True)
+        step_runs_skip(run=run, steps=[steps[i] for i in range(current + 1, nxt) if i in steps], at=now)
     if nxt >= len(steps) or nxt not in steps:
         run_complete(run.pk, at=now)
         return "run completed"
@@ -152,16 +154,18 @@ def step_execute(
         _give_up(run, step_run_id, STEP_NOT_FOUND, now)
         return "step not found: run cancelled"
 
-    # 4. Claim (fresh dispatch only) and loop cap.
+    # 4. Claim and loop cap. A fresh dispatch claims `pending → executing` (AUT-21); a retry claims its
+    # attempt on the `executing` row (compare-and-set on retry_count and attempt), so a task delivered twice
+    # executes once either way.
     if retry_count == 0:
-        executed = step_run_claim(step_run_id, run_id=run.pk, at=now, step_id=step_run.step_id)
+        executed = step_run_claim(step_run, at=now)
         if executed is None:
             return "not claimed"  # another dispatch owns this step run
         if executed > MAX_STEPS_PER_RUN:
             _give_up(run, step_run_id, LOOP_CAP_MESSAGE, now)
             return "loop cap: run cancelled"
-    elif step_run.status != StepRunStatus.EXECUTING:
-        return "retry of a step run that is not executing"
+    elif not step_run_claim_retry(step_run, retry_count=retry_count, at=now):
+        return "retry not claimed"  # a duplicate delivery, or the step run moved on
 
     # 5. Execute the module; 6. on success mark completed and advance — one transaction.
     ctx = StepContext(
@@ -179,7 +183,17 @@ def step_execute(
         with transaction.atomic():
             outcome = module.execute(ctx, config)
             if outcome.status == "completed":
-                step_run_complete(step_run_id, at=now, email_send_id=outcome.email_send_id, note=outcome.note)
+                if not step_run_complete(
+                    step_run_id,
+                    at=now,
+                    attempt=retry_count,
+                    email_send_id=outcome.email_send_id,
+                    note=outcome.note,
+                ):
+                    # Not ours any more (failed by a guard meanwhile): undo the step's work (e.g. the queued
+                    # send row) and do not advance — a run advances only on an applied completion.
+                    transaction.set_rollback(True)
+                    return "completion not applied: step rolled back"
                 return _advance(run, step.step_index, outcome, now, steps)
     except Exception as exc:
         logger.warning("automation step %s of run %s raised: %s", step.step_index, run.pk, exc, exc_info=True)
@@ -193,7 +207,10 @@ def _retry_or_fail(
     """AUT-26: retry after 1 s, 5 s, 30 s; then step failed, run cancelled, breaker +1."""
     if retry_count < MAX_RETRY_ATTEMPTS:
         with transaction.atomic():
-            step_run_note_retry(step_run_id, retry_count=retry_count + 1, error=error)
+            if not step_run_note_retry(
+                step_run_id, attempt=retry_count, retry_count=retry_count + 1, error=error
+            ):
+                return f"failed ({error}); the step run is no longer held by this attempt"
             due = now + dt.timedelta(milliseconds=RETRY_DELAYS_MS[retry_count])
             enqueue(EXECUTE_TASK, str(run.pk), str(step_run_id), retry_count + 1, at=due)
         return f"failed ({error}); retry {retry_count + 1} scheduled"

@@ -34,8 +34,34 @@ def audit_write(
     ip_address: str | None = None,
     user_agent: str | None = None,
 ) -> AuditLog:
+    entry = audit_entry(
+        organization_id=organization_id,
+        actor=actor,
+        action=action,
+        resource=resource,
+        resource_id=resource_id,
+        details=details,
+        ip_address=ip_address,
+        user_agent=user_agent,
+    )
+    entry.save(force_insert=True)
+    return entry
+
+
+def audit_entry(
+    *,
+    organization_id: Any,
+    actor: str,
+    action: str,
+    resource: str,
+    resource_id: str | None = None,
+    details: dict[str, Any] | None = None,
+    ip_address: str | None = None,
+    user_agent: str | None = None,
+) -> AuditLog:
+    """An unsaved audit row, for writers that insert many at once (`bulk_create`)."""
     flat, blob = _flat(details or {})
-    return AuditLog.objects.create(
+    return AuditLog(
         organization_id=organization_id,
         user_id=str(actor),
         action=action,

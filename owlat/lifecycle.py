@@ -6,17 +6,26 @@ whether the move is allowed, which fields change and which effects follow. `Life
 runner: in one transaction it locks the row, applies the declared self-loop policy, calls the fsm transition,
 saves, writes the audit row and applies the listed effects. It returns an `Outcome` and never raises for
 business outcomes.
+
+`Lifecycle.transition_many()` is the set-based runner for many rows (the same reducer per row): rows are grouped
+by edge, each group is written with one `UPDATE … FROM (VALUES …) WHERE state = <from> RETURNING` — a
+compare-and-set, so a row another writer moved first is reported as `conflict` instead of overwritten — and
+the effects of the rows that applied are applied in bulk (audit rows in one insert, named effects through the
+lifecycle's batch handlers). A single-row `transition_many` is how a lifecycle declares a claim: the edge is in
+the graph and its reducer decides the patch, and the runner applies it as a compare-and-set without a lock.
+A reducer may add a `guard` (column values read from the row) that the compare-and-set requires as well.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from abc import ABC, abstractmethod
+from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from django.db import models, transaction
+from django.db import connection, models, transaction
 from django.utils import timezone
 
 Applied = Literal["transitioned", "recorded", "duplicate"]
@@ -66,6 +75,9 @@ class Decision:
     applied: Applied | None = None
     patch: dict[str, Any] = field(default_factory=dict)
     effects: tuple[Effect, ...] = ()
+    #: Column values (read from the row) that the set-based runner's compare-and-set requires besides the
+    #: state; the locking runner ignores it (the row is locked while the reducer reads it).
+    guard: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def refuse(cls, reason: str) -> Decision:
@@ -73,9 +85,25 @@ class Decision:
 
     @classmethod
     def accept(
-        cls, patch: dict[str, Any], effects: Iterable[Effect] = (), applied: Applied = "transitioned"
+        cls,
+        patch: dict[str, Any],
+        effects: Iterable[Effect] = (),
+        applied: Applied = "transitioned",
+        guard: dict[str, Any] | None = None,
     ) -> Decision:
-        return cls(ok=True, applied=applied, patch=dict(patch), effects=tuple(effects))
+        return cls(
+            ok=True, applied=applied, patch=dict(patch), effects=tuple(effects), guard=dict(guard or {})
+        )
+
+
+@dataclass(frozen=True)
+class Move:
+    """One row's transition in a set-based batch (`Lifecycle.transition_many`): the row as loaded (the reducer
+    reads it; the compare-and-set checks that its state is still the one read), the target, the input."""
+
+    obj: Any
+    to: str
+    input: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -115,6 +143,10 @@ class Lifecycle(ABC):
     #: "record": a self-loop is accepted as a no-op with an audit row; "reducer": the reducer decides.
     self_loop: ClassVar[Literal["record", "reducer"]] = "record"
     writes_audit: ClassVar[bool] = True
+    #: False: the runner joins the caller's transaction without a savepoint (all-or-nothing with the caller).
+    savepoint: ClassVar[bool] = True
+    #: Reason of a row that another writer moved between the read and the compare-and-set (`transition_many`).
+    conflict_reason: ClassVar[str] = "conflict"
 
     # -- to implement ---------------------------------------------------------------------------------
     @abstractmethod
@@ -127,6 +159,11 @@ class Lifecycle(ABC):
         return None
 
     def effect_handlers(self) -> dict[str, Callable[..., None]]:
+        return {}
+
+    def batch_effect_handlers(self) -> dict[str, Callable[[list[tuple[Any, dict[str, Any]]]], None]]:
+        """Named effects applied once per batch by `transition_many`: `handler([(obj, kwargs), …])`. A name
+        without a batch handler goes through `effect_handlers` row by row."""
         return {}
 
     # -- runner -----------------------------------------------------------------------------------------
@@ -145,7 +182,7 @@ class Lifecycle(ABC):
     ) -> Outcome:
         at = at or timezone.now()
         input = input or {}
-        with transaction.atomic():
+        with transaction.atomic(savepoint=self.savepoint):
             qs = self.model._default_manager.select_for_update()
             if organization_id is not None:
                 qs = qs.filter(organization_id=organization_id)
@@ -264,3 +301,254 @@ class Lifecycle(ABC):
             self.effect_handlers()[effect.name](obj, **effect.kwargs)
         else:  # pragma: no cover - a programming error
             raise TypeError(f"unknown effect {effect!r}")
+
+    # -- set-based runner ---------------------------------------------------------------------------------
+    def transition_many(
+        self,
+        moves: Iterable[Move],
+        *,
+        actor: str,
+        at: dt.datetime | None = None,
+        lock: bool = False,
+    ) -> list[Outcome]:
+        """Run the reducer for every row and write the applied ones set-based, in one transaction.
+
+        Rows are grouped by edge (from-state, to-state, patched columns, guarded columns); each group is one
+        `UPDATE … RETURNING` that only touches rows still in the from-state (and matching the reducer's
+        guard). A row that was not returned lost a race: its outcome is `conflict` and its effects are not
+        applied. The effects of the applied rows follow in bulk: audit rows in one insert, named effects
+        through `batch_effect_handlers` (else row by row), analytics and enqueues row by row.
+        With `lock=True` the rows are re-read under `SELECT … FOR UPDATE` first (ordered by pk), so no row
+        can conflict; without it the caller's rows are used as loaded (a claim needs no lock).
+        Outcomes are returned in the order of `moves`.
+        """
+        moves = list(moves)
+        if not moves:
+            return []
+        at = at or timezone.now()
+        outcomes: list[Outcome | None] = [None] * len(moves)
+        with transaction.atomic(savepoint=self.savepoint):
+            if lock:
+                fresh = {
+                    obj.pk: obj
+                    for obj in self.model._default_manager.select_for_update()
+                    .filter(pk__in=[m.obj.pk for m in moves])
+                    .order_by("pk")
+                }
+                for i, m in enumerate(moves):
+                    if m.obj.pk in fresh:
+                        moves[i] = Move(fresh[m.obj.pk], m.to, m.input)
+                    else:
+                        outcomes[i] = Outcome(
+                            ok=False,
+                            reason=self.not_found_reason,
+                            message=self.message_for(self.not_found_reason),
+                            object_id=m.obj.pk,
+                        )
+            groups: dict[tuple, list[tuple[int, Any, Decision, dict[str, Any]]]] = defaultdict(list)
+            audits: list[tuple[Any, Audit]] = []
+            auto_now = [f.name for f in self.model._meta.concrete_fields if getattr(f, "auto_now", False)]
+            stamp = timezone.now()
+            for i, m in enumerate(moves):
+                if outcomes[i] is not None:
+                    continue
+                obj = m.obj
+                frm = getattr(obj, self.field)
+                if frm == m.to and self.self_loop == "record":
+                    action = self.self_loop_audit_action(frm) if self.writes_audit else None
+                    if action:
+                        details = {
+                            "previousStatus": frm,
+                            "newStatus": frm,
+                            "applied": "recorded",
+                            "no_op": True,
+                        }
+                        audits.append((obj, Audit(action, details)))
+                    outcomes[i] = Outcome(
+                        ok=True, applied="recorded", from_state=frm, to_state=frm, object_id=obj.pk, obj=obj
+                    )
+                    continue
+                decision = self.reduce(obj, frm, m.to, input=m.input, actor=actor, at=at)
+                if not decision.ok or decision.applied == "duplicate":
+                    outcomes[i] = self._unapplied(obj, frm, m.to, decision)
+                    continue
+                patch = dict(decision.patch)
+                new_state = patch.pop(self.field, frm)
+                if new_state != frm:
+                    self._fsm_method(obj, frm, new_state)  # the reducer and the declared graph must agree
+                for name in auto_now:
+                    patch.setdefault(name, stamp)
+                key = (frm, new_state, tuple(sorted(patch)), tuple(sorted(decision.guard)))
+                groups[key].append((i, obj, decision, patch))
+
+            applied: list[tuple[Any, Decision]] = []
+            for (frm, new_state, fields, guarded), rows in groups.items():
+                won = self._compare_and_set(frm, new_state, fields, guarded, rows)
+                for i, obj, decision, patch in rows:
+                    if obj.pk not in won:
+                        outcomes[i] = Outcome(
+                            ok=False,
+                            reason=self.conflict_reason,
+                            message=self.message_for(self.conflict_reason),
+                            from_state=frm,
+                            to_state=moves[i].to,
+                            object_id=obj.pk,
+                            obj=obj,
+                        )
+                        continue
+                    if new_state != frm:
+                        self._fsm_method(obj, frm, new_state)(patch)
+                    else:
+                        for name, value in patch.items():
+                            setattr(obj, name, value)
+                    applied.append((obj, decision))
+                    outcomes[i] = Outcome(
+                        ok=True,
+                        applied=decision.applied or "transitioned",
+                        from_state=frm,
+                        to_state=new_state,
+                        object_id=obj.pk,
+                        obj=obj,
+                    )
+            self._apply_effects_many(applied, audits, actor)
+        return [o for o in outcomes if o is not None]
+
+    def create_many(self, moves: Iterable[Move], *, actor: str, at: dt.datetime | None = None) -> list[Any]:
+        """Insert new rows that arrive in their state through a declared edge (e.g. a step run created
+        `skipped`): each unsaved row holds its initial state, the reducer decides the move, the fsm transition
+        applies the patch in memory, the rows are inserted with one `bulk_create` and the effects are applied
+        in bulk. Creation has no business outcome: a refused move is a programming error (ValueError)."""
+        moves = list(moves)
+        if not moves:
+            return []
+        at = at or timezone.now()
+        applied: list[tuple[Any, Decision]] = []
+        with transaction.atomic(savepoint=self.savepoint):
+            for m in moves:
+                frm = getattr(m.obj, self.field)
+                decision = self.reduce(m.obj, frm, m.to, input=m.input, actor=actor, at=at)
+                if not decision.ok or decision.applied == "duplicate":
+                    raise ValueError(
+                        f"{self.model.__name__}: cannot create through {frm} -> {m.to}: {decision}"
+                    )
+                patch = dict(decision.patch)
+                new_state = patch.pop(self.field, frm)
+                if new_state != frm:
+                    self._fsm_method(m.obj, frm, new_state)(patch)
+                else:
+                    for name, value in patch.items():
+                        setattr(m.obj, name, value)
+                applied.append((m.obj, decision))
+            self.model._default_manager.bulk_create([obj for obj, _ in applied])
+            self._apply_effects_many(applied, [], actor)
+        return [obj for obj, _ in applied]
+
+    def _unapplied(self, obj: Any, frm: str, to: str, decision: Decision) -> Outcome:
+        if decision.ok:  # duplicate
+            return Outcome(
+                ok=True, applied="duplicate", from_state=frm, to_state=frm, object_id=obj.pk, obj=obj
+            )
+        return Outcome(
+            ok=False,
+            reason=decision.reason,
+            message=self.message_for(decision.reason),
+            from_state=frm,
+            to_state=to,
+            object_id=obj.pk,
+            obj=obj,
+        )
+
+    def _compare_and_set(
+        self,
+        frm: str,
+        to: str,
+        fields: tuple[str, ...],
+        guarded: tuple[str, ...],
+        rows: list[tuple[int, Any, Decision, dict[str, Any]]],
+    ) -> set[Any]:
+        """Write one edge's rows: `UPDATE … SET state = to, <patch> WHERE pk = … AND state = frm AND <guard>`;
+        returns the pks of the rows written. PostgreSQL: one statement per 500 rows, `FROM (VALUES …)` with
+        typed columns and `RETURNING`; elsewhere (SQLite, whose writers are serialized) one conditional
+        UPDATE per row."""
+        manager = self.model._default_manager
+        if connection.vendor != "postgresql":
+            won: set[Any] = set()
+            for _, obj, decision, patch in rows:
+                if manager.filter(pk=obj.pk, **{self.field: frm}, **decision.guard).update(
+                    **{self.field: to}, **patch
+                ):
+                    won.add(obj.pk)
+            return won
+        meta = self.model._meta
+        qn = connection.ops.quote_name
+        table = qn(meta.db_table)
+        pk = meta.pk
+        state = meta.get_field(self.field)
+        patched = [meta.get_field(name) for name in fields]
+        guards = [meta.get_field(name) for name in guarded]
+        columns = [qn("pk_")] + [qn(f"p_{f.column}") for f in patched] + [qn(f"g_{f.column}") for f in guards]
+        row_sql = "(" + ", ".join(f"%s::{f.cast_db_type(connection)}" for f in [pk, *patched, *guards]) + ")"
+        assignments = ", ".join(
+            [f"{qn(state.column)} = %s"] + [f"{qn(f.column)} = v.{qn(f'p_{f.column}')}" for f in patched]
+        )
+        conditions = " AND ".join(
+            [f"{table}.{qn(pk.column)} = v.{qn('pk_')}", f"{table}.{qn(state.column)} = %s"]
+            + [f"{table}.{qn(f.column)} IS NOT DISTINCT FROM v.{qn(f'g_{f.column}')}" for f in guards]
+        )
+        won = set()
+        for start in range(0, len(rows), 500):
+            chunk = rows[start : start + 500]
+            params: list[Any] = [state.get_db_prep_save(to, connection)]
+            for _, obj, decision, patch in chunk:
+                params.append(pk.get_db_prep_value(obj.pk, connection))
+                params.extend(f.get_db_prep_save(patch[f.name], connection) for f in patched)
+                params.extend(f.get_db_prep_save(decision.guard[f.name], connection) for f in guards)
+            params.append(state.get_db_prep_save(frm, connection))
+            sql = (
+                f"UPDATE {table} SET {assignments} FROM (VALUES {', '.join([row_sql] * len(chunk))}) "
+                f"AS v({', '.join(columns)}) WHERE {conditions} RETURNING {table}.{qn(pk.column)}"
+            )
+            with connection.cursor() as cursor:
+                cursor.execute(sql, params)
+                won.update(pk.to_python(row[0]) for row in cursor.fetchall())
+        return won
+
+    def _apply_effects_many(
+        self, applied: list[tuple[Any, Decision]], audits: list[tuple[Any, Audit]], actor: str
+    ) -> None:
+        calls: dict[str, list[tuple[Any, dict[str, Any]]]] = defaultdict(list)
+        for obj, decision in applied:
+            for effect in decision.effects:
+                if isinstance(effect, Audit):
+                    if self.writes_audit:
+                        audits.append((obj, effect))
+                elif isinstance(effect, Call):
+                    calls[effect.name].append((obj, effect.kwargs))
+                else:
+                    self._apply_effect(obj, actor, effect)
+        if audits:
+            from owlat.audit import audit_entry
+            from owlat.models import AuditLog
+
+            AuditLog.objects.bulk_create(
+                [
+                    audit_entry(
+                        organization_id=obj.organization_id,
+                        actor=actor,
+                        action=effect.action,
+                        resource=self.resource,
+                        resource_id=str(obj.pk),
+                        details=effect.details,
+                    )
+                    for obj, effect in audits
+                ],
+                batch_size=500,
+            )
+        batch_handlers = self.batch_effect_handlers()
+        handlers = self.effect_handlers()
+        for name, items in calls.items():
+            if name in batch_handlers:
+                batch_handlers[name](items)
+            else:
+                for obj, kwargs in items:
+                    handlers[name](obj, **kwargs)
