@@ -11,3 +11,10 @@ class InboxConfig(AppConfig):
 
         # AGT-23: the agent-reply row's terminal edge drives the message
         register_completion_handler("agent_reply", agent_reply_completed)
+
+        from anymail.signals import inbound
+
+        from inbox.views import anymail_inbound_received
+
+        # django-anymail's inbound webhooks (signature checked by its views) → the receive path
+        inbound.connect(anymail_inbound_received, dispatch_uid="inbox.anymail_inbound")

@@ -88,7 +88,7 @@ def knowledge_search(
     if connection.vendor == "postgresql":
         from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
 
-        query = SearchQuery(" | ".join(words), search_type="raw", config="simple")
+        query = SearchQuery(" | ".join(f"{w}:*" for w in words), search_type="raw", config="simple")
         vector = SearchVector("title", weight="A", config="simple") + SearchVector(
             "content", weight="B", config="simple"
         )

@@ -1,3 +1,11 @@
-"""Public (non-API) URLs of the inbox app."""
+"""Public (non-API) URLs of the inbox app: the raw RFC 5322 endpoint for an MTA (AGT-02). django-anymail's
+inbound webhooks are served by `anymail.urls` under `/webhooks/<esp>/inbound/` (delivery's URLs)."""
 
-urlpatterns: list = []
+from django.urls import path
+
+from inbox import views
+
+urlpatterns = [
+    path("inbound/raw/<str:token>", views.raw_inbound, name="inbox-raw-inbound"),
+    path("inbound/raw/<str:token>/", views.raw_inbound),
+]

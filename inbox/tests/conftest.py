@@ -44,3 +44,50 @@ def make_message(org):
         )
 
     return make
+
+
+from testsupport.llm import llm_server  # noqa: E402,F401 - the loopback chat-completions fixture
+
+
+@pytest.fixture
+def ai_org(org):
+    """`org` with the `ai` flag on (it needs a configured model to be effective)."""
+    from owlat.models import OrganizationSettings
+
+    s = OrganizationSettings.objects.get(organization=org)
+    s.feature_flags = {**s.feature_flags, "ai": True}
+    s.save(update_fields=["feature_flags"])
+    return org
+
+
+@pytest.fixture
+def receive(org):
+    """Store a message through the receive path (AGT-02); keyword arguments override the ParsedMessage."""
+    from inbox.receive import ParsedMessage, message_receive
+
+    def do(organization=None, **fields):
+        n = next(_counter)
+        values = {
+            "message_id": f"<r{n}@mail.example.com>",
+            "from_email": "jane@example.com",
+            "from_name": "Jane Doe",
+            "to": ["support@acme.test"],
+            "subject": "Where is my invoice?",
+            "text_body": "Hello, I cannot find the invoice for October. Where can I download it? Thanks, Jane",
+            "authentication": {"spf": "pass", "dkim": "pass", "dmarc": "pass"},
+        }
+        values.update(fields)
+        return message_receive(organization_id=(organization or org).pk, parsed=ParsedMessage(**values))
+
+    return do
+
+
+@pytest.fixture
+def run_pipeline():
+    """Run the default queue's tasks in this process (the walker hops); returns the summaries."""
+    from testsupport.queue import drain_queue
+
+    def run(max_tasks: int = 200):
+        return [t.result for t in drain_queue(max_tasks, queue="default")]
+
+    return run
