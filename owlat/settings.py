@@ -42,6 +42,7 @@ if not ALLOWED_HOSTS:
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[SITE_URL])
 
 INSTALLED_APPS = [
+    "unfold",  # the admin theme (before django.contrib.admin: its templates win); config in UNFOLD below
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -250,6 +251,39 @@ INBOX_START_RATE_PER_SENDER = env.float("INBOX_START_RATE_PER_SENDER", default=1
 INBOX_START_BURST_PER_SENDER = env.float("INBOX_START_BURST_PER_SENDER", default=20.0)
 INBOX_START_RATE_GLOBAL = env.float("INBOX_START_RATE_GLOBAL", default=60.0)
 INBOX_START_BURST_GLOBAL = env.float("INBOX_START_BURST_GLOBAL", default=120.0)
+
+# --- Admin theme (django-unfold) -------------------------------------------------------------------------
+# The sidebar is built per request (owlat/admin/sidebar.py); the admin home is the dashboard
+# (owlat/admin/dashboard.py). "/" redirects to the admin, so "View site" lands there.
+UNFOLD = {
+    "SITE_TITLE": "Owlat",
+    "SITE_HEADER": "Owlat",
+    "SITE_SUBHEADER": "Email marketing back-office",
+    "SITE_SYMBOL": "mail",
+    "SITE_URL": "/",
+    "SHOW_HISTORY": True,
+    "DASHBOARD_CALLBACK": "owlat.admin.dashboard.dashboard_callback",
+    "SIDEBAR": {
+        "show_search": True,
+        "show_all_applications": False,
+        "navigation": "owlat.admin.sidebar.navigation",
+    },
+    "COLORS": {
+        "primary": {
+            "50": "oklch(97% .014 254.604)",
+            "100": "oklch(93.2% .032 255.585)",
+            "200": "oklch(88.2% .059 254.128)",
+            "300": "oklch(80.9% .105 251.813)",
+            "400": "oklch(70.7% .165 254.624)",
+            "500": "oklch(62.3% .214 259.815)",
+            "600": "oklch(54.6% .245 262.881)",
+            "700": "oklch(48.8% .243 264.376)",
+            "800": "oklch(42.4% .199 265.638)",
+            "900": "oklch(37.9% .146 265.522)",
+            "950": "oklch(28.2% .091 267.935)",
+        },
+    },
+}
 
 LOGGING = {
     "version": 1,

@@ -15,6 +15,7 @@ from owlat.admin import (  # noqa: F401  (importing registers the screens)
     organizations,
     senders,
     suppression,
+    system,
     topics_segments,
     webhooks,
 )

@@ -13,6 +13,8 @@ from owlat.admin_tenancy import (
 )
 from owlat.models import (
     DueTask,
+    IdempotencyRecord,
+    RateBucket,
     SendingStat,
     WorkerHeartbeat,
 )
@@ -57,3 +59,27 @@ class SendingStatAdmin(TenantModelAdmin):
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None):
         return [f.name for f in SendingStat._meta.fields]
+
+
+@admin.register(RateBucket)
+class RateBucketAdmin(PlatformOnlyAdmin):
+    """Token buckets shared by every process (API-04 per key, D-06 pool pacing)."""
+
+    read_only = True
+    list_display = ("key", "tokens", "updated_at")
+    search_fields = ("key",)
+    ordering = ("key",)
+
+
+@admin.register(IdempotencyRecord)
+class IdempotencyRecordAdmin(PlatformOnlyAdmin):
+    """API-11 stored responses per (API key, Idempotency-Key)."""
+
+    read_only = True
+    tenant_lookup = "api_key__organization"
+    list_display = ("key", "api_key", "completed", "response_status", "created_at")
+    list_filter = ("completed",)
+    list_select_related = ("api_key",)
+    search_fields = ("key",)
+    ordering = ("-created_at",)
+    show_full_result_count = False

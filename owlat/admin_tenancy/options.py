@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib import admin
 from django.contrib.admin.filters import RelatedOnlyFieldListFilter
 from django.contrib.admin.utils import flatten_fieldsets
 from django.core.exceptions import FieldDoesNotExist, PermissionDenied
 from django.http import HttpRequest
+from unfold.admin import ModelAdmin as UnfoldModelAdmin
+from unfold.admin import StackedInline as UnfoldStackedInline
+from unfold.admin import TabularInline as UnfoldTabularInline
 
 from owlat.admin_tenancy.access import Tenancy, get_tenancy
 from owlat.admin_tenancy.filtering import (
@@ -167,8 +169,11 @@ class TenantAdminMixin:
         return display
 
 
-class TenantModelAdmin(TenantAdminMixin, admin.ModelAdmin):
-    """Base ModelAdmin for every tenant model (D-12). Subclass and set `manage_permission`."""
+class TenantModelAdmin(TenantAdminMixin, UnfoldModelAdmin):
+    """Base ModelAdmin for every tenant model (D-12). Subclass and set `manage_permission`.
+
+    Built on django-unfold's `ModelAdmin`, so every app's screens get the theme (widgets, sidebar, tabs).
+    """
 
     def get_fields(self, request: HttpRequest, obj: Any = None):
         fields = list(super().get_fields(request, obj))
@@ -310,11 +315,11 @@ class TenantInlineMixin(TenantAdminMixin):
         return fields
 
 
-class TenantTabularInline(TenantInlineMixin, admin.TabularInline):
+class TenantTabularInline(TenantInlineMixin, UnfoldTabularInline):
     pass
 
 
-class TenantStackedInline(TenantInlineMixin, admin.StackedInline):
+class TenantStackedInline(TenantInlineMixin, UnfoldStackedInline):
     pass
 
 
