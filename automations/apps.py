@@ -23,3 +23,9 @@ class AutomationsConfig(AppConfig):
         register_topic_in_use(automations_using_topic)
         register_template_in_use(automations_using_template)
         register_contact_erasure_hook(automation_runs_erase_contact)
+
+        from automations.dashboard import automation_funnels, breaker_paused_automations
+        from owlat.admin.dashboard import register_attention_source, register_funnel_source
+
+        register_attention_source(breaker_paused_automations)
+        register_funnel_source(automation_funnels)

@@ -29,6 +29,7 @@ from owlat.admin_tenancy.access import (
     is_platform_staff,
     resolve_tenancy,
     switch_organization_view,
+    tenancy_flag_enabled,
     tenancy_switch,
 )
 from owlat.admin_tenancy.filtering import (
@@ -70,6 +71,7 @@ __all__ = [
     "resolve_tenancy",
     "restrict_form_to_organization",
     "switch_organization_view",
+    "tenancy_flag_enabled",
     "tenancy_switch",
     "tenant_filter",
     "tenant_lookup_for",

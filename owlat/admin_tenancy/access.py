@@ -108,6 +108,26 @@ def get_tenancy(request: HttpRequest) -> Tenancy:
     return tenancy
 
 
+def tenancy_flag_enabled(request: HttpRequest, flag: str) -> bool:
+    """DOM-17: is `flag` on for the active organization? Read once per request (a page asks for every screen)."""
+    tenancy = get_tenancy(request)
+    if tenancy.organization is None:
+        return False
+    cached = getattr(request, "_owlat_flags", None)
+    if cached is None or cached[0] != tenancy.organization_id:
+        from owlat.flags import resolve_flags
+        from owlat.models import OrganizationSettings
+
+        stored = (
+            OrganizationSettings.objects.filter(organization_id=tenancy.organization_id)
+            .values_list("feature_flags", flat=True)
+            .first()
+        )
+        cached = (tenancy.organization_id, resolve_flags(stored))
+        request._owlat_flags = cached
+    return bool(cached[1][flag])
+
+
 def tenancy_switch(request: HttpRequest, value: str) -> bool:
     """Make `value` (an organization id, or "all" for platform staff) the active choice. False if not allowed."""
     user = getattr(request, "user", None)

@@ -12,7 +12,7 @@ from unfold.admin import ModelAdmin as UnfoldModelAdmin
 from unfold.admin import StackedInline as UnfoldStackedInline
 from unfold.admin import TabularInline as UnfoldTabularInline
 
-from owlat.admin_tenancy.access import Tenancy, get_tenancy
+from owlat.admin_tenancy.access import Tenancy, get_tenancy, tenancy_flag_enabled
 from owlat.admin_tenancy.filtering import (
     _object_org_id,
     cross_organization_errors,
@@ -69,11 +69,8 @@ class TenantAdminMixin:
             return True
         if self.platform_only or tenancy.organization is None:
             return False
-        if self.feature_flag:
-            from owlat.flags import flag_enabled
-
-            if not flag_enabled(tenancy.organization_id, self.feature_flag):
-                return False
+        if self.feature_flag and not tenancy_flag_enabled(request, self.feature_flag):
+            return False
         return tenancy.allows(self.view_permission)
 
     def _owns(self, request: HttpRequest, obj: Any) -> bool:
