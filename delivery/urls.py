@@ -1,9 +1,11 @@
 """Public (non-API) URLs of the delivery app: tracking, unsubscribe, preference centre, double opt-in, and the
-provider webhooks (django-anymail's tracking endpoints under `/webhooks/<esp>/tracking/`, D-09)."""
+provider webhooks (django-anymail's tracking endpoints under `/webhooks/<esp>/tracking/`, D-09; only the
+providers Owlat supports are mounted, see `delivery.webhooks.PROVIDER_WEBHOOKS`)."""
 
-from django.urls import include, path
+from django.urls import path
 
 from delivery import views
+from delivery.webhooks import PROVIDER_WEBHOOKS, provider_webhook_view
 
 urlpatterns = [
     path("t/o/<str:token>", views.open_pixel, name="delivery-open"),
@@ -16,5 +18,17 @@ urlpatterns = [
     path("unsub/<str:token>", views.unsubscribe, name="delivery-unsubscribe"),
     path("preferences/<str:token>", views.preferences, name="delivery-preferences"),
     path("doi/confirm/<str:token>", views.doi_confirm_page, name="delivery-doi-confirm"),
-    path("webhooks/", include("anymail.urls")),
+    *(
+        path(
+            f"webhooks/{hook.slug}/tracking/",
+            provider_webhook_view(hook),
+            name=f"{hook.slug}-tracking-webhook",
+        )
+        for hook in PROVIDER_WEBHOOKS
+    ),
+    *(  # Mandrill's combined endpoint, as anymail mounts it
+        path("webhooks/mandrill/", provider_webhook_view(hook), name="mandrill-webhook")
+        for hook in PROVIDER_WEBHOOKS
+        if hook.slug == "mandrill"
+    ),
 ]

@@ -203,6 +203,7 @@ _ANYMAIL_ENV_NAMES = (
     "SENDGRID_API_KEY",
     "SENDGRID_API_URL",
     "SENDGRID_WEBHOOK_SECRET",
+    "SENDGRID_TRACKING_WEBHOOK_VERIFICATION_KEY",
     "MANDRILL_API_KEY",
     "MANDRILL_API_URL",
     "MANDRILL_WEBHOOK_KEY",
@@ -210,6 +211,8 @@ _ANYMAIL_ENV_NAMES = (
     "AMAZON_SES_CONFIGURATION_SET_NAME",
 )
 ANYMAIL = {name: env.str(name) for name in _ANYMAIL_ENV_NAMES if env.str(name, default="")}
+# Provider webhooks refuse unsigned events unless this is set, for development only (delivery/webhooks.py).
+PROVIDER_WEBHOOKS_ALLOW_UNSIGNED = env.bool("PROVIDER_WEBHOOKS_ALLOW_UNSIGNED", default=False)
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="owlat@localhost")
 SERVER_EMAIL = DEFAULT_FROM_EMAIL
 # Pacing per pool, messages/second (D-06); 0 = unlimited.

@@ -172,8 +172,8 @@ def test_bounce_webhooks_hard_and_soft(webhook_secret, make_campaign_send, org):
     client = Client()
     hard = make_campaign_send()
     soft = make_campaign_send()
-    send_transition(SendRef.of(hard), "sent", {"provider_message_id": "pm-hard"})
-    send_transition(SendRef.of(soft), "sent", {"provider_message_id": "pm-soft"})
+    send_transition(SendRef.of(hard), "sent", {"provider_message_id": "pm-hard", "provider_type": "postmark"})
+    send_transition(SendRef.of(soft), "sent", {"provider_message_id": "pm-soft", "provider_type": "postmark"})
     for mid, kind, rcpt in (
         ("pm-hard", "HardBounce", hard.contact_email),
         ("pm-soft", "SoftBounce", soft.contact_email),
