@@ -182,6 +182,9 @@ else:
 Q_BROKER_IS_TRANSACTIONAL = not REDIS_URL
 DUE_TASK_POLL_SECONDS = env.float("DUE_TASK_POLL_SECONDS", default=0.25)  # D-05: at most every 250 ms
 DUE_TASK_LEASE_SECONDS = env.int("DUE_TASK_LEASE_SECONDS", default=60)
+# Test only (issue 12): the enqueue helper hands every task to django-q2 twice, as a Redis redelivery or a crashed
+# worker would, so tests can prove that every task is duplicate-safe. Ignored outside test mode.
+OWLAT_TEST_DELIVER_TWICE = TESTING and env.bool("OWLAT_TEST_DELIVER_TWICE", default=False)
 
 # --- Email (D-09) ---------------------------------------------------------------------------------------
 EMAIL_PROVIDER = env.str("EMAIL_PROVIDER", default="")
