@@ -13,9 +13,10 @@ from testsupport.http import HttpReceiver, RecordedRequest, Reply
 from testsupport.queue import DrainedTask, QueuedTask, drain_queue, queued_tasks
 from testsupport.smtp import ReceivedMessage, SmtpAttempt, SmtpSink
 from testsupport.waiting import free_port, wait_until
-from testsupport.workers import WorkerSet, database_url_for_tests, worker_environment
+from testsupport.workers import BASE_DIR, WorkerSet, database_url_for_tests, worker_environment
 
 __all__ = [
+    "BASE_DIR",
     "DrainedTask",
     "HttpReceiver",
     "QueuedTask",
