@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count
@@ -24,6 +23,8 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
 from automations import services
+from automations.admin_forms.editor import AutomationForm, StepForm, StepFormSet, json_block
+from automations.admin_forms.views import template_autocomplete_view
 from automations.lifecycle import PUBLIC_ACTIONS
 from automations.models import (
     Automation,
@@ -35,7 +36,6 @@ from automations.models import (
 )
 from owlat.admin_tenancy import TenantModelAdmin, TenantTabularInline, get_tenancy
 
-NEXT_STEP = ""  # branch choice "fall through to the next step" (stored as null)
 LIFECYCLE_BUTTONS = {
     AutomationStatus.DRAFT: [("activate", "Activate")],
     AutomationStatus.ACTIVE: [("pause", "Pause")],
@@ -61,67 +61,7 @@ class StatusCountFilter(admin.SimpleListFilter):
         return queryset
 
 
-# --- the step inline ---------------------------------------------------------------------------------------------
-
-
-class StepForm(forms.ModelForm):
-    """One step. Condition steps pick their branch targets from the automation's step list."""
-
-    yes_branch = forms.TypedChoiceField(required=False, coerce=str, label="Yes → step")
-    no_branch = forms.TypedChoiceField(required=False, coerce=str, label="No → step")
-    position = forms.IntegerField(required=False, min_value=0, help_text="Move this step to this position.")
-
-    class Meta:
-        model = AutomationStep
-        fields = ("step_type", "config")
-        widgets = {"config": forms.Textarea(attrs={"rows": 3, "cols": 60})}
-
-    def __init__(self, *args: Any, step_choices: list[tuple[str, str]] | None = None, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        choices = [(NEXT_STEP, "— next step —"), *(step_choices or [])]
-        self.fields["yes_branch"].choices = choices
-        self.fields["no_branch"].choices = choices
-        if not self.instance._state.adding:
-            self.fields["position"].initial = self.instance.step_index
-            if self.instance.step_type == StepType.CONDITION:
-                for key, name in (("yesBranchStepIndex", "yes_branch"), ("noBranchStepIndex", "no_branch")):
-                    value = (self.instance.config or {}).get(key)
-                    self.fields[name].initial = "" if value is None else str(value)
-
-    def clean(self) -> dict[str, Any]:
-        cleaned = super().clean()
-        if cleaned.get("DELETE") or (not self.has_changed() and not self.instance._state.adding):
-            return cleaned
-        step_type = cleaned.get("step_type")
-        config = cleaned.get("config")
-        if step_type == StepType.CONDITION and isinstance(config, dict):
-            config = dict(config)
-            for key, name in (("yesBranchStepIndex", "yes_branch"), ("noBranchStepIndex", "no_branch")):
-                raw = cleaned.get(name)
-                config[key] = int(raw) if raw not in (None, "") else None
-        try:
-            cleaned["step_type"], cleaned["config"] = services.validate_step(
-                step_type, config, organization_id=self.instance.organization_id
-            )
-        except services.AutomationInvalid as exc:
-            self.add_error("config" if (exc.field or "").startswith("config") else None, exc.message)
-        return cleaned
-
-
-class StepFormSet(forms.BaseInlineFormSet):
-    def get_form_kwargs(self, index):
-        kwargs = super().get_form_kwargs(index)
-        kwargs["step_choices"] = self.step_choices
-        return kwargs
-
-    @property
-    def step_choices(self) -> list[tuple[str, str]]:
-        if self.instance._state.adding:
-            return []
-        return [
-            (str(s.step_index), f"{s.step_index}: {s.step_type}")
-            for s in AutomationStep.objects.filter(automation=self.instance).order_by("step_index")
-        ]
+# --- the step inline (forms: automations/admin_forms) -------------------------------------------------------------
 
 
 class StepInline(TenantTabularInline):
@@ -130,17 +70,8 @@ class StepInline(TenantTabularInline):
     formset = StepFormSet
     extra = 0
     ordering = ("step_index",)
-    fields = (
-        "step_index",
-        "step_type",
-        "config",
-        "yes_branch",
-        "no_branch",
-        "position",
-        "email_template",
-        "funnel",
-    )
-    readonly_fields = ("step_index", "email_template", "funnel")
+    fields = ("step_index", "step_type", "settings", "position", "stored_config", "funnel")
+    readonly_fields = ("step_index", "stored_config", "funnel")
     manage_permission = "automations:manage"
     feature_flag = "automations"
 
@@ -155,6 +86,10 @@ class StepInline(TenantTabularInline):
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return self._draft(obj) and super().has_delete_permission(request, obj)
+
+    @admin.display(description="stored JSON")
+    def stored_config(self, step: AutomationStep) -> str:
+        return json_block(step.config) if step.pk else "—"
 
     @admin.display(description="template")
     def email_template(self, step: AutomationStep) -> str:
@@ -193,32 +128,6 @@ class StepInline(TenantTabularInline):
 # --- the automation editor ---------------------------------------------------------------------------------------
 
 
-class AutomationForm(forms.ModelForm):
-    class Meta:
-        model = Automation
-        fields = ("name", "description", "trigger_type", "trigger_config")
-        widgets = {"trigger_config": forms.Textarea(attrs={"rows": 2, "cols": 60})}
-        help_texts = {
-            "trigger_config": 'contact_updated: {"propertyKey": "firstName"} · event_received: {"eventName": '
-            '"signup"} · topic_subscribed: {"topicId": "<topic id>"} · contact_created: none'
-        }
-
-    def clean(self) -> dict[str, Any]:
-        cleaned = super().clean()
-        if "trigger_type" in self.fields and not self.fields["trigger_type"].disabled:
-            try:
-                cleaned["trigger_type"], cleaned["trigger_config"] = services.validate_trigger(
-                    cleaned.get("trigger_type"),
-                    cleaned.get("trigger_config"),
-                    organization_id=self.instance.organization_id,
-                )
-            except services.AutomationInvalid as exc:
-                self.add_error(
-                    "trigger_config" if "Config" in (exc.field or "") else "trigger_type", exc.message
-                )
-        return cleaned
-
-
 @admin.register(Automation)
 class AutomationAdmin(TenantModelAdmin):
     form = AutomationForm
@@ -248,10 +157,11 @@ class AutomationAdmin(TenantModelAdmin):
         "consecutive_run_failures",
         "runs_link",
         "step_funnel",
+        "trigger_config_json",
     )
     fieldsets = (
         (None, {"fields": ("name", "description", "status", "activated_at", "paused_at")}),
-        ("Trigger", {"fields": ("trigger_type", "trigger_config")}),
+        ("Trigger", {"fields": ("trigger_type", "trigger_settings", "trigger_config_json")}),
         ("Statistics", {"fields": ("counters", "consecutive_run_failures", "runs_link", "step_funnel")}),
     )
     actions = ["duplicate_automations"]
@@ -262,8 +172,21 @@ class AutomationAdmin(TenantModelAdmin):
     def get_readonly_fields(self, request: HttpRequest, obj: Automation | None = None):
         fields = list(super().get_readonly_fields(request, obj))
         if obj is not None and obj.status != AutomationStatus.DRAFT:
-            fields += ["trigger_type", "trigger_config"]  # AUT-02: trigger edits only in draft
+            fields += ["trigger_type"]  # AUT-02: trigger edits only in draft
         return fields
+
+    def get_fieldsets(self, request: HttpRequest, obj: Automation | None = None):
+        fieldsets = super().get_fieldsets(request, obj)
+        if obj is not None and obj.status != AutomationStatus.DRAFT:  # no settings form outside draft
+            fieldsets = [
+                (name, {**opts, "fields": [f for f in opts["fields"] if f != "trigger_settings"]})
+                for name, opts in fieldsets
+            ]
+        return fieldsets
+
+    @admin.display(description="stored JSON")
+    def trigger_config_json(self, obj: Automation) -> str:
+        return json_block(obj.trigger_config)
 
     @admin.display(description="steps", ordering="_step_count")
     def step_count(self, obj: Automation) -> int:
@@ -441,6 +364,11 @@ class AutomationAdmin(TenantModelAdmin):
     # -- lifecycle buttons ----------------------------------------------------------------------------------------
     def get_urls(self):
         return [
+            path(
+                "template-autocomplete/",
+                self.admin_site.admin_view(template_autocomplete_view),
+                name="automations_automation_template_autocomplete",
+            ),
             path(
                 "<uuid:object_id>/transition/<str:verb>/",
                 self.admin_site.admin_view(self.transition_view),

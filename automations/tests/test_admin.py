@@ -25,7 +25,6 @@ def inline_data(automation, rows, extra=()):
         "name": automation.name,
         "description": automation.description or "",
         "trigger_type": automation.trigger_type,
-        "trigger_config": "null",
         f"{prefix}-TOTAL_FORMS": str(len(rows) + len(extra)),
         f"{prefix}-INITIAL_FORMS": str(len(rows)),
         f"{prefix}-MIN_NUM_FORMS": "0",
@@ -37,22 +36,22 @@ def inline_data(automation, rows, extra=()):
     return data
 
 
-def row(step, **overrides):
-    import json
+def settings_data(step_type, config):
+    """The settings sub-form's POST fields (`<type>-<field>`) that show a stored config."""
+    from automations.admin_forms.steps import STEP_FORMS
 
+    initial = STEP_FORMS[step_type].initial_from_config(config)
+    return {f"{step_type}-{k}": "" if v is None else str(v) for k, v in initial.items()}
+
+
+def row(step, **overrides):
     base = {
         "id": str(step.pk),
         "automation": str(step.automation_id),
         "step_type": step.step_type,
-        "config": json.dumps(step.config),
         "position": str(step.step_index),
-        "yes_branch": "",
-        "no_branch": "",
+        **settings_data(step.step_type, step.config),
     }
-    if step.step_type == "condition":
-        for key, name in (("yesBranchStepIndex", "yes_branch"), ("noBranchStepIndex", "no_branch")):
-            value = step.config.get(key)
-            base[name] = "" if value is None else str(value)
     base.update(overrides)
     return base
 
@@ -116,17 +115,20 @@ def test_create_automation_with_steps_through_the_editor(client, django_user_mod
         "name": "Welcome",
         "description": "",
         "trigger_type": "event_received",
-        "trigger_config": '{"eventName": "signup"}',
+        "trigger-event_name": "signup",
         "steps-TOTAL_FORMS": "2",
         "steps-INITIAL_FORMS": "0",
         "steps-MIN_NUM_FORMS": "0",
         "steps-MAX_NUM_FORMS": "1000",
         "steps-0-step_type": "delay",
-        "steps-0-config": '{"duration": 1, "unit": "days"}',
+        "steps-0-delay-duration": "1",
+        "steps-0-delay-unit": "days",
         "steps-1-step_type": "condition",
-        "steps-1-config": '{"condition": {"kind": "email_activity", "field": "opened", "operator": "is_true"}}',
-        "steps-1-yes_branch": "",
-        "steps-1-no_branch": "",
+        "steps-1-condition-kind": "email_activity",
+        "steps-1-condition-activity": "opened",
+        "steps-1-condition-activity_operator": "is_true",
+        "steps-1-condition-yes_branch": "",
+        "steps-1-condition-no_branch": "",
     }
     r = client.post(reverse("admin:automations_automation_add"), data)
     assert r.status_code == 302, r.content.decode()[:3000]
@@ -145,10 +147,10 @@ def test_invalid_step_config_is_a_form_error(client, django_user_model, org, mak
     login(client, django_user_model, org)
     automation = make_automation([DELAY_1H])
     [step] = automation.steps.all()
-    data = inline_data(automation, [row(step, config='{"duration": -3, "unit": "days"}')])
+    data = inline_data(automation, [row(step, **{"delay-duration": "-3"})])
     r = client.post(reverse("admin:automations_automation_change", args=[automation.pk]), data)
     assert r.status_code == 200
-    assert "duration must be a number greater than 0" in r.content.decode()
+    assert "Wait: Enter a number greater than 0." in r.content.decode()
 
 
 def test_branch_targets_are_chosen_from_the_step_list_and_follow_reorders(
@@ -165,10 +167,15 @@ def test_branch_targets_are_chosen_from_the_step_list_and_follow_reorders(
     steps = list(automation.steps.order_by("step_index"))
     change = reverse("admin:automations_automation_change", args=[automation.pk])
     html = client.get(change).content.decode()
-    assert "2: delay" in html and "— next step —" in html
+    assert "step 2 (delay)" in html and "the next step" in html
     # pick yes → step 2, no → step 0
     data = inline_data(
-        automation, [row(steps[0]), row(steps[1], yes_branch="2", no_branch="0"), row(steps[2])]
+        automation,
+        [
+            row(steps[0]),
+            row(steps[1], **{"condition-yes_branch": "2", "condition-no_branch": "0"}),
+            row(steps[2]),
+        ],
     )
     r = client.post(change, data)
     assert r.status_code == 302, r.content.decode()[:3000]
@@ -197,8 +204,8 @@ def test_steps_and_trigger_are_read_only_outside_draft(client, django_user_model
     login(client, django_user_model, org)
     automation = make_automation([DELAY_1H], status="active")
     html = client.get(reverse("admin:automations_automation_change", args=[automation.pk])).content.decode()
-    assert 'name="steps-0-config"' not in html
-    assert 'name="trigger_type"' not in html
+    assert 'name="steps-0-delay-duration"' not in html
+    assert 'name="trigger_type"' not in html and 'name="trigger-event_name"' not in html
     assert "Pause" in html
 
 

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.views.main import ChangeList
 from django.core.exceptions import ValidationError
 from django.db.models import Count, Q
 from django.http import HttpRequest
+from django.urls import path
 
 from owlat.admin.service_writes import adopt_written_row
 from owlat.admin_tenancy import (
     TenantModelAdmin,
 )
+from owlat.forms.nested import json_block
+from owlat.forms.segments import SegmentForm, segment_count_view
 from owlat.models import (
     Segment,
     Topic,
@@ -102,26 +104,6 @@ class TopicAdmin(TenantModelAdmin):
         return super().has_delete_permission(request, obj)
 
 
-class SegmentForm(forms.ModelForm):
-    filters = forms.JSONField(
-        initial={"logic": "AND", "conditions": []},
-        help_text='{"logic": "AND"|"OR", "conditions": [...]} in the condition language (AUT-34).',
-        widget=forms.Textarea(attrs={"rows": 12, "cols": 80, "style": "font-family: monospace"}),
-    )
-
-    class Meta:
-        model = Segment
-        fields = ("organization", "name", "description", "filters")
-
-    def clean_filters(self) -> dict[str, Any]:
-        from owlat.conditions import ConditionError, canonicalize_filters
-
-        try:
-            return canonicalize_filters(self.cleaned_data.get("filters"))
-        except ConditionError as exc:
-            raise ValidationError(f"Invalid filters: {exc}")
-
-
 class SegmentChangeList(ChangeList):
     """Computes the live count of every segment on the page in one query per organization."""
 
@@ -158,14 +140,22 @@ class SegmentAdmin(TenantModelAdmin):
     manage_permission = "segments:manage"
     list_display = ("name", "live_count", "cached_count", "cached_count_at", "updated_at")
     search_fields = ("name", "description")
-    readonly_fields = ("live_count", "cached_count", "cached_count_at")
+    readonly_fields = ("live_count", "cached_count", "cached_count_at", "filters_json")
 
     def get_changelist(self, request: HttpRequest, **kwargs: Any):
         return SegmentChangeList
 
     def get_fields(self, request: HttpRequest, obj: Any = None):
-        fields = ["organization", "name", "description", "filters"]
+        fields = ["organization", "name", "description", "filters_builder"]
         return fields if obj is None else [*fields, *self.readonly_fields]
+
+    def get_urls(self):
+        count = path("count/", self.admin_site.admin_view(segment_count_view), name="owlat_segment_count")
+        return [count, *super().get_urls()]
+
+    @admin.display(description="stored JSON")
+    def filters_json(self, obj: Segment) -> str:
+        return json_block(obj.filters)
 
     @admin.display(description="live count")
     def live_count(self, obj: Segment) -> int | str:

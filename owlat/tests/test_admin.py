@@ -542,16 +542,28 @@ def test_segment_live_count_and_validation(client, world):
     response = client.get(url(Segment, "changelist"))
     counts = {s.name: s._live_count for s in response.context["cl"].result_list}
     assert counts == {"alpha segment": 4, "zeds": 3, "corrupt": 0}
-    # invalid filters are a form error
+    # invalid filters are a form error that names the row and the field (the builder: owlat/forms/conditions)
+    def builder(**row):
+        return {
+            "filters-logic": "AND",
+            "filters-conditions-TOTAL_FORMS": "1",
+            "filters-conditions-INITIAL_FORMS": "0",
+            **{f"filters-conditions-0-{k}": v for k, v in row.items()},
+        }
+
     response = client.post(
         url(Segment, "add"),
-        {"name": "broken", "filters": '{"logic": "AND", "conditions": [{"kind": "nope"}]}'},
+        {"name": "broken", **builder(kind="contact_property", field="firstName", operator="gt", value="x")},
     )
     assert response.status_code == 200
-    assert "Invalid filters" in response.content.decode()
+    assert "Condition 1 · Value: Enter a number to compare with" in response.content.decode()
     assert not Segment.objects.filter(name="broken").exists()
-    response = client.post(url(Segment, "add"), {"name": "fine", "filters": __import__("json").dumps(zed)})
+    response = client.post(
+        url(Segment, "add"),
+        {"name": "fine", **builder(kind="contact_property", field="firstName", operator="equals", value="Zed")},
+    )
     assert response.status_code == 302
+    assert Segment.objects.get(name="fine").filters == zed
     assert Segment.objects.get(name="fine").cached_count == 3
 
 
