@@ -542,6 +542,7 @@ def test_segment_live_count_and_validation(client, world):
     response = client.get(url(Segment, "changelist"))
     counts = {s.name: s._live_count for s in response.context["cl"].result_list}
     assert counts == {"alpha segment": 4, "zeds": 3, "corrupt": 0}
+
     # invalid filters are a form error that names the row and the field (the builder: owlat/forms/conditions)
     def builder(**row):
         return {
@@ -560,7 +561,10 @@ def test_segment_live_count_and_validation(client, world):
     assert not Segment.objects.filter(name="broken").exists()
     response = client.post(
         url(Segment, "add"),
-        {"name": "fine", **builder(kind="contact_property", field="firstName", operator="equals", value="Zed")},
+        {
+            "name": "fine",
+            **builder(kind="contact_property", field="firstName", operator="equals", value="Zed"),
+        },
     )
     assert response.status_code == 302
     assert Segment.objects.get(name="fine").filters == zed

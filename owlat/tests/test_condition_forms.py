@@ -185,12 +185,18 @@ def test_segment_admin_builder_live_count_and_stored_json(client, django_user_mo
 
     for i, plan in enumerate(["pro", "pro", "free"]):
         contact_find_or_create(
-            organization_id=org.pk, email=f"p{i}@example.com", source="api", actor="t", properties={"plan": plan}
+            organization_id=org.pk,
+            email=f"p{i}@example.com",
+            source="api",
+            actor="t",
+            properties={"plan": plan},
         )
     user = django_user_model.objects.create_user(username="own", password="pw", is_staff=True)
     Membership.objects.create(user=user, organization=org, role="owner")
     client.force_login(user)
-    data = filters_data("AND", [{"kind": "contact_property", "field": "plan", "operator": "equals", "value": "PRO"}])
+    data = filters_data(
+        "AND", [{"kind": "contact_property", "field": "plan", "operator": "equals", "value": "PRO"}]
+    )
     data = {k.replace("f-", "filters-", 1): v for k, v in data.items()}
     count_url = reverse("admin:owlat_segment_count") + f"?organization={org.pk}"
     assert client.post(count_url, data).json() == {"count": 2, "label": "2 contacts match now"}
