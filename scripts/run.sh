@@ -8,11 +8,12 @@ source scripts/venv.sh
 ensure_venv
 
 mkdir -p var
-export DEBUG="${DEBUG:-1}"
-export EMAIL_PROVIDER="${EMAIL_PROVIDER:-local}"   # D-09: set explicitly; mail is stored for the admin to show
+# .env: written on the first run (a random SECRET_KEY, DEBUG=1, EMAIL_PROVIDER=local — D-09: mail is stored for
+# the admin to show —, SITE_URL, DATABASE_URL), reused later; manage.py in any terminal reads the same file.
+# The environment wins over .env for this run.
+[ -f .env ] || echo "== writing .env (SECRET_KEY, DEBUG, EMAIL_PROVIDER, SITE_URL, DATABASE_URL; mode 0600)"
+eval "$(.venv/bin/python scripts/dotenv.py --file .env)"
 export PORT="${PORT:-8000}"
-export SITE_URL="${SITE_URL:-http://127.0.0.1:$PORT}"
-export DATABASE_URL="${DATABASE_URL:-sqlite:///$PWD/var/owlat.sqlite3}"
 export PYTHONUNBUFFERED=1
 PY=.venv/bin/python
 

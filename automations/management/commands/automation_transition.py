@@ -9,13 +9,14 @@ from django.core.management.base import BaseCommand, CommandError
 
 from automations.lifecycle import PUBLIC_ACTIONS
 from automations.services import AutomationInvalid, automation_transition_operator
+from owlat.management.arguments import uuid_arg
 
 
 class Command(BaseCommand):
     help = "Move an automation through its lifecycle (activate, pause, resume, revert-to-draft)."
 
     def add_arguments(self, parser: Any) -> None:
-        parser.add_argument("automation_id")
+        parser.add_argument("automation_id", type=uuid_arg)
         parser.add_argument("action", choices=sorted(PUBLIC_ACTIONS))
         parser.add_argument(
             "--actor",

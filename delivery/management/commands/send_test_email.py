@@ -3,6 +3,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from delivery.services import test_email_send
+from owlat.management.arguments import email_arg, uuid_arg
 from owlat.models import Organization
 
 
@@ -10,11 +11,11 @@ class Command(BaseCommand):
     help = "Send a test email to an address through the configured delivery provider."
 
     def add_arguments(self, parser):
-        parser.add_argument("to", help="recipient address")
+        parser.add_argument("to", type=email_arg, help="recipient address")
         parser.add_argument("--organization", help="organization id or name (default: the only one)")
-        parser.add_argument("--template", help="email template id")
+        parser.add_argument("--template", type=uuid_arg, help="email template id")
         parser.add_argument("--transactional", help="transactional email slug")
-        parser.add_argument("--contact", help="contact id used for personalization")
+        parser.add_argument("--contact", type=uuid_arg, help="contact id used for personalization")
         parser.add_argument("--language")
         parser.add_argument("--subject", default=None)
         parser.add_argument("--now", action="store_true", help="dispatch in this process instead of the pool")

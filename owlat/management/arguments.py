@@ -1,0 +1,29 @@
+"""Argument types for management commands: a malformed value is argparse's one-line usage error, never a
+traceback from deep inside the ORM (issue 8 item 5)."""
+
+from __future__ import annotations
+
+import argparse
+import uuid
+
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_email
+
+
+def uuid_arg(value: str) -> str:
+    """An id (UUID); returned as its canonical string."""
+    try:
+        return str(uuid.UUID(value))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not an id (expected a UUID such as 5cde0dfc-066a-…)"
+        ) from None
+
+
+def email_arg(value: str) -> str:
+    """An email address."""
+    try:
+        validate_email(value)
+    except ValidationError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a valid email address") from None
+    return value
