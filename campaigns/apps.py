@@ -4,3 +4,24 @@ from django.apps import AppConfig
 class CampaignsConfig(AppConfig):
     name = "campaigns"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from campaigns.completion import on_campaign_complaint, try_complete_campaign
+        from delivery.lifecycle import register_complaint_handler, register_completion_handler
+
+        # DLV-18: after an applied transition of a campaign row out of `queued`
+        register_completion_handler("campaign", try_complete_campaign)
+        # DLV-11: the suspicious-pattern flag on a complaint
+        register_complaint_handler("campaign", on_campaign_complaint)
+
+        from campaigns.services import (
+            campaigns_using_segment,
+            campaigns_using_template,
+            campaigns_using_topic,
+        )
+        from owlat.api.inuse import register_segment_in_use, register_topic_in_use
+        from templates.services import register_template_in_use
+
+        register_template_in_use(campaigns_using_template)
+        register_topic_in_use(campaigns_using_topic)
+        register_segment_in_use(campaigns_using_segment)

@@ -1,3 +1,9 @@
 """Public (non-API) URLs of the campaigns app."""
 
-urlpatterns: list = []
+from django.urls import path
+
+from campaigns import views
+
+urlpatterns = [
+    path("archive", views.archive_view, name="campaign-archive"),
+]

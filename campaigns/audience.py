@@ -1,0 +1,193 @@
+"""Audiences: validation (CMP-02), freezing (CMP-28), paged candidate reads and the eligibility predicate
+(CMP-30). Candidates are walked in contact-id order with a keyset cursor, one page at a time; the audience is
+never materialized."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import QuerySet, Value
+
+from campaigns.models import Campaign
+from owlat.models import BlockedEmail, Contact, ContactTopic, DoiStatus, Segment, Topic
+
+PAGE_SIZE = 500  # CMP-29 [orig]
+_CONTACT_FIELDS = (
+    "id",
+    "email",
+    "first_name",
+    "last_name",
+    "language",
+    "timezone",
+    "deleted_at",
+    "unsubscribed_at",
+    "doi_status",
+)
+
+
+class AudienceError(ValueError):
+    def __init__(self, message: str, field: str = "audience") -> None:
+        super().__init__(message)
+        self.message = message
+        self.field = field
+
+
+def _uuid(value: Any) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(str(value))
+    except (TypeError, ValueError, AttributeError):
+        return None
+
+
+def audience_clean(organization_id: Any, raw: Any) -> dict[str, Any] | None:
+    """CMP-02: exactly `{"kind": "topic", "topicId"}` or `{"kind": "segment", "segmentId"}` of this org."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise AudienceError("Audience must be an object")
+    kind = raw.get("kind")
+    if kind == "topic":
+        pk = _uuid(raw.get("topicId"))
+        if pk is None or not Topic.objects.filter(pk=pk, organization_id=organization_id).exists():
+            raise AudienceError("Topic not found", "audience.topicId")
+        return {"kind": "topic", "topicId": str(pk)}
+    if kind == "segment":
+        pk = _uuid(raw.get("segmentId"))
+        if pk is None or not Segment.objects.filter(pk=pk, organization_id=organization_id).exists():
+            raise AudienceError("Segment not found", "audience.segmentId")
+        return {"kind": "segment", "segmentId": str(pk)}
+    raise AudienceError('Audience kind must be "topic" or "segment"', "audience.kind")
+
+
+def audience_frozen(campaign: Campaign) -> dict[str, Any] | None:
+    """CMP-28: a segment audience without `frozenFilters` gets the segment's current filters; topic audiences,
+    frozen segments and deleted segments pass unchanged. Returns the new audience, or None when unchanged."""
+    audience = campaign.audience
+    if not isinstance(audience, dict) or audience.get("kind") != "segment" or "frozenFilters" in audience:
+        return None
+    segment = Segment.objects.filter(
+        pk=_uuid(audience.get("segmentId")), organization_id=campaign.organization_id
+    ).first()
+    if segment is None:
+        return None
+    return {**audience, "frozenFilters": segment.filters}
+
+
+@dataclass(frozen=True)
+class Candidate:
+    contact_id: str
+    email: str
+    first_name: str | None
+    last_name: str | None
+    language: str | None
+    timezone: str | None
+
+
+@dataclass(frozen=True)
+class Page:
+    eligible: list[Candidate]
+    read: int  # candidates read from the audience (before eligibility)
+    next_cursor: str
+    exhausted: bool
+
+
+def _candidate_ids(organization_id: Any, audience: dict[str, Any], cursor: str, limit: int) -> QuerySet:
+    """The next `limit` candidate contact ids after `cursor`, as `(contact_id, pending_doi)` rows."""
+    after = _uuid(cursor) if cursor else None
+    if audience.get("kind") == "topic":
+        qs = ContactTopic.objects.filter(
+            organization_id=organization_id, topic_id=_uuid(audience.get("topicId"))
+        )
+        if after:
+            qs = qs.filter(contact_id__gt=after)
+        return qs.order_by("contact_id").values_list("contact_id", "pending_doi_confirmation")[:limit]
+    from owlat.conditions import filters_queryset_safe
+
+    filters = audience.get("frozenFilters")
+    if filters is None:
+        segment = Segment.objects.filter(
+            pk=_uuid(audience.get("segmentId")), organization_id=organization_id
+        ).first()
+        filters = segment.filters if segment else None
+    if filters is None:  # a deleted segment resolves to nobody
+        qs = Contact.objects.none()
+    else:
+        qs = filters_queryset_safe(organization_id, filters, warn=True, context=f"audience {audience}")
+    if after:
+        qs = qs.filter(pk__gt=after)
+    return qs.order_by("pk").values_list("pk", Value(False))[:limit]
+
+
+def audience_page(
+    organization_id: Any, audience: dict[str, Any], cursor: str, *, limit: int = PAGE_SIZE
+) -> Page:
+    """Read one page of candidates and apply CMP-30 in order: live → has an email → not suppressed →
+    not unsubscribed → (topic audiences) DOI confirmed/not required when the topic requires DOI → (topic
+    audiences) membership not pending DOI."""
+    from owlat.contacts import normalize_email
+
+    rows = list(_candidate_ids(organization_id, audience, cursor, limit))
+    if not rows:
+        return Page([], 0, cursor, True)
+    next_cursor = str(rows[-1][0])
+    pending = {cid: bool(p) for cid, p in rows}
+    is_topic = audience.get("kind") == "topic"
+    requires_doi = False
+    if is_topic:
+        requires_doi = bool(
+            Topic.objects.filter(pk=_uuid(audience.get("topicId")))
+            .values_list("require_double_opt_in", flat=True)
+            .first()
+        )
+    contacts = {
+        c["id"]: c
+        for c in Contact.objects.filter(organization_id=organization_id, pk__in=list(pending)).values(
+            *_CONTACT_FIELDS
+        )
+    }
+    emails = {normalize_email(c["email"]) for c in contacts.values() if c["email"]}
+    blocked = set(
+        BlockedEmail.objects.filter(organization_id=organization_id, email__in=list(emails)).values_list(
+            "email", flat=True
+        )
+    )
+    eligible: list[Candidate] = []
+    for cid, _ in rows:
+        c = contacts.get(cid)
+        if c is None or c["deleted_at"] is not None:
+            continue
+        email = (c["email"] or "").strip()
+        if not email:
+            continue
+        if normalize_email(email) in blocked:
+            continue
+        if c["unsubscribed_at"] is not None:
+            continue
+        if is_topic:
+            if requires_doi and c["doi_status"] not in (DoiStatus.CONFIRMED, DoiStatus.NOT_REQUIRED):
+                continue
+            if pending[cid]:
+                continue
+        eligible.append(
+            Candidate(str(cid), email, c["first_name"], c["last_name"], c["language"], c["timezone"])
+        )
+    return Page(eligible, len(rows), next_cursor, len(rows) < limit)
+
+
+def audience_eligible_count(
+    organization_id: Any, audience: dict[str, Any] | None, *, cap: int = 100_000
+) -> int:
+    """The live eligible-recipient count for the admin (walks pages up to `cap` candidates)."""
+    if not isinstance(audience, dict) or audience.get("kind") not in ("topic", "segment"):
+        return 0
+    total, cursor, read = 0, "", 0
+    while read < cap:
+        page = audience_page(organization_id, audience, cursor, limit=2000)
+        total += len(page.eligible)
+        read += page.read
+        cursor = page.next_cursor
+        if page.exhausted:
+            break
+    return total

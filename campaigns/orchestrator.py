@@ -1,0 +1,237 @@
+"""The send orchestrator `start_campaign_send` (CMP-22 … CMP-28) and the winner-to-remainder phase (CMP-33).
+
+Exactly one pipeline run per → `sending` (CMP-23): a run that finds the campaign `scheduled` only moves it to
+`sending` (actor `system:scheduler_tick`) and stops; the run enqueued by that transition's effect does the rest.
+The scan (pure, plus an optional Safe Browsing lookup) runs outside any transaction; its outcome, the archive
+snapshot, the audience freeze and the send-job checkpoint are then written in one transaction under the
+campaign's row lock, which is also where a duplicated run finds the job and skips ("Already running").
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from campaigns.ab_lifecycle import TESTING
+from campaigns.abtest import cohort_fraction
+from campaigns.lifecycle import (
+    ACTOR_CONTENT_SCAN,
+    ACTOR_SCHEDULER,
+    CANCELLED,
+    DRAFT,
+    PENDING_REVIEW,
+    SCHEDULED,
+    SENDING,
+    SENT,
+    campaign_transition,
+    campaign_transition_locked,
+)
+from campaigns.models import Campaign, CampaignSendJob, ContentScanResult, SendJobPhase, VariantMode
+from campaigns.preflight import validate_ready_to_send
+
+logger = logging.getLogger(__name__)
+
+PAGE_TASK = "campaigns.tasks.campaign_resolve_page_task"
+TASK_QUEUE = "campaign"
+
+
+class OrchestratorError(Exception):
+    pass
+
+
+def effective_subject(campaign: Campaign, template: Any) -> str:
+    return campaign.subject or template.subject or ""
+
+
+def scan_input(campaign: Campaign, template: Any) -> tuple[str, str]:
+    """The effective subject and the rendered HTML (default language, no personal data)."""
+    from templates.rendering import prepare_template, render_prepared
+
+    rendered = render_prepared(
+        prepare_template(template, None), {}, subject_override=campaign.subject or None
+    )
+    return effective_subject(campaign, template), rendered.html
+
+
+def campaign_scan(campaign: Campaign, template: Any) -> tuple[Any, str]:
+    """CMP-25: the scan result and the content fingerprint (CMP-12)."""
+    from campaigns.scanner import content_fingerprint, extract_links, safe_browsing_flags, scan_content
+
+    subject, html = scan_input(campaign, template)
+    result = scan_content(subject, html, url_flags=safe_browsing_flags(extract_links(html)))
+    return result, content_fingerprint(subject, html)
+
+
+def send_job_open(
+    campaign: Campaign,
+    *,
+    variant_mode: str,
+    audience: dict[str, Any],
+    test_fraction: float | None = None,
+    split_percentage: int | None = None,
+    winning_variant: str | None = None,
+    at: dt.datetime,
+) -> CampaignSendJob:
+    """CMP-03: create the job, or reset the campaign's existing one; enqueue the first page hop."""
+    from owlat.jobs import enqueue
+
+    job, _ = CampaignSendJob.objects.update_or_create(
+        campaign=campaign,
+        defaults={
+            "organization_id": campaign.organization_id,
+            "phase": SendJobPhase.RESOLVING,
+            "variant_mode": variant_mode,
+            "test_fraction": test_fraction,
+            "split_percentage": split_percentage,
+            "winning_variant": winning_variant,
+            "cursor": "",
+            "audience": audience,
+            "enqueued_count": 0,
+            "total_candidates": 0,
+            "pages": 0,
+            "started_at": at,
+            "updated_at": at,
+            "finished_at": None,
+        },
+    )
+    enqueue(PAGE_TASK, str(campaign.pk), "", queue=TASK_QUEUE)
+    return job
+
+
+def start_campaign_send(campaign_id: Any, *, now: dt.datetime | None = None) -> str:
+    """CMP-22 … CMP-29. Returns a short summary ("skipped: …" for the guards)."""
+    now = now or timezone.now()
+    campaign = Campaign.objects.filter(pk=campaign_id).select_related("email_template").first()
+    if campaign is None:
+        raise OrchestratorError(f"Campaign {campaign_id} not found")
+    # CMP-22
+    skip = {
+        CANCELLED: "Campaign was cancelled",
+        DRAFT: "Campaign was unscheduled",
+        SENT: "Campaign was already sent",
+        PENDING_REVIEW: "Campaign is held for review",
+    }.get(campaign.status)
+    if skip:
+        return f"skipped: {skip}"
+    if campaign.status == SCHEDULED and campaign.scheduled_at and campaign.scheduled_at > now:
+        return "skipped: Not yet due (rescheduled)"
+    if campaign.status == SENDING and _already_running(campaign):
+        return "skipped: Already running"
+    # CMP-24
+    preflight = validate_ready_to_send(campaign, now=now)
+    if not preflight.ready:
+        return f"skipped: Pre-flight failed: {preflight.message}"
+    template = campaign.email_template
+    if not (template.html_content or "").strip():
+        raise OrchestratorError(f"Template {template.pk} of campaign {campaign.pk} has no rendered HTML")
+    # CMP-23: a scheduled campaign is only moved to sending; that transition enqueues the run that sends.
+    if campaign.status == SCHEDULED:
+        outcome = campaign_transition(campaign_id=campaign.pk, to=SENDING, actor=ACTOR_SCHEDULER, at=now)
+        return f"moved to sending ({outcome.applied or outcome.reason})"
+    # CMP-25 (outside any transaction: the Safe Browsing lookup is HTTP)
+    scan, fingerprint = campaign_scan(campaign, template)
+    with transaction.atomic():
+        locked = Campaign.objects.select_for_update().get(pk=campaign.pk)
+        if locked.status != SENDING:
+            return f"skipped: campaign is {locked.status}"
+        if _already_running(locked):
+            return "skipped: Already running"
+        approved = fingerprint == locked.approved_content_fingerprint
+        level = "clean" if approved else scan.level
+        if scan.level != "clean":
+            ContentScanResult.objects.create(
+                organization_id=locked.organization_id,
+                campaign=locked,
+                score=scan.score,
+                level=scan.level,
+                flags=scan.flag_dicts(),
+                fingerprint=fingerprint,
+                scanned_at=now,
+            )
+        if level == "blocked":
+            reason = "Content blocked: " + "; ".join(f.description for f in scan.flags)
+            campaign_transition_locked(
+                locked, DRAFT, actor=ACTOR_CONTENT_SCAN, input={"content_block_reason": reason}, at=now
+            )
+            return f"skipped: Content blocked by scanner (score: {scan.score}/100)"
+        if level == "suspicious":
+            campaign_transition_locked(locked, PENDING_REVIEW, actor=ACTOR_CONTENT_SCAN, at=now)
+            return f"skipped: Content flagged for review (score: {scan.score}/100)"
+        # CMP-27 archive snapshot, CMP-28 freeze
+        from campaigns.archive import archive_snapshot_fields
+        from campaigns.audience import audience_frozen
+
+        updates: dict[str, Any] = archive_snapshot_fields(locked, template)
+        frozen = audience_frozen(locked)
+        if frozen is not None:
+            updates["audience"] = frozen
+        if updates:
+            Campaign.objects.filter(pk=locked.pk).update(**updates)
+            for key, value in updates.items():
+                setattr(locked, key, value)
+        # CMP-29: open the checkpoint and schedule the first page
+        cfg = locked.ab_config()
+        if locked.is_ab_test and locked.ab_test_status == TESTING and cfg:
+            split = cfg.get("splitPercentage") or 0
+            send_job_open(
+                locked,
+                variant_mode=VariantMode.AB_TEST,
+                audience=locked.audience,
+                test_fraction=cohort_fraction(split),
+                split_percentage=split,
+                at=now,
+            )
+        else:
+            send_job_open(locked, variant_mode=VariantMode.PLAIN, audience=locked.audience, at=now)
+    return "send job opened"
+
+
+def _already_running(campaign: Campaign) -> bool:
+    """CMP-23: a send job started at or after this send's `sent_at`."""
+    job = CampaignSendJob.objects.filter(campaign_id=campaign.pk).values("started_at").first()
+    return bool(job and campaign.sent_at and job["started_at"] >= campaign.sent_at)
+
+
+def send_winner_to_remainder(campaign_id: Any, *, now: dt.datetime | None = None) -> str:
+    """CMP-33: walk the audience again for `hash ≥ test_fraction` contacts without a send row, with the
+    winner's content. Idempotent: a second run for the same winner finds the `ab_winner` job and skips."""
+    from campaigns.audience import audience_frozen
+
+    now = now or timezone.now()
+    with transaction.atomic():
+        campaign = Campaign.objects.select_for_update().filter(pk=campaign_id).first()
+        if campaign is None:
+            return "skipped: campaign not found"
+        cfg = campaign.ab_config()
+        if not campaign.is_ab_test or not campaign.ab_winner:
+            return "skipped: no A/B winner"
+        if not (campaign.email_template_id and campaign.from_email and campaign.audience and cfg):
+            return "skipped: campaign incomplete"
+        job = CampaignSendJob.objects.select_for_update().filter(campaign=campaign).first()
+        if (
+            job is not None
+            and job.variant_mode == VariantMode.AB_WINNER
+            and job.started_at >= (campaign.ab_winner_selected_at or now)
+        ):
+            return "skipped: remainder already running"
+        frozen = audience_frozen(campaign)
+        if frozen is not None:
+            Campaign.objects.filter(pk=campaign.pk).update(audience=frozen)
+            campaign.audience = frozen
+        split = cfg.get("splitPercentage") or 0
+        send_job_open(
+            campaign,
+            variant_mode=VariantMode.AB_WINNER,
+            audience=campaign.audience,
+            test_fraction=job.test_fraction
+            if job and job.test_fraction is not None
+            else cohort_fraction(split),
+            split_percentage=split,
+            winning_variant=campaign.ab_winner,
+            at=now,
+        )
+    return f"remainder walk opened (winner {campaign.ab_winner})"

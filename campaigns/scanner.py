@@ -1,0 +1,352 @@
+"""The content scanner (CMP-25, CMP-26): subject, HTML stripped to text and extracted links in, a score and
+flags out. Pure except the optional Google Safe Browsing lookup (which never blocks on failure)."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+logger = logging.getLogger(__name__)
+
+SEVERITY_POINTS = {"high": 20, "medium": 10, "low": 3}
+URL_FLAG_POINTS = {"high": 20, "medium": 10, "low": 3}
+BLOCKED_AT, SUSPICIOUS_AT = 40, 15
+
+#: ~35 weighted phrases (weight ≥ 5 → high, 3–4 → medium; weak hits totalling ≥ 8 → one medium flag).
+SPAM_KEYWORDS: dict[str, int] = {
+    # money scams
+    "free money": 6,
+    "make money fast": 6,
+    "double your money": 6,
+    "cash bonus": 4,
+    "risk-free": 3,
+    "no credit check": 5,
+    "earn extra cash": 4,
+    "million dollars": 5,
+    "you have won": 5,
+    "claim your prize": 5,
+    "lottery winner": 6,
+    # pharma
+    "viagra": 8,
+    "cialis": 8,
+    "online pharmacy": 6,
+    "weight loss pills": 5,
+    "miracle cure": 5,
+    # urgency
+    "act now": 3,
+    "urgent response": 3,
+    "limited time offer": 2,
+    "expires today": 2,
+    "don't delete": 3,
+    "once in a lifetime": 3,
+    # crypto / gambling
+    "bitcoin investment": 5,
+    "crypto giveaway": 6,
+    "guaranteed returns": 5,
+    "online casino": 5,
+    "free spins": 4,
+    # adult
+    "xxx": 6,
+    "adult content": 5,
+    "hot singles": 6,
+    # generic
+    "click here": 1,
+    "buy now": 1,
+    "100% free": 2,
+    "order now": 1,
+    "special promotion": 1,
+}
+PHISHING_BRANDS = ("paypal", "amazon", "google", "microsoft", "apple", "facebook")
+SUSPICIOUS_TLDS = frozenset({"xyz", "top", "club", "buzz", "icu", "work", "monster", "quest", "sbs"})
+URL_SHORTENERS = frozenset(
+    {
+        "bit.ly",
+        "tinyurl.com",
+        "goo.gl",
+        "t.co",
+        "ow.ly",
+        "is.gd",
+        "buff.ly",
+        "rebrand.ly",
+        "cutt.ly",
+        "shorturl.at",
+        "tiny.cc",
+        "bl.ink",
+        "rb.gy",
+        "t.ly",
+        "v.gd",
+        "s.id",
+        "soo.gd",
+    }
+)
+PROHIBITED_PATTERNS = (
+    (
+        "advance-fee fraud",
+        re.compile(r"(inheritance|next of kin|beneficiary).{0,60}(fund|million|transfer)", re.I),
+    ),
+    ("urgent wire transfer", re.compile(r"urgent(ly)?\s+(wire|bank)\s+transfer", re.I)),
+    (
+        "request for sensitive numbers",
+        re.compile(r"(social security number|\bssn\b|credit card number|card verification)", re.I),
+    ),
+    (
+        "credential-reset phishing",
+        re.compile(
+            r"(verify|confirm|update)\s+your\s+(account|password|login)\s+(now|immediately|within)", re.I
+        ),
+    ),
+)
+
+_ANCHOR = re.compile(r"<a\b[^>]*?href\s*=\s*(['\"])(.*?)\1[^>]*>(.*?)</a>", re.I | re.S)
+_TAG = re.compile(r"<[^>]+>")
+_DOMAIN_IN_TEXT = re.compile(r"\b((?:[a-z0-9-]+\.)+[a-z]{2,})\b", re.I)
+
+
+@dataclass(frozen=True)
+class Flag:
+    rule: str
+    severity: str
+    description: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"rule": self.rule, "severity": self.severity, "description": self.description}
+
+
+@dataclass
+class ScanResult:
+    score: int
+    level: str
+    flags: list[Flag] = field(default_factory=list)
+
+    def flag_dicts(self) -> list[dict[str, str]]:
+        return [f.as_dict() for f in self.flags]
+
+
+@dataclass(frozen=True)
+class Link:
+    href: str
+    text: str
+
+
+def extract_links(html: str) -> list[Link]:
+    return [Link(m.group(2).strip(), _TAG.sub("", m.group(3)).strip()) for m in _ANCHOR.finditer(html or "")]
+
+
+def html_text(html: str) -> str:
+    from templates.rendering import html_to_text
+
+    return html_to_text(html or "")
+
+
+def content_fingerprint(subject: str, html: str) -> str:
+    """CMP-12: hash of the effective subject and the rendered HTML."""
+    return hashlib.sha256(f"{subject}\n\x00\n{html}".encode()).hexdigest()
+
+
+# --- rules -------------------------------------------------------------------------------------------------
+
+
+def _spam_keywords(subject: str, text: str, links: list[Link]) -> list[Flag]:
+    haystack = f"{subject}\n{text}".lower()
+    flags: list[Flag] = []
+    weak_total = 0
+    weak_hits: list[str] = []
+    for phrase, weight in SPAM_KEYWORDS.items():
+        if phrase not in haystack:
+            continue
+        if weight >= 5:
+            flags.append(Flag("spam_keywords", "high", f'Spam phrase "{phrase}"'))
+        elif weight >= 3:
+            flags.append(Flag("spam_keywords", "medium", f'Spam phrase "{phrase}"'))
+        else:
+            weak_total += weight
+            weak_hits.append(phrase)
+    if weak_total >= 8:
+        flags.append(Flag("spam_keywords", "medium", "Several spam phrases: " + ", ".join(weak_hits)))
+    return flags
+
+
+def _host(href: str) -> str:
+    try:
+        return (urlsplit(href).hostname or "").lower()
+    except ValueError:
+        return ""
+
+
+def _is_typosquat(host: str) -> str | None:
+    labels = host.split(".")
+    registered = ".".join(labels[-2:]) if len(labels) >= 2 else host
+    for brand in PHISHING_BRANDS:
+        if registered in (f"{brand}.com",) or host.endswith(f".{brand}.com"):
+            continue
+        name = labels[-2] if len(labels) >= 2 else host
+        squashed = name.replace("0", "o").replace("1", "l").replace("rn", "m").replace("-", "")
+        if brand in squashed and name != brand:
+            return brand
+        if squashed == brand and name != brand:
+            return brand
+    return None
+
+
+def _phishing_urls(subject: str, text: str, links: list[Link]) -> list[Flag]:
+    flags: list[Flag] = []
+    for link in links:
+        href = link.href.strip()
+        lower = href.lower()
+        if lower.startswith(("javascript:", "data:")):
+            flags.append(Flag("phishing_urls", "high", f"Script or data link: {href[:60]}"))
+            continue
+        host = _host(href)
+        if not host:
+            continue
+        brand = _is_typosquat(host)
+        if brand:
+            flags.append(Flag("phishing_urls", "high", f"Look-alike of {brand}: {host}"))
+        tld = host.rsplit(".", 1)[-1]
+        if tld in SUSPICIOUS_TLDS:
+            flags.append(Flag("phishing_urls", "high", f"Suspicious top-level domain: {host}"))
+        shown = _DOMAIN_IN_TEXT.search(link.text or "")
+        if shown:
+            shown_host = shown.group(1).lower().removeprefix("www.")
+            if shown_host != host.removeprefix("www.") and not host.endswith("." + shown_host):
+                flags.append(
+                    Flag("phishing_urls", "high", f"Link text shows {shown_host} but points to {host}")
+                )
+    return flags
+
+
+def _url_shorteners(subject: str, text: str, links: list[Link]) -> list[Flag]:
+    hosts = {_host(link.href).removeprefix("www.") for link in links}
+    return [Flag("url_shorteners", "medium", f"URL shortener: {h}") for h in sorted(hosts & URL_SHORTENERS)]
+
+
+def _mixed_scripts(value: str) -> bool:
+    scripts = set()
+    for ch in value:
+        if not ch.isalpha():
+            continue
+        name = unicodedata.name(ch, "")
+        scripts.add(name.split(" ")[0])
+    return len(scripts) > 1
+
+
+def _homoglyphs(subject: str, text: str, links: list[Link]) -> list[Flag]:
+    flags: list[Flag] = []
+    for link in links:
+        host = _host(link.href)
+        for label, value in (("domain", host), ("text", link.text or "")):
+            if not value:
+                continue
+            non_ascii = any(ord(ch) > 127 for ch in value)
+            if host.startswith("xn--") or ".xn--" in host or (non_ascii and _mixed_scripts(value)):
+                flags.append(
+                    Flag("homoglyphs", "high", f"Confusable characters in link {label}: {value[:60]}")
+                )
+                break
+    return flags
+
+
+def _subject_caps(subject: str, text: str, links: list[Link]) -> list[Flag]:
+    letters = [ch for ch in subject if ch.isalpha()]
+    if len(subject) >= 10 and letters and sum(ch.isupper() for ch in letters) / len(letters) > 0.5:
+        return [Flag("subject_caps", "low", "Subject is mostly upper-case")]
+    return []
+
+
+def _subject_punctuation(subject: str, text: str, links: list[Link]) -> list[Flag]:
+    if subject.count("!") >= 3 or subject.count("?") >= 3:
+        return [Flag("subject_punctuation", "low", "Subject has excessive punctuation")]
+    return []
+
+
+def _prohibited(subject: str, text: str, links: list[Link]) -> list[Flag]:
+    haystack = f"{subject}\n{text}"
+    return [
+        Flag("prohibited_content", "high", f"Prohibited content: {name}")
+        for name, rx in PROHIBITED_PATTERNS
+        if rx.search(haystack)
+    ]
+
+
+RULES = (
+    _spam_keywords,
+    _phishing_urls,
+    _url_shorteners,
+    _homoglyphs,
+    _subject_caps,
+    _subject_punctuation,
+    _prohibited,
+)
+
+
+def level_for(score: int) -> str:
+    if score >= BLOCKED_AT:
+        return "blocked"
+    if score >= SUSPICIOUS_AT:
+        return "suspicious"
+    return "clean"
+
+
+def scan_content(
+    subject: str, html: str, *, rules: tuple = RULES, url_flags: list[Flag] | None = None
+) -> ScanResult:
+    """CMP-26; a rule that crashes adds a low `suspicious_pattern` flag instead of aborting the scan.
+    `url_flags` (Safe Browsing) add 20/10/3 each; combined = min(100, scanner + URL score)."""
+    text = html_text(html)
+    links = extract_links(html)
+    flags: list[Flag] = []
+    for rule in rules:
+        try:
+            flags.extend(rule(subject or "", text, links))
+        except Exception:
+            logger.exception("content-scan rule %s crashed", getattr(rule, "__name__", rule))
+            flags.append(Flag("suspicious_pattern", "low", "A content check could not be completed"))
+    score = min(100, sum(SEVERITY_POINTS[f.severity] for f in flags))
+    url_score = sum(URL_FLAG_POINTS[f.severity] for f in url_flags or [])
+    flags.extend(url_flags or [])
+    combined = min(100, score + url_score)
+    return ScanResult(score=combined, level=level_for(combined), flags=flags)
+
+
+def safe_browsing_flags(links: list[Link]) -> list[Flag]:
+    """Google Safe Browsing lookup when `GOOGLE_SAFE_BROWSING_API_KEY` is set; a failure never blocks."""
+    from django.conf import settings
+
+    key = getattr(settings, "GOOGLE_SAFE_BROWSING_API_KEY", "")
+    urls = sorted({link.href for link in links if link.href.lower().startswith(("http://", "https://"))})
+    if not key or not urls:
+        return []
+    try:
+        import json
+        import urllib.request
+
+        body: dict[str, Any] = {
+            "client": {"clientId": "owlat", "clientVersion": "1"},
+            "threatInfo": {
+                "threatTypes": ["MALWARE", "SOCIAL_ENGINEERING", "UNWANTED_SOFTWARE"],
+                "platformTypes": ["ANY_PLATFORM"],
+                "threatEntryTypes": ["URL"],
+                "threatEntries": [{"url": u} for u in urls[:500]],
+            },
+        }
+        request = urllib.request.Request(
+            f"https://safebrowsing.googleapis.com/v4/threatMatches:find?key={key}",
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=5) as response:
+            matches = json.loads(response.read() or b"{}").get("matches", [])
+    except Exception:
+        logger.warning("Safe Browsing lookup failed; the scan continues without it", exc_info=True)
+        return []
+    severity = {"MALWARE": "high", "SOCIAL_ENGINEERING": "high", "UNWANTED_SOFTWARE": "medium"}
+    return [
+        Flag("safe_browsing", severity.get(m.get("threatType"), "low"), f"Unsafe link: {m['threat']['url']}")
+        for m in matches
+        if isinstance(m, dict) and isinstance(m.get("threat"), dict)
+    ]

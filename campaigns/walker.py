@@ -1,0 +1,308 @@
+"""The checkpointed paged recipient walk (CMP-29 … CMP-36): one page per task hop.
+
+A hop, in one transaction under the send job's row lock: read one page after the cursor, apply eligibility,
+bucket by language and variant, create the send rows and enqueue them in chunks (DLV-03, DLV-16; delayed per
+time zone, CMP-34), bump the organization's daily count, advance the cursor, and enqueue the next hop. With the
+ORM broker the next hop and the send jobs become visible at commit, so the next page is never fetched before
+this one is enqueued; a crash rolls the whole page back and the re-run writes it once. A hop carries the cursor
+it expects: a duplicated or stale hop finds the cursor moved and does nothing (no forked chains).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from campaigns import audience as audience_module
+from campaigns.abtest import hash_fraction, variant_for_hash
+from campaigns.audience import PAGE_SIZE, Candidate, audience_page
+from campaigns.lifecycle import ACTOR_ORCHESTRATOR, SENDING, SENT, campaign_transition
+from campaigns.models import Campaign, CampaignSendJob, SendJobPhase, VariantMode
+
+logger = logging.getLogger(__name__)
+
+CAMPAIGN_ENQUEUE_CHUNK_SIZE = 50  # DLV-16
+NO_PROVIDER_RETRY = dt.timedelta(minutes=5)  # CMP-29 [orig]
+STUCK_AFTER = dt.timedelta(minutes=10)  # CMP-36
+PAGE_TASK = "campaigns.tasks.campaign_resolve_page_task"
+TASK_QUEUE = "campaign"
+
+
+# --- CMP-34: time zones (pure) -------------------------------------------------------------------------------
+
+
+def zone_for(name: str | None, org_default: str | None) -> ZoneInfo:
+    """Recipient zone; invalid/missing → the organization's default if valid → UTC."""
+    for candidate in (name, org_default):
+        if candidate:
+            try:
+                return ZoneInfo(candidate)
+            except (ZoneInfoNotFoundError, ValueError):
+                continue
+    return ZoneInfo("UTC")
+
+
+def next_local_instant(zone: ZoneInfo, hour: int, minute: int, now: dt.datetime) -> dt.datetime:
+    """The next instant strictly after `now` at which the wall clock in `zone` shows HH:MM (DST-correct:
+    computed per local date, not from an offset). A wall time skipped by a spring-forward gap is taken at
+    the pre-transition offset (zoneinfo's fold=0), i.e. just after the gap."""
+    local_now = now.astimezone(zone)
+    for days in range(0, 3):
+        day = local_now.date() + dt.timedelta(days=days)
+        candidate = dt.datetime(day.year, day.month, day.day, hour, minute, tzinfo=zone)
+        instant = candidate.astimezone(dt.UTC)
+        if instant > now:
+            return instant
+    raise AssertionError("unreachable: a wall time recurs within 3 days")  # pragma: no cover
+
+
+# --- bucketing (CMP-31, CMP-32, CMP-33) ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Content:
+    template: Any
+    subject_source: str | None  # None → the resolved language's template subject
+
+
+class _Contents:
+    """Per-campaign content for (language, variant), prepared once per hop."""
+
+    def __init__(self, campaign: Campaign) -> None:
+        from templates.models import EmailTemplate
+
+        self.campaign = campaign
+        self.template_a = campaign.email_template
+        cfg = campaign.ab_config()
+        self.test_type = cfg.get("testType")
+        self.b_subject = cfg.get("variantBSubject")
+        self.template_b = None
+        if self.test_type == "content" and cfg.get("variantBTemplateId"):
+            self.template_b = EmailTemplate.objects.filter(
+                pk=cfg["variantBTemplateId"], organization_id=campaign.organization_id
+            ).first()
+
+    def for_variant(self, variant: str | None) -> _Content:
+        if variant == "B":
+            if self.test_type == "subject" and self.b_subject:
+                return _Content(self.template_a, self.b_subject)
+            if self.test_type == "content" and self.template_b is not None:
+                return _Content(self.template_b, self.campaign.subject or None)
+        return _Content(self.template_a, self.campaign.subject or None)
+
+
+def _recipient(contents: _Contents, c: Candidate, variant: str | None) -> Any:
+    from delivery.services import CampaignRecipient
+    from templates.rendering import personalize_subject, prepare_template
+
+    content = contents.for_variant(variant)
+    language = c.language or content.template.default_language or "en"
+    variables = {"email": c.email, "firstName": c.first_name or "", "lastName": c.last_name or ""}
+    if content.subject_source:
+        subject = personalize_subject(content.subject_source, variables)
+    else:
+        subject = prepare_template(content.template, language).subject.render(variables, single_line=True)
+    return CampaignRecipient(
+        contact_id=c.contact_id,
+        email=c.email,
+        first_name=c.first_name,
+        last_name=c.last_name,
+        email_template_id=str(content.template.pk),
+        personalized_subject=subject,
+        language=language,
+        ab_variant=variant,
+    )
+
+
+def _bucket(
+    job: CampaignSendJob, campaign: Campaign, eligible: list[Candidate]
+) -> list[tuple[Candidate, str | None]]:
+    """(candidate, variant) for the ones this phase sends; the A/B remainder is skipped in phase 1, the test
+    cohort in the winner phase."""
+    cid = str(campaign.pk)
+    tf = job.test_fraction or 0.0
+    out: list[tuple[Candidate, str | None]] = []
+    for c in eligible:
+        if job.variant_mode == VariantMode.AB_TEST:
+            variant = variant_for_hash(hash_fraction(cid, c.contact_id), tf)
+            if variant is not None:
+                out.append((c, variant))
+        elif job.variant_mode == VariantMode.AB_WINNER:
+            if hash_fraction(cid, c.contact_id) >= tf:
+                out.append((c, job.winning_variant))
+        else:
+            out.append((c, None))
+    return out
+
+
+def _send_context(campaign: Campaign) -> Any:
+    from campaigns.archive import archive_public_url
+    from delivery.services import CampaignSendContext
+    from owlat.models import Topic
+
+    audience = campaign.audience or {}
+    topic_id = topic_name = None
+    if audience.get("kind") == "topic":
+        topic = Topic.objects.filter(pk=audience.get("topicId")).values("pk", "name").first()
+        if topic:
+            topic_id, topic_name = str(topic["pk"]), topic["name"]
+    return CampaignSendContext(
+        from_email=campaign.from_email or "",
+        from_name=campaign.from_name or "",
+        reply_to=campaign.reply_to or "",
+        topic_id=topic_id,
+        topic_name=topic_name or "",
+        view_in_browser_url=archive_public_url(campaign) or "",
+        track=True,
+    )
+
+
+def _enqueue_chunks(send_ids: list[str], at: dt.datetime | None) -> int:
+    """DLV-16: one pool job per chunk of `CAMPAIGN_ENQUEUE_CHUNK_SIZE` rows, delayed to `at` (CMP-34)."""
+    from delivery.services import sends_enqueue
+
+    jobs = 0
+    for start in range(0, len(send_ids), CAMPAIGN_ENQUEUE_CHUNK_SIZE):
+        jobs += sends_enqueue("campaign", send_ids[start : start + CAMPAIGN_ENQUEUE_CHUNK_SIZE], at=at)
+    return jobs
+
+
+# --- the hop ---------------------------------------------------------------------------------------------------
+
+
+def resolve_campaign_page(
+    campaign_id: Any, expected_cursor: str = "", *, now: dt.datetime | None = None
+) -> str:
+    """One CMP-29 hop. Idempotent: a hop whose cursor was already consumed is a no-op."""
+    from delivery.providers import delivery_configured
+    from delivery.services import create_batch
+    from owlat.jobs import enqueue
+    from owlat.models import OrganizationSettings
+    from owlat.organizations import organization_settings
+
+    now = now or timezone.now()
+    with transaction.atomic():
+        job = CampaignSendJob.objects.select_for_update().filter(campaign_id=campaign_id).first()
+        if job is None or job.phase != SendJobPhase.RESOLVING:
+            return "stopped: no resolving job"
+        if job.cursor != (expected_cursor or ""):
+            return "stale hop: cursor already advanced"
+        campaign = Campaign.objects.select_related("email_template").filter(pk=campaign_id).first()
+        if campaign is None or campaign.status != SENDING or campaign.email_template is None:
+            job.phase, job.finished_at, job.updated_at = SendJobPhase.DONE, now, now
+            job.save(update_fields=["phase", "finished_at", "updated_at"])
+            return "stopped: campaign not sending"
+        if not delivery_configured():
+            job.updated_at = now
+            job.save(update_fields=["updated_at"])
+            enqueue(PAGE_TASK, str(campaign.pk), job.cursor, at=now + NO_PROVIDER_RETRY, queue=TASK_QUEUE)
+            return "no delivery provider: retry in 5 minutes"
+
+        page = audience_page(
+            campaign.organization_id,
+            job.audience or campaign.audience or {},
+            job.cursor,
+            limit=audience_module.PAGE_SIZE,
+        )
+        chosen = _bucket(job, campaign, page.eligible)
+        contents = _Contents(campaign)
+        recipients = [_recipient(contents, c, v) for c, v in chosen]
+        inserted = create_batch(
+            organization_id=campaign.organization_id,
+            campaign_id=campaign.pk,
+            context=_send_context(campaign),
+            sends=recipients,
+            enqueue=False,
+        )
+        by_zone: dict[dt.datetime | None, list[str]] = defaultdict(list)
+        use_tz = (
+            campaign.use_recipient_timezone
+            and campaign.scheduled_hour is not None
+            and campaign.scheduled_minute is not None
+            and job.variant_mode in (VariantMode.PLAIN, VariantMode.AB_TEST)
+        )
+        org_tz = organization_settings(campaign.organization_id).timezone if use_tz else None
+        for c, _ in chosen:
+            send_id = inserted.get(c.contact_id)
+            if send_id is None:
+                continue
+            at = (
+                next_local_instant(
+                    zone_for(c.timezone, org_tz), campaign.scheduled_hour, campaign.scheduled_minute, now
+                )
+                if use_tz
+                else None
+            )
+            by_zone[at].append(send_id)
+        for at, ids in by_zone.items():
+            _enqueue_chunks(ids, at)
+        enqueued = len(inserted)
+        if enqueued:
+            OrganizationSettings.objects.filter(organization_id=campaign.organization_id).update(
+                daily_send_count=F("daily_send_count") + enqueued
+            )
+        job.cursor = page.next_cursor
+        job.enqueued_count += enqueued
+        job.total_candidates += len(page.eligible)
+        job.pages += 1
+        job.updated_at = now
+        if not page.exhausted:
+            job.save()
+            enqueue(PAGE_TASK, str(campaign.pk), job.cursor, queue=TASK_QUEUE)
+            return f"page {job.pages}: {enqueued} enqueued"
+        job.phase, job.finished_at = SendJobPhase.DONE, now
+        job.save()
+        _finish_walk(campaign, job, now)
+    return f"page {job.pages}: {enqueued} enqueued; walk done ({job.enqueued_count} total)"
+
+
+def _finish_walk(campaign: Campaign, job: CampaignSendJob, now: dt.datetime) -> None:
+    """CMP-35 on the last page, then the ordinary completion check (CMP-13)."""
+    from campaigns.completion import try_complete_campaign
+    from delivery.services import campaign_has_sends
+
+    empty = (job.variant_mode in (VariantMode.PLAIN, VariantMode.AB_WINNER) and job.enqueued_count == 0) or (
+        job.variant_mode == VariantMode.AB_TEST and job.total_candidates == 0
+    )
+    if empty and not campaign_has_sends(campaign.pk):
+        campaign_transition(campaign_id=campaign.pk, to=SENT, actor=ACTOR_ORCHESTRATOR, at=now)
+        return
+    try_complete_campaign(campaign.pk)
+
+
+# --- CMP-36: stuck-walk watchdog -----------------------------------------------------------------------------------
+
+
+def stuck_walks_redrive(*, now: dt.datetime | None = None) -> int:
+    """Re-drive jobs still `resolving` with no progress for 10 minutes (their cursor's hop again; a hop
+    still alive finds the cursor moved, so nothing runs twice)."""
+    from owlat.jobs import enqueue
+
+    now = now or timezone.now()
+    stuck = list(
+        CampaignSendJob.objects.filter(
+            phase=SendJobPhase.RESOLVING, updated_at__lt=now - STUCK_AFTER
+        ).values_list("campaign_id", "cursor")
+    )
+    for campaign_id, cursor in stuck:
+        with transaction.atomic():
+            touched = CampaignSendJob.objects.filter(
+                campaign_id=campaign_id,
+                phase=SendJobPhase.RESOLVING,
+                cursor=cursor,
+                updated_at__lt=now - STUCK_AFTER,
+            ).update(updated_at=now)
+            if touched:
+                enqueue(PAGE_TASK, str(campaign_id), cursor, queue=TASK_QUEUE)
+    return len(stuck)
+
+
+__all__ = ["PAGE_SIZE", "next_local_instant", "resolve_campaign_page", "stuck_walks_redrive", "zone_for"]
