@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make run`: install into .venv, migrate the database (embedded SQLite under var/ unless DATABASE_URL is set),
 # sync periodic schedules, bootstrap the demo organization, print the admin login and API key, then start the
-# web server, one django-q2 cluster per queue and the due-task dispatcher in the foreground (Ctrl-C stops all).
+# web server (gunicorn, one process, WEB_THREADS threads), one django-q2 cluster per queue with one worker each
+# (Q_WORKERS …) and the due-task dispatcher in the foreground (Ctrl-C stops all).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/venv.sh
@@ -14,6 +15,7 @@ mkdir -p var
 [ -f .env ] || echo "== writing .env (SECRET_KEY, DEBUG, EMAIL_PROVIDER, SITE_URL, DATABASE_URL; mode 0600)"
 eval "$(.venv/bin/python scripts/dotenv.py --file .env)"
 export PORT="${PORT:-8000}"
+export Q_WORKERS="${Q_WORKERS:-1}"   # one worker process per queue on a laptop (production default: 2)
 export PYTHONUNBUFFERED=1
 PY=.venv/bin/python
 

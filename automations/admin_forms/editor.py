@@ -16,7 +16,7 @@ from automations import services
 from automations.admin_forms.steps import STEP_FORMS
 from automations.admin_forms.triggers import TRIGGER_FORMS
 from automations.models import Automation, AutomationStep
-from owlat.forms.nested import NestedFormsField, clean_nested, initial_from, json_block  # noqa: F401
+from owlat.forms.nested import NestedFormsField, clean_nested, initial_from, json_block, styled  # noqa: F401
 
 
 class AutomationForm(forms.ModelForm):
@@ -92,6 +92,7 @@ class StepForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         self.step_choices = step_choices or []
         self.fields["settings"].widget.get_forms = lambda: self.config_forms
+        styled(self)
         if not self.instance._state.adding:
             self.fields["position"].initial = self.instance.step_index
 
