@@ -5,16 +5,19 @@ managed on the kernel's `BlockedEmail` screen."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from django.contrib import admin, messages
 from django.http import HttpRequest
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
+from django.utils import timezone
 from django.utils.html import format_html, format_html_join
+from unfold.paginator import InfinitePaginator
 
 from delivery.models import CampaignSendCounters, EmailSend, LocalMessage, TransactionalSend
 from delivery.providers import provider_status
+from owlat.admin.contact_timeline import ContactSection, Link, register_contact_section
 from owlat.admin_tenancy import PlatformOnlyAdmin, TenantModelAdmin, get_tenancy
 
 TIMELINE_FIELDS = (
@@ -86,10 +89,15 @@ class CampaignFilter(admin.SimpleListFilter):
 
 
 class SendAdminMixin:
-    """Read-only send rows; the change view shows the timeline."""
+    """Read-only send rows; the change view shows the timeline.
 
-    date_hierarchy = "queued_at"
+    Send tables are the biggest in the system: no date hierarchy (it scans every row for its dates) and no full
+    `COUNT(*)` per page (`show_full_result_count = False` and unfold's `InfinitePaginator`: next/previous pages
+    without a count)."""
+
     list_per_page = 50
+    show_full_result_count = False
+    paginator = InfinitePaginator
     actions = ("resend_unknown",)
     ordering = ("-queued_at",)
 
@@ -101,6 +109,14 @@ class SendAdminMixin:
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+    @admin.display(description="opened", boolean=True)
+    def opened(self, obj: Any) -> bool:
+        return obj.opened_at is not None
+
+    @admin.display(description="clicked", boolean=True)
+    def clicked(self, obj: Any) -> bool:
+        return obj.clicked_at is not None
 
     def has_resend_permission(self, request: HttpRequest) -> bool:
         return get_tenancy(request).allows("organization:manage")
@@ -137,15 +153,17 @@ class SendAdminMixin:
 class EmailSendAdmin(SendAdminMixin, TenantModelAdmin):
     list_display = (
         "contact_email",
-        "campaign_id",
+        "personalized_subject",
+        "email_template",
         "status",
+        "opened",
+        "clicked",
         "ab_variant",
         "queued_at",
-        "sent_at",
-        "outcome_unknown",
         "error_code",
     )
     list_filter = ("status", "outcome_unknown", CampaignFilter, "bounce_type")
+    list_select_related = ("email_template",)
     search_fields = ("contact_email", "provider_message_id", "message_id")
     fieldsets = (
         (None, {"fields": ("timeline_table",)}),
@@ -212,9 +230,38 @@ class EmailSendAdmin(SendAdminMixin, TenantModelAdmin):
 
 @admin.register(TransactionalSend)
 class TransactionalSendAdmin(SendAdminMixin, TenantModelAdmin):
-    list_display = ("email", "kind", "status", "queued_at", "sent_at", "outcome_unknown", "error_code")
+    list_display = (
+        "email",
+        "kind",
+        "subject",
+        "template",
+        "status",
+        "opened",
+        "clicked",
+        "queued_at",
+        "error_code",
+    )
     list_filter = ("kind", "status", "outcome_unknown", "bounce_type")
+    list_select_related = ("email_template", "transactional_email")
     search_fields = ("email", "provider_message_id", "message_id", "subject")
+    KIND_TITLES: ClassVar[dict[str, str]] = {
+        "transactional": "Transactional sends",
+        "automation": "Automation mails",
+        "agent_reply": "Agent replies",
+        "test": "Test sends",
+    }
+
+    @admin.display(description="template")
+    def template(self, obj: TransactionalSend) -> str:
+        return str(obj.email_template or obj.transactional_email or "—")
+
+    def changelist_view(self, request: HttpRequest, extra_context: dict | None = None):
+        # Sends are listed by kind (the sidebar links each kind): the title says which.
+        kind = request.GET.get("kind__exact")
+        extra_context = dict(extra_context or {})
+        extra_context["title"] = self.KIND_TITLES.get(kind or "", "All sends (every kind)")
+        return super().changelist_view(request, extra_context)
+
     fieldsets = (
         (None, {"fields": ("timeline_table",)}),
         (
@@ -302,3 +349,55 @@ class CampaignSendCountersAdmin(PlatformOnlyAdmin):
     )
     readonly_fields = ("campaign_id", *CampaignSendCounters.COUNTERS, "updated_at")
     read_only = True
+
+
+# --- the contact page's email history (owlat.admin.contact_timeline registry) ----------------------------
+
+EMAIL_HISTORY_LIMIT = 50
+
+
+def contact_email_history(request: HttpRequest, contact: Any) -> ContactSection:
+    """Every mail to the contact, newest first: subject, template, kind, status, opened, clicked (two queries)."""
+    rows: list[tuple[Any, list[Any]]] = []
+    campaign = (
+        EmailSend.objects.filter(contact=contact, organization_id=contact.organization_id)
+        .select_related("email_template")
+        .order_by("-queued_at")[:EMAIL_HISTORY_LIMIT]
+    )
+    for send in campaign:
+        rows.append(
+            (send.queued_at, _history_row(send, "campaign", send.personalized_subject, send.email_template))
+        )
+    other = (
+        TransactionalSend.objects.filter(contact=contact, organization_id=contact.organization_id)
+        .select_related("email_template", "transactional_email")
+        .order_by("-queued_at")[:EMAIL_HISTORY_LIMIT]
+    )
+    for send in other:
+        template = send.email_template or send.transactional_email
+        rows.append((send.queued_at, _history_row(send, send.kind, send.subject, template)))
+    rows.sort(key=lambda r: r[0], reverse=True)
+    return ContactSection(
+        title="Email history",
+        columns=["Sent", "Subject", "Template", "Kind", "Status", "Opened", "Clicked"],
+        rows=[row for _when, row in rows[:EMAIL_HISTORY_LIMIT]],
+        empty="No email sent to this contact yet.",
+        anchor="contact-email-history",
+    )
+
+
+def _history_row(send: Any, kind: str, subject: str | None, template: Any) -> list[Any]:
+    name = "emailsend" if kind == "campaign" else "transactionalsend"
+    when = timezone.localtime(send.queued_at).strftime("%Y-%m-%d %H:%M")
+    return [
+        Link(when, reverse(f"admin:delivery_{name}_change", args=[send.pk])),
+        subject or "–",
+        str(template) if template is not None else "–",
+        kind.replace("_", " "),
+        send.status,
+        send.opened_at is not None,
+        send.clicked_at is not None,
+    ]
+
+
+register_contact_section(contact_email_history)

@@ -71,6 +71,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "owlat.admin_tenancy.ActiveOrganizationMiddleware",
+    "owlat.not_found.FriendlyNotFoundMiddleware",  # no debug 404 page for operators
 ]
 
 ROOT_URLCONF = "owlat.urls"

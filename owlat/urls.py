@@ -3,7 +3,10 @@
 from django.contrib import admin
 from django.urls import include, path
 
+from owlat.not_found import root_redirect
+
 urlpatterns = [
+    path("", root_redirect, name="root"),  # "/" and "View site" lead to the admin
     path("admin/", admin.site.urls),
     path("api/v1/", include("owlat.api.urls")),
     path("", include("delivery.urls")),

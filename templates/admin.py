@@ -8,7 +8,7 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponseNotAllowed, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
@@ -60,6 +60,11 @@ class TemplateAdminMixin:
                 name="{}_{}_preview".format(*info),
             ),
             path(
+                "<path:object_id>/set-status/",
+                self.admin_site.admin_view(self.set_status_view),
+                name="{}_{}_set_status".format(*info),
+            ),
+            path(
                 "<path:object_id>/send-test/",
                 self.admin_site.admin_view(self.send_test_view),
                 name="{}_{}_send_test".format(*info),
@@ -80,7 +85,10 @@ class TemplateAdminMixin:
         contacts = Contact.objects.filter(
             organization_id=obj.organization_id, deleted_at__isnull=True
         ).order_by("email")
-        if contact_id:
+        if contact_id is None:
+            # A real contact by default (issue 8): the sample data ("Hi !") is one choice away.
+            contact = contacts.exclude(email__isnull=True).first()
+        elif contact_id:
             try:
                 contact = contacts.filter(pk=contact_id).first()
             except (ValueError, forms.ValidationError):
@@ -157,6 +165,21 @@ class TemplateAdminMixin:
         self.message_user(request, f"{done} template(s) now {to}.", messages.SUCCESS)
         for line in refused:
             self.message_user(request, line, messages.WARNING)
+
+    def set_status_view(self, request: HttpRequest, object_id: str):
+        """The Publish / Unpublish buttons of the change page (POST `to`), through the template lifecycle."""
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        obj = self._object(request, object_id)
+        if not self.has_change_permission(request, obj):
+            raise PermissionDenied
+        to = request.POST.get("to", "")
+        if to not in ("published", "draft"):
+            self.message_user(request, "Choose “published” or “draft”.", messages.ERROR)
+        else:
+            self._set_status(request, self.model._default_manager.filter(pk=obj.pk), to)
+        info = self.model._meta.app_label, self.model._meta.model_name
+        return HttpResponseRedirect(reverse("admin:{}_{}_change".format(*info), args=[obj.pk]))
 
     @admin.action(description="Publish selected templates", permissions=["change"])
     def publish(self, request: HttpRequest, queryset: Any) -> None:

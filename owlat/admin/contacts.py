@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
-from django.db.models import Count
+from django.db.models import Count, OuterRef, Subquery
+from django.db.models.functions import Coalesce
 from django.http import HttpRequest
+from django.utils import timezone
 
 from owlat.admin.organizations import is_timezone
 from owlat.admin.service_writes import adopt_written_row, clear_formset_changes
@@ -16,15 +19,16 @@ from owlat.admin_tenancy import (
     TenantModelAdmin,
     TenantTabularInline,
     get_tenancy,
+    tenant_filter,
 )
 from owlat.models import (
     Contact,
-    ContactActivity,
     ContactProperty,
     ContactPropertyValue,
     ContactSource,
     ContactTopic,
     Event,
+    Topic,
 )
 
 # --- contacts ----------------------------------------------------------------------------------------------
@@ -58,9 +62,26 @@ class ContactForm(forms.ModelForm):
             raise ValidationError("Enter an IANA time zone name such as Europe/Berlin.")
         return value or None
 
+    def _has_other_identity(self) -> bool:
+        if self.instance._state.adding or self.instance.pk is None:
+            return False
+        return self.instance.identities.exclude(channel="email").exists()
+
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean()
         email = cleaned.get("email")
+        if (
+            "email" in self.fields
+            and not email
+            and "email" not in self.errors
+            and not self._has_other_identity()
+        ):
+            # DOM-05/06: the email is optional only for a contact reached on another channel (phone, chat …).
+            self.add_error(
+                "email",
+                "Enter an email address: a contact without one needs another identity (phone, chat …), "
+                "which the API or an import adds.",
+            )
         org = cleaned.get("organization") or getattr(self.instance, "organization", None)
         if email and org is not None:
             from owlat.contacts import live_contacts
@@ -164,6 +185,26 @@ class UnsubscribedFilter(admin.SimpleListFilter):
         return queryset
 
 
+class TopicFilter(admin.SimpleListFilter):
+    """Contacts of one topic; choices are the active organization's topics (not a scan of every membership)."""
+
+    title = "topic"
+    parameter_name = "topic"
+
+    def lookups(self, request: HttpRequest, model_admin: Any):
+        topics = tenant_filter(request, Topic.objects.order_by("name"))
+        return [(str(pk), name) for pk, name in topics.values_list("pk", "name")[:200]]
+
+    def queryset(self, request: HttpRequest, queryset: Any):
+        if self.value():
+            try:
+                topic_id = uuid.UUID(self.value())
+            except ValueError:
+                return queryset.none()
+            return queryset.filter(topic_memberships__topic_id=topic_id)
+        return queryset
+
+
 TIMELINE_LIMIT = 50
 
 
@@ -174,15 +215,14 @@ class ContactAdmin(TenantModelAdmin):
     annotate_permission = "contacts:annotate"
     list_display = (
         "email",
-        "first_name",
-        "last_name",
+        "name",
         "source",
         "doi_status",
         "topic_count",
         "has_opened",
         "has_clicked",
-        "unsubscribed_at",
-        "created_at",
+        "unsubscribed",
+        "created",
     )
     list_filter = (
         ContactLiveFilter,
@@ -191,7 +231,7 @@ class ContactAdmin(TenantModelAdmin):
         "has_opened",
         "has_clicked",
         UnsubscribedFilter,
-        "topic_memberships__topic",
+        TopicFilter,
         "language",
     )
     search_fields = ("email", "first_name", "last_name")
@@ -247,7 +287,27 @@ class ContactAdmin(TenantModelAdmin):
         return super().get_inline_instances(request, obj)
 
     def get_queryset(self, request: HttpRequest):
-        return super().get_queryset(request).annotate(_topics=Count("topic_memberships", distinct=True))
+        # A correlated subquery (evaluated for the page's rows only), not a GROUP BY over every contact.
+        topics = (
+            ContactTopic.objects.filter(contact=OuterRef("pk"))
+            .order_by()
+            .values("contact")
+            .annotate(n=Count("pk"))
+            .values("n")
+        )
+        return super().get_queryset(request).annotate(_topics=Coalesce(Subquery(topics), 0))
+
+    @admin.display(description="name", ordering="last_name")
+    def name(self, obj: Contact) -> str:
+        return " ".join(p for p in (obj.first_name, obj.last_name) if p) or "–"
+
+    @admin.display(description="unsubscribed", boolean=True, ordering="unsubscribed_at")
+    def unsubscribed(self, obj: Contact) -> bool:
+        return obj.unsubscribed_at is not None
+
+    @admin.display(description="created", ordering="created_at")
+    def created(self, obj: Contact) -> str:
+        return timezone.localtime(obj.created_at).strftime("%Y-%m-%d")
 
     @admin.display(description="topics", ordering="_topics")
     def topic_count(self, obj: Contact) -> int:
@@ -382,15 +442,20 @@ class ContactAdmin(TenantModelAdmin):
 
     # -- the timeline section of the change view
     def change_view(self, request: HttpRequest, object_id: str, form_url: str = "", extra_context=None):
+        from owlat.admin.contact_timeline import contact_sections, timeline_rows
+
         extra_context = dict(extra_context or {})
         obj = self.get_object(request, object_id)
         if obj is not None:
-            extra_context["activities"] = list(
-                ContactActivity.objects.filter(contact=obj).order_by("-occurred_at", "-id")[:TIMELINE_LIMIT]
-            )
-            extra_context["events"] = list(
-                Event.objects.filter(contact=obj).order_by("-created_at")[:TIMELINE_LIMIT]
-            )
+            extra_context["timeline"] = timeline_rows(obj, TIMELINE_LIMIT)
+            extra_context["contact_sections"] = contact_sections(request, obj)
+            extra_context["events"] = [
+                {
+                    "event": event,
+                    "properties": ", ".join(f"{k}: {v}" for k, v in (event.properties or {}).items()),
+                }
+                for event in Event.objects.filter(contact=obj).order_by("-created_at")[:TIMELINE_LIMIT]
+            ]
         return super().change_view(request, object_id, form_url, extra_context)
 
 

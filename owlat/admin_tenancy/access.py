@@ -81,9 +81,17 @@ def resolve_tenancy(user: Any, session: Any) -> Tenancy:
         Membership.objects.filter(user=user).select_related("organization").order_by("organization__name")
     )
     if is_platform_staff(user):
+        choices = tuple((str(o.pk), o.name) for o in Organization.objects.order_by("name").only("id", "name"))
+        if not chosen:
+            # No choice yet: start at the member's own organization, or the only one (issue 8); else "all".
+            if memberships:
+                chosen = str(memberships[0].organization_id)
+            elif len(choices) == 1:
+                chosen = choices[0][0]
+            if chosen and session is not None:
+                session[SESSION_KEY] = chosen
         org_id = _parse_uuid(chosen) if chosen and chosen != ALL_ORGANIZATIONS else None
         org = Organization.objects.filter(pk=org_id).first() if org_id else None
-        choices = tuple((str(o.pk), o.name) for o in Organization.objects.order_by("name").only("id", "name"))
         if org is None:
             return Tenancy(is_platform_staff=True, all_organizations=True, choices=choices)
         role = next((m.role for m in memberships if m.organization_id == org.pk), None)
