@@ -350,3 +350,21 @@ class KnowledgeEntry(models.Model):
 
     def __str__(self) -> str:
         return self.title
+
+
+class ReviewQueueMessage(InboundMessage):
+    """Admin review queue: messages in `draft_ready`."""
+
+    class Meta:
+        proxy = True
+        verbose_name = "message to review"
+        verbose_name_plural = "review queue"
+
+
+class QuarantinedMessage(InboundMessage):
+    """Admin quarantine queue: messages in `quarantined`."""
+
+    class Meta:
+        proxy = True
+        verbose_name = "quarantined message"
+        verbose_name_plural = "quarantine"

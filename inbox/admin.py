@@ -1,0 +1,388 @@
+"""Admin screens of the inbox (D-12): review queue, quarantine, all messages with the per-step timeline, agent
+configuration per organization (a form, no JSON), knowledge entries.
+
+Messages are read-only except the draft (saved through `inbox.review.message_edit`); every status change is a
+button calling `inbox.review`, which goes through the lifecycle. The sender's HTML is never rendered: the body
+shown is the visible text (hidden content stripped), escaped.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponseNotAllowed, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.urls import path, reverse
+from django.utils.html import format_html, format_html_join, linebreaks
+
+from inbox import review
+from inbox.models import (
+    AgentAction,
+    AgentConfig,
+    InboundMessage,
+    KnowledgeEntry,
+    ProcessingStatus,
+    QuarantinedMessage,
+    ReviewQueueMessage,
+)
+from inbox.security import html_to_visible_text, strip_invisible_chars
+from owlat.admin_tenancy import TenantModelAdmin
+
+P = ProcessingStatus
+VERBS = {
+    "approve": (review.message_approve, "Approve and send", (P.DRAFT_READY,)),
+    "reject": (review.message_reject, "Reject", (P.DRAFT_READY,)),
+    "archive": (
+        review.message_archive,
+        "Archive",
+        tuple(s for s in P if s not in (P.SENT, P.REJECTED, P.ARCHIVED)),
+    ),
+    "release": (review.message_release, "Release from quarantine", (P.QUARANTINED,)),
+    "retry": (review.message_retry, "Retry", (P.FAILED,)),
+    "undo": (review.pending_send_cancel, "Undo send", (P.APPROVED,)),
+    "block-sender": (review.message_block_sender, "Block sender", (P.DRAFT_READY, P.QUARANTINED, P.RECEIVED)),
+}
+
+
+def _pairs(data: dict[str, Any] | None) -> str:
+    if not data:
+        return "—"
+    return format_html(
+        "<dl style='display:grid;grid-template-columns:max-content auto;gap:2px 12px'>{}</dl>",
+        format_html_join("", "<dt><b>{}</b></dt><dd>{}</dd>", ((k, str(v)) for k, v in data.items())),
+    )
+
+
+class DraftForm(forms.ModelForm):
+    class Meta:
+        model = InboundMessage
+        fields = ("draft_subject", "draft_response")
+        widgets = {"draft_response": forms.Textarea(attrs={"rows": 12, "cols": 90})}
+
+
+class InboundMessageAdmin(TenantModelAdmin):
+    manage_permission = "organization:manage"
+    form = DraftForm
+    list_display = ("subject_or_none", "from_email", "processing_status", "category", "received_at")
+    list_filter = ("processing_status",)
+    search_fields = ("subject", "from_email", "message_id")
+    list_select_related = ("contact",)
+    ordering = ("-received_at",)
+    readonly_fields = (
+        "review_buttons",
+        "processing_status",
+        "from_line",
+        "to",
+        "subject",
+        "received_at",
+        "processed_at",
+        "body_sanitized",
+        "flags_view",
+        "classification_view",
+        "decision_view",
+        "agent_note",
+        "error_message",
+        "context_view",
+        "timeline",
+    )
+    fieldsets = (
+        (
+            None,
+            {
+                "fields": (
+                    "review_buttons",
+                    "processing_status",
+                    "from_line",
+                    "to",
+                    "subject",
+                    "received_at",
+                    "processed_at",
+                    "agent_note",
+                    "error_message",
+                )
+            },
+        ),
+        ("Message (rendered as text; hidden content removed)", {"fields": ("body_sanitized",)}),
+        ("Analysis", {"fields": ("flags_view", "classification_view", "decision_view", "context_view")}),
+        ("Draft", {"fields": ("draft_subject", "draft_response")}),
+        ("Step timeline", {"fields": ("timeline",)}),
+    )
+
+    def has_add_permission(self, request: HttpRequest, *args: Any) -> bool:
+        return False
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None):
+        fields = list(super().get_readonly_fields(request, obj))
+        if obj is None or obj.processing_status != P.DRAFT_READY:
+            fields += ["draft_subject", "draft_response"]
+        return fields
+
+    @admin.display(description="subject")
+    def subject_or_none(self, obj: InboundMessage) -> str:
+        return obj.subject or "(no subject)"
+
+    @admin.display(description="category")
+    def category(self, obj: InboundMessage) -> str:
+        return (obj.classification or {}).get("category", "—")
+
+    @admin.display(description="from")
+    def from_line(self, obj: InboundMessage) -> str:
+        return f"{obj.from_name} <{obj.from_email}>" if obj.from_name else obj.from_email
+
+    @admin.display(description="body")
+    def body_sanitized(self, obj: InboundMessage) -> str:
+        text = strip_invisible_chars(obj.text_body or "") or html_to_visible_text(obj.html_body or "")
+        return linebreaks(text or "(empty)", autoescape=True)
+
+    @admin.display(description="security flags")
+    def flags_view(self, obj: InboundMessage) -> str:
+        return _pairs(obj.security_flags)
+
+    @admin.display(description="classification")
+    def classification_view(self, obj: InboundMessage) -> str:
+        return _pairs(obj.classification)
+
+    @admin.display(description="agent decision")
+    def decision_view(self, obj: InboundMessage) -> str:
+        return _pairs(obj.agent_decision)
+
+    @admin.display(description="context")
+    def context_view(self, obj: InboundMessage) -> str:
+        data = dict(obj.context_coverage or {})
+        if obj.context_tier:
+            data["tier"] = obj.context_tier
+        return _pairs(data)
+
+    @admin.display(description="steps")
+    def timeline(self, obj: InboundMessage) -> str:
+        rows = AgentAction.objects.filter(inbound_message=obj, organization_id=obj.organization_id).order_by(
+            "created_at"
+        )
+        if not rows:
+            return "—"
+        body = format_html_join(
+            "",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            (
+                (
+                    a.action_type,
+                    a.status,
+                    a.started_at or "—",
+                    a.duration_ms if a.duration_ms is not None else "—",
+                    a.model_used or "—",
+                    (a.token_usage or {}).get("totalTokens", "—"),
+                    a.retry_count,
+                    a.error_message or "",
+                )
+                for a in rows
+            ),
+        )
+        return format_html(
+            "<table><tr><th>step</th><th>status</th><th>started</th><th>ms</th><th>model</th><th>tokens</th>"
+            "<th>retries</th><th>error</th></tr>{}</table>",
+            body,
+        )
+
+    @admin.display(description="actions")
+    def review_buttons(self, obj: InboundMessage) -> str:
+        buttons = [
+            (reverse(f"admin:{self.opts.app_label}_{self.opts.model_name}_verb", args=[obj.pk, verb]), label)
+            for verb, (_, label, states) in VERBS.items()
+            if obj.processing_status in states
+        ]
+        if not buttons:
+            return "—"
+        return format_html_join(
+            " ",
+            '<button type="submit" formaction="{}" formmethod="post" class="button" '
+            'style="margin-right:6px">{}</button>',
+            buttons,
+        )
+
+    def save_model(self, request: HttpRequest, obj: InboundMessage, form: Any, change: bool) -> None:
+        """Only the draft is editable, and only through the review service (revision history, audit)."""
+        if not change or not {"draft_response", "draft_subject"} & set(form.changed_data):
+            return
+        outcome = review.message_edit(
+            message_id=obj.pk,
+            organization_id=obj.organization_id,
+            actor=self.actor(request),
+            draft_response=form.cleaned_data.get("draft_response") or "",
+            draft_subject=form.cleaned_data.get("draft_subject") or None,
+        )
+        if not outcome.ok:
+            messages.error(request, outcome.message)
+
+    def get_urls(self):
+        info = self.opts.app_label, self.opts.model_name
+        return [
+            path(
+                "<path:object_id>/verb/<str:verb>/",
+                self.admin_site.admin_view(self.verb_view),
+                name="{}_{}_verb".format(*info),
+            ),
+            *super().get_urls(),
+        ]
+
+    def verb_view(self, request: HttpRequest, object_id: Any, verb: str):
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        obj = get_object_or_404(self.get_queryset(request), pk=object_id)
+        if verb not in VERBS or not self.has_change_permission(request, obj):
+            raise PermissionDenied
+        fn = VERBS[verb][0]
+        kwargs: dict[str, Any] = {
+            "message_id": obj.pk,
+            "organization_id": obj.organization_id,
+            "actor": self.actor(request),
+        }
+        if verb == "approve" and request.POST.get("draft_response"):
+            kwargs["draft_response"] = request.POST["draft_response"]
+            kwargs["draft_subject"] = request.POST.get("draft_subject") or None
+        outcome = fn(**kwargs)
+        if outcome.ok:
+            messages.success(request, f"{VERBS[verb][1]}: done ({outcome.from_state} → {outcome.to_state}).")
+        else:
+            messages.error(request, outcome.message or outcome.reason)
+        return HttpResponseRedirect(
+            reverse(f"admin:{self.opts.app_label}_{self.opts.model_name}_change", args=[obj.pk])
+        )
+
+
+@admin.register(InboundMessage)
+class AllMessagesAdmin(InboundMessageAdmin):
+    pass
+
+
+@admin.register(ReviewQueueMessage)
+class ReviewQueueAdmin(InboundMessageAdmin):
+    def get_queryset(self, request: HttpRequest):
+        return super().get_queryset(request).filter(processing_status=P.DRAFT_READY)
+
+
+@admin.register(QuarantinedMessage)
+class QuarantineAdmin(InboundMessageAdmin):
+    list_display = ("subject_or_none", "from_email", "injection_type", "phishing", "received_at")
+
+    def get_queryset(self, request: HttpRequest):
+        return super().get_queryset(request).filter(processing_status=P.QUARANTINED)
+
+    @admin.display(description="injection")
+    def injection_type(self, obj: InboundMessage) -> str:
+        return (obj.security_flags or {}).get("injectionType", "—")
+
+    @admin.display(description="phishing", boolean=True)
+    def phishing(self, obj: InboundMessage) -> bool:
+        return bool((obj.security_flags or {}).get("phishingDetected"))
+
+
+WEEKDAYS = [
+    (1, "Monday"),
+    (2, "Tuesday"),
+    (3, "Wednesday"),
+    (4, "Thursday"),
+    (5, "Friday"),
+    (6, "Saturday"),
+    (7, "Sunday"),
+]
+
+
+class AgentConfigForm(forms.ModelForm):
+    working_days = forms.TypedMultipleChoiceField(
+        choices=WEEKDAYS,
+        coerce=int,
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        initial=[1, 2, 3, 4, 5],
+    )
+    shadow_mode = forms.BooleanField(
+        required=False, initial=True, help_text="Log auto decisions instead of sending."
+    )
+
+    class Meta:
+        model = AgentConfig
+        fields = (
+            "is_auto_reply_enabled",
+            "confidence_threshold",
+            "max_daily_auto_replies",
+            "tone_description",
+            "signature_template",
+            "auto_send_delay_ms",
+            "human_approve_undo_delay_ms",
+            "is_working_hours_enabled",
+            "working_hours_timezone",
+            "working_hours_start_minute",
+            "working_hours_end_minute",
+            "working_days",
+        )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.instance and self.instance.pk:
+            self.fields["shadow_mode"].initial = self.instance.shadow_mode
+            self.fields["working_days"].initial = self.instance.weekdays
+
+    def clean_confidence_threshold(self) -> float:
+        value = self.cleaned_data["confidence_threshold"]
+        if not 0 <= value <= 1:
+            raise forms.ValidationError("Between 0 and 1.")
+        return value
+
+    def clean_human_approve_undo_delay_ms(self) -> int:
+        value = self.cleaned_data["human_approve_undo_delay_ms"]
+        if not 0 <= value <= 120_000:
+            raise forms.ValidationError("Between 0 and 120000 ms.")
+        return value
+
+    def save(self, commit: bool = True) -> AgentConfig:
+        self.instance.is_shadow_mode = self.cleaned_data.get("shadow_mode", True)
+        self.instance.working_days = sorted(self.cleaned_data.get("working_days") or [])
+        return super().save(commit=commit)
+
+
+@admin.register(AgentConfig)
+class AgentConfigAdmin(TenantModelAdmin):
+    manage_permission = "organization:manage"
+    form = AgentConfigForm
+    list_display = (
+        "organization",
+        "is_auto_reply_enabled",
+        "shadow",
+        "daily_auto_reply_count",
+        "max_daily_auto_replies",
+    )
+    readonly_fields = ("inbound_endpoint", "daily_auto_reply_count", "daily_auto_reply_reset_at")
+
+    @admin.display(description="shadow mode", boolean=True)
+    def shadow(self, obj: AgentConfig) -> bool:
+        return obj.shadow_mode
+
+    @admin.display(description="raw inbound endpoint (POST message/rfc822)")
+    def inbound_endpoint(self, obj: AgentConfig) -> str:
+        if not obj.pk:
+            return "—"
+        return f"/inbound/raw/{obj.inbound_secret}"
+
+    def get_fields(self, request: HttpRequest, obj: Any = None):
+        fields = [f for f in super().get_fields(request, obj) if f not in ("shadow_mode",)]
+        idx = fields.index("is_auto_reply_enabled") + 1 if "is_auto_reply_enabled" in fields else len(fields)
+        fields.insert(idx, "shadow_mode")
+        return fields
+
+    def save_model(self, request: HttpRequest, obj: AgentConfig, form: Any, change: bool) -> None:
+        super().save_model(request, obj, form, change)
+        if change and "is_auto_reply_enabled" in form.changed_data and not obj.is_auto_reply_enabled:
+            n = review.auto_sends_cancel_all(organization_id=obj.organization_id, actor=self.actor(request))
+            if n:
+                messages.info(request, f"Auto-reply off: {n} pending automatic send(s) cancelled.")
+
+
+@admin.register(KnowledgeEntry)
+class KnowledgeEntryAdmin(TenantModelAdmin):
+    manage_permission = "organization:manage"
+    list_display = ("title", "source", "updated_at")
+    search_fields = ("title", "content")
+    fields = ("title", "content", "source")
