@@ -1,3 +1,5 @@
-"""`/api/v1` routes of the campaigns app."""
+"""Old import path kept while `owlat/api/urls.py` still includes it; the routes live in `campaigns.api.urls`."""
 
-urlpatterns: list = []
+from campaigns.api.urls import urlpatterns
+
+__all__ = ["urlpatterns"]
