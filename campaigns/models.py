@@ -245,3 +245,12 @@ class ContentScanResult(models.Model):
 
     def __str__(self) -> str:
         return f"{self.level} ({self.score}/100)"
+
+
+class CampaignReview(Campaign):
+    """The review queue's view of campaigns held by the content scan (CMP-12; platform staff only)."""
+
+    class Meta:
+        proxy = True
+        verbose_name = "campaign held for review"
+        verbose_name_plural = "review queue"

@@ -1,0 +1,585 @@
+"""The campaign back-office (D-12): editor (forms, never JSON), pre-flight panel, lifecycle buttons that show the
+refusal message, live progress, the report, and the platform-staff review queue (CMP-12)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.db.models import Count
+from django.db.models.functions import TruncHour
+from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import mark_safe
+
+from campaigns import abtest, review, services
+from campaigns.admin_forms import CampaignForm, RejectForm, ScheduleForm
+from campaigns.models import Campaign, CampaignReview, CampaignSendJob
+from campaigns.preflight import validate_ready_to_send
+from owlat.admin_tenancy import TenantModelAdmin, get_tenancy
+
+BUTTONS = {
+    "draft": [("send", "Send now"), ("schedule", "Schedule…"), ("duplicate", "Duplicate")],
+    "scheduled": [
+        ("send", "Send now"),
+        ("schedule", "Reschedule…"),
+        ("unschedule", "Unschedule"),
+        ("cancel", "Cancel"),
+    ],
+    "sending": [("winner-A", "Declare A the winner"), ("winner-B", "Declare B the winner")],
+    "sent": [("duplicate", "Duplicate")],
+    "cancelled": [("duplicate", "Duplicate")],
+    "pending_review": [],
+}
+
+
+def _rate(part: int, whole: int) -> str:
+    return f"{part / whole * 100:.2f} %" if whole else "0.00 %"
+
+
+@admin.register(Campaign)
+class CampaignAdmin(TenantModelAdmin):
+    form = CampaignForm
+    manage_permission = "campaigns:manage"
+    feature_flag = "campaigns"
+    change_form_template = "admin/campaigns/campaign/change_form.html"
+    list_display = (
+        "name",
+        "status",
+        "audience_label",
+        "scheduled_at",
+        "sent_at",
+        "stats_sent",
+        "open_rate",
+        "updated_at",
+    )
+    list_filter = ("status",)
+    search_fields = ("name", "subject")
+    readonly_fields = (
+        "status",
+        "scheduled_at",
+        "sent_at",
+        "content_block_reason",
+        "preview_link",
+        "eligible_count",
+        "preflight_panel",
+        "progress",
+        "report",
+        "ab_results",
+        "activity_chart",
+    )
+
+    def get_fieldsets(self, request: HttpRequest, obj: Campaign | None = None):
+        editing = obj is None or obj.status == "draft"
+        basics = ["name", "status", "content_block_reason"] if obj else ["name"]
+        content = ["email_template", "preview_link", "subject"]
+        sender = (["sender"] if editing else []) + ["from_name", "from_email", "reply_to"]
+        audience = (["audience_kind", "audience_topic", "audience_segment"] if editing else []) + [
+            "eligible_count"
+        ]
+        sets = [
+            (None, {"fields": basics}),
+            ("Content", {"fields": content}),
+            ("Sender", {"fields": sender}),
+            ("Audience", {"fields": audience}),
+        ]
+        if editing:
+            sets.append(
+                (
+                    "A/B test",
+                    {
+                        "fields": [
+                            "ab_enabled",
+                            "ab_test_type",
+                            "ab_variant_b_subject",
+                            "ab_variant_b_template",
+                            "ab_split_percentage",
+                            "ab_winner_criteria",
+                            "ab_test_duration",
+                        ]
+                    },
+                )
+            )
+        sets.append(("Archive", {"fields": ["archive_enabled"]}))
+        if obj is not None:
+            sets.append(("Pre-flight", {"fields": ["preflight_panel"]}))
+            sets.append(("Schedule", {"fields": ["scheduled_at", "sent_at"]}))
+            sets.append(("Progress", {"fields": ["progress"]}))
+            sets.append(("Report", {"fields": ["report", "ab_results", "activity_chart"]}))
+        return sets
+
+    def get_form(
+        self, request: HttpRequest, obj: Campaign | None = None, change: bool = False, **kwargs: Any
+    ):
+        kwargs["fields"] = None
+        form_class = super().get_form(request, obj, change=change, **kwargs)
+        org = self.form_organization(request, obj)
+
+        class OrganizationForm(form_class):
+            def __init__(self, *args: Any, **kw: Any) -> None:
+                super().__init__(*args, **kw)
+                self.setup_organization(org.pk if org else None)
+
+        OrganizationForm.__name__ = form_class.__name__
+        return OrganizationForm
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Campaign | None = None):
+        return (
+            list(self.readonly_fields)
+            if obj is None or obj.status == "draft"
+            else [
+                *self.readonly_fields,
+                "name",
+                "email_template",
+                "subject",
+                "from_name",
+                "from_email",
+                "reply_to",
+                "archive_enabled",
+            ]
+        )
+
+    def get_queryset(self, request: HttpRequest):
+        return super().get_queryset(request).select_related("email_template")
+
+    def has_change_permission(self, request: HttpRequest, obj: Campaign | None = None) -> bool:
+        return super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Campaign | None = None) -> bool:
+        if obj is not None and obj.status == "sending":
+            return False
+        return super().has_delete_permission(request, obj)
+
+    # -- saving through the services -------------------------------------------------------------------------------
+    def save_model(self, request: HttpRequest, obj: Campaign, form: Any, change: bool) -> None:
+        fields = form.service_fields()
+        actor = self.actor(request)
+        if not change:
+            org = get_tenancy(request).organization or obj.organization
+            created = services.campaign_create(organization_id=org.pk, actor=actor, fields=fields)
+            obj.pk, obj._state.adding = created.pk, False
+            campaign = created
+        else:
+            campaign = services.campaign_update(campaign=obj, actor=actor, changes=fields)
+        if form.cleaned_data.get("ab_enabled") and form.cleaned_data.get("ab_config"):
+            if campaign.ab_config() != form.cleaned_data["ab_config"]:
+                outcome = abtest.ab_enable(
+                    campaign=campaign, config=form.cleaned_data["ab_config"], actor=actor
+                )
+                if not outcome.ok:
+                    messages.error(request, outcome.message)
+        elif campaign.is_ab_test:
+            abtest.ab_disable(campaign=campaign, actor=actor)
+
+    def delete_model(self, request: HttpRequest, obj: Campaign) -> None:
+        services.campaign_delete(campaign=obj, actor=self.actor(request))
+
+    def delete_queryset(self, request: HttpRequest, queryset: Any) -> None:
+        for campaign in queryset:
+            try:
+                services.campaign_delete(campaign=campaign, actor=self.actor(request))
+            except services.CampaignError as exc:
+                messages.error(request, f'"{campaign.name}": {exc.message}')
+
+    # -- read-only panels -------------------------------------------------------------------------------------------
+    @admin.display(description="audience")
+    def audience_label(self, obj: Campaign) -> str:
+        return (obj.audience or {}).get("kind", "—") if isinstance(obj.audience, dict) else "—"
+
+    @admin.display(description="open rate")
+    def open_rate(self, obj: Campaign) -> str:
+        return _rate(obj.stats_opened, obj.stats_delivered)
+
+    @admin.display(description="preview")
+    def preview_link(self, obj: Campaign) -> str:
+        if not obj.pk or not obj.email_template_id:
+            return "Choose a template and save to preview."
+        url = reverse("admin:campaigns_campaign_preview", args=[obj.pk])
+        return format_html('<a href="{}" target="_blank">Open the rendered preview</a>', url)
+
+    @admin.display(description="eligible recipients now")
+    def eligible_count(self, obj: Campaign) -> str:
+        if not obj.pk:
+            return "—"
+        from campaigns.audience import audience_eligible_count
+
+        return str(audience_eligible_count(obj.organization_id, obj.audience))
+
+    @admin.display(description="readiness")
+    def preflight_panel(self, obj: Campaign) -> str:
+        result = validate_ready_to_send(obj)
+        warnings = format_html_join("", "<li>{}</li>", ((w,) for w in result.warnings))
+        if result.ready:
+            return format_html('<strong style="color:#15803d">Ready to send.</strong><ul>{}</ul>', warnings)
+        return format_html(
+            '<strong style="color:#b91c1c">Not ready</strong> ({}): {}<ul>{}</ul>',
+            result.reason,
+            result.message,
+            warnings,
+        )
+
+    @admin.display(description="progress")
+    def progress(self, obj: Campaign) -> str:
+        from delivery.services import campaign_send_stats
+
+        job = CampaignSendJob.objects.filter(campaign=obj).first()
+        s = campaign_send_stats(obj.pk)
+        walk = (
+            f"walk {job.phase} ({job.variant_mode}): {job.pages} pages, {job.total_candidates} eligible, "
+            f"{job.enqueued_count} enqueued"
+            if job
+            else "not started"
+        )
+        return format_html(
+            "{}<br>sent {} · failed {} · still queued {} · outcome unknown {}",
+            walk,
+            s["sent"],
+            s["failed"],
+            s["queued"],
+            s["outcome_unknown"],
+        )
+
+    @admin.display(description="results")
+    def report(self, obj: Campaign) -> str:
+        from delivery.services import campaign_send_stats
+
+        s = campaign_send_stats(obj.pk)
+        rows = [
+            ("Sent", s["sent"], ""),
+            ("Delivered", s["delivered"], _rate(s["delivered"], s["sent"])),
+            ("Opened", s["opened"], _rate(s["opened"], s["delivered"])),
+            ("Clicked", s["clicked"], _rate(s["clicked"], s["delivered"])),
+            ("Bounced", s["bounced"], _rate(s["bounced"], s["sent"])),
+            ("Complained", s["complained"], _rate(s["complained"], s["sent"])),
+            ("Unsubscribed", s["unsubscribed"], _rate(s["unsubscribed"], s["sent"])),
+            ("Failed", s["failed"], ""),
+        ]
+        body = format_html_join("", "<tr><th>{}</th><td>{}</td><td>{}</td></tr>", rows)
+        return format_html('<table class="campaign-report">{}</table>', body)
+
+    @admin.display(description="A/B results")
+    def ab_results(self, obj: Campaign) -> str:
+        if not obj.is_ab_test:
+            return "Not an A/B test."
+        per = {v: abtest.variant_stats(obj.pk, v) for v in ("A", "B")}
+        rows = [
+            (
+                v,
+                per[v]["sent"],
+                per[v]["delivered"],
+                per[v]["opened"],
+                per[v]["clicked"],
+                per[v]["openRate"],
+                per[v]["clickRate"],
+            )
+            for v in ("A", "B")
+        ]
+        body = format_html_join(
+            "",
+            "<tr><th>{}</th><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} %</td><td>{} %</td></tr>",
+            rows,
+        )
+        return format_html(
+            "Status: {} · winner: {}<table><tr><th></th><th>sent</th><th>delivered</th><th>opened</th>"
+            "<th>clicked</th><th>open rate</th><th>click rate</th></tr>{}</table>",
+            obj.ab_test_status or "—",
+            obj.ab_winner or "—",
+            body,
+        )
+
+    @admin.display(description="over time (per hour)")
+    def activity_chart(self, obj: Campaign) -> str:
+        from delivery.models import EmailSend
+
+        base = EmailSend.objects.filter(campaign_id=obj.pk)
+        series: dict[Any, dict[str, int]] = {}
+        for field in ("sent_at", "opened_at", "clicked_at"):
+            for row in (
+                base.filter(**{f"{field}__isnull": False})
+                .annotate(hour=TruncHour(field))
+                .values("hour")
+                .annotate(n=Count("pk"))
+                .order_by("hour")[:72]
+            ):
+                series.setdefault(row["hour"], {})[field] = row["n"]
+        if not series:
+            return "No activity yet."
+        peak = max(max(v.values()) for v in series.values()) or 1
+        colours = {"sent_at": "#64748b", "opened_at": "#2563eb", "clicked_at": "#16a34a"}
+        bars = []
+        for hour in sorted(series):
+            cells = format_html_join(
+                "",
+                '<span title="{}: {}" style="display:inline-block;height:10px;width:{}px;background:{}"></span>',
+                (
+                    (
+                        name.removesuffix("_at"),
+                        series[hour].get(name, 0),
+                        int(240 * series[hour].get(name, 0) / peak),
+                        c,
+                    )
+                    for name, c in colours.items()
+                ),
+            )
+            bars.append(format_html("<div><code>{}</code> {}</div>", hour.strftime("%Y-%m-%d %H:00"), cells))
+        legend = mark_safe(
+            '<div><span style="color:#64748b">■ sent</span> <span style="color:#2563eb">■ opened</span> '
+            '<span style="color:#16a34a">■ clicked</span></div>'
+        )
+        return format_html("{}{}", legend, mark_safe("".join(str(b) for b in bars)))
+
+    # -- buttons ------------------------------------------------------------------------------------------------------
+    def get_urls(self):
+        return [
+            path(
+                "<uuid:object_id>/preview/",
+                self.admin_site.admin_view(self.preview_view),
+                name="campaigns_campaign_preview",
+            ),
+            path(
+                "<uuid:object_id>/schedule/",
+                self.admin_site.admin_view(self.schedule_view),
+                name="campaigns_campaign_schedule",
+            ),
+            path(
+                "<uuid:object_id>/transition/<str:verb>/",
+                self.admin_site.admin_view(self.transition_view),
+                name="campaigns_campaign_transition",
+            ),
+            *super().get_urls(),
+        ]
+
+    def _campaign(self, request: HttpRequest, object_id: Any) -> Campaign:
+        campaign = get_object_or_404(self.get_queryset(request), pk=object_id)
+        if not self.has_view_permission(request, campaign):
+            raise PermissionDenied
+        return campaign
+
+    def _role(self, request: HttpRequest) -> str | None:
+        tenancy = get_tenancy(request)
+        return None if tenancy.is_platform_staff else (tenancy.role or "")
+
+    def _back(self, campaign: Campaign) -> HttpResponseRedirect:
+        return HttpResponseRedirect(reverse("admin:campaigns_campaign_change", args=[campaign.pk]))
+
+    def preview_view(self, request: HttpRequest, object_id: Any) -> HttpResponse:
+        from templates.rendering import render_template
+
+        campaign = self._campaign(request, object_id)
+        if campaign.email_template is None:
+            return HttpResponse("No template selected.", content_type="text/plain")
+        rendered = render_template(
+            campaign.email_template,
+            variables={"email": "jane@example.com", "firstName": "Jane", "lastName": "Doe"},
+            subject_override=campaign.subject or None,
+        )
+        return HttpResponse(rendered.html)
+
+    def transition_view(self, request: HttpRequest, object_id: Any, verb: str) -> HttpResponse:
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        campaign = self._campaign(request, object_id)
+        actor, role = self.actor(request), self._role(request)
+        common = {"campaign_id": campaign.pk, "organization_id": campaign.organization_id, "actor": actor}
+        if verb == "duplicate":
+            copy = services.campaign_duplicate(campaign=campaign, actor=actor)
+            messages.success(request, f'Created "{copy.name}".')
+            return HttpResponseRedirect(reverse("admin:campaigns_campaign_change", args=[copy.pk]))
+        if verb.startswith("winner-"):
+            if role is not None and not self.has_change_permission(request, None):
+                raise PermissionDenied
+            outcome = abtest.ab_declare_winner(campaign_id=campaign.pk, winner=verb[-1], actor=actor)
+        elif verb in services.ACTIONS:
+            outcome = services.ACTIONS[verb](**common, role=role)
+        else:
+            raise PermissionDenied
+        if outcome.ok:
+            note = " (already in that state)" if outcome.applied == "recorded" else ""
+            messages.success(request, f"Done: {verb}{note}.")
+        else:
+            messages.error(request, outcome.message or outcome.reason)
+        return self._back(campaign)
+
+    def schedule_view(self, request: HttpRequest, object_id: Any) -> HttpResponse:
+        campaign = self._campaign(request, object_id)
+        form = ScheduleForm(request.POST or None, initial={"scheduled_at": campaign.scheduled_at})
+        if request.method == "POST" and form.is_valid():
+            data = form.cleaned_data
+            outcome = services.campaign_schedule(
+                campaign_id=campaign.pk,
+                organization_id=campaign.organization_id,
+                actor=self.actor(request),
+                role=self._role(request),
+                scheduled_at=data["scheduled_at"],
+                use_recipient_timezone=data.get("use_recipient_timezone", False),
+                scheduled_hour=data.get("scheduled_hour"),
+                scheduled_minute=data.get("scheduled_minute"),
+            )
+            if outcome.ok:
+                messages.success(request, "Campaign scheduled.")
+                return self._back(campaign)
+            form.add_error(None, outcome.message or outcome.reason)
+        context = {
+            **self.admin_site.each_context(request),
+            "title": f"Schedule {campaign.name}",
+            "form": form,
+            "campaign": campaign,
+            "opts": self.model._meta,
+        }
+        return TemplateResponse(request, "admin/campaigns/campaign/schedule.html", context)
+
+    def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
+        if obj is not None:
+            buttons = []
+            for verb, label in BUTTONS.get(obj.status, []):
+                if verb.startswith("winner-") and obj.ab_test_status != "testing":
+                    continue
+                url = (
+                    reverse("admin:campaigns_campaign_schedule", args=[obj.pk])
+                    if verb == "schedule"
+                    else reverse("admin:campaigns_campaign_transition", args=[obj.pk, verb])
+                )
+                buttons.append((url, label, verb == "schedule"))
+            context["lifecycle_buttons"] = buttons
+            context["auto_refresh"] = obj.status == "sending"
+        return super().render_change_form(
+            request, context, add=add, change=change, form_url=form_url, obj=obj
+        )
+
+
+# --- the review queue (CMP-12): platform staff only ---------------------------------------------------------------
+
+
+@admin.register(CampaignReview)
+class CampaignReviewAdmin(TenantModelAdmin):
+    platform_only = True
+    read_only = False
+    list_display = ("name", "organization", "scan_level", "scan_score", "updated_at")
+    readonly_fields = (
+        "name",
+        "organization",
+        "subject",
+        "scan_level",
+        "scan_score",
+        "scan_flags",
+        "rendered",
+    )
+    fields = readonly_fields
+    change_form_template = "admin/campaigns/campaignreview/change_form.html"
+    actions = ["approve_selected"]
+
+    def get_queryset(self, request: HttpRequest):
+        return super().get_queryset(request).filter(status="pending_review").select_related("organization")
+
+    def has_add_permission(self, request: HttpRequest, *args: Any) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return get_tenancy(request).is_platform_staff
+
+    @admin.display(description="level")
+    def scan_level(self, obj: Campaign) -> str:
+        scan = review.latest_scan(obj)
+        return scan.level if scan else "—"
+
+    @admin.display(description="score")
+    def scan_score(self, obj: Campaign) -> str:
+        scan = review.latest_scan(obj)
+        return f"{scan.score}/100" if scan else "—"
+
+    @admin.display(description="matched rules")
+    def scan_flags(self, obj: Campaign) -> str:
+        scan = review.latest_scan(obj)
+        if not scan:
+            return "—"
+        return format_html_join(
+            "",
+            "<li>[{}] {}: {}</li>",
+            ((f.get("severity"), f.get("rule"), f.get("description")) for f in scan.flags),
+        )
+
+    @admin.display(description="rendered content")
+    def rendered(self, obj: Campaign) -> str:
+        from campaigns.orchestrator import scan_input
+
+        if obj.email_template is None:
+            return "—"
+        subject, html = scan_input(obj, obj.email_template)
+        return format_html(
+            '<strong>{}</strong><iframe sandbox="" style="width:100%;height:420px;border:1px solid #ccc" srcdoc="{}">'
+            "</iframe>",
+            subject,
+            html,
+        )
+
+    @admin.action(description="Approve the selected campaigns (send them)")
+    def approve_selected(self, request: HttpRequest, queryset: Any) -> None:
+        for campaign in queryset:
+            outcome = review.review_approve(campaign_id=campaign.pk, actor=self.actor(request))
+            level = messages.SUCCESS if outcome.ok else messages.ERROR
+            self.message_user(
+                request, f'"{campaign.name}": {"approved" if outcome.ok else outcome.message}', level
+            )
+
+    def get_urls(self):
+        return [
+            path(
+                "<uuid:object_id>/decide/<str:decision>/",
+                self.admin_site.admin_view(self.decide_view),
+                name="campaigns_campaignreview_decide",
+            ),
+            *super().get_urls(),
+        ]
+
+    def decide_view(self, request: HttpRequest, object_id: Any, decision: str) -> HttpResponse:
+        if not get_tenancy(request).is_platform_staff:
+            raise PermissionDenied
+        campaign = get_object_or_404(Campaign, pk=object_id)
+        changelist = reverse("admin:campaigns_campaignreview_changelist")
+        if decision == "approve":
+            if request.method != "POST":
+                return HttpResponseNotAllowed(["POST"])
+            outcome = review.review_approve(campaign_id=campaign.pk, actor=self.actor(request))
+            (messages.success if outcome.ok else messages.error)(
+                request, "Approved: the campaign is sending." if outcome.ok else outcome.message
+            )
+            return HttpResponseRedirect(changelist)
+        if decision != "reject":
+            raise PermissionDenied
+        form = RejectForm(request.POST or None)
+        if request.method == "POST" and form.is_valid():
+            outcome = review.review_reject(
+                campaign_id=campaign.pk, actor=self.actor(request), reason=form.cleaned_data["reason"]
+            )
+            if outcome.ok:
+                messages.success(request, "Rejected: the campaign is back in draft with the reason.")
+                return HttpResponseRedirect(changelist)
+            form.add_error(None, outcome.message)
+        context = {
+            **self.admin_site.each_context(request),
+            "title": f"Reject {campaign.name}",
+            "form": form,
+            "campaign": campaign,
+            "opts": self.model._meta,
+        }
+        return TemplateResponse(request, "admin/campaigns/campaign/schedule.html", context)
+
+    def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
+        if obj is not None:
+            context["approve_url"] = reverse(
+                "admin:campaigns_campaignreview_decide", args=[obj.pk, "approve"]
+            )
+            context["reject_url"] = reverse("admin:campaigns_campaignreview_decide", args=[obj.pk, "reject"])
+        return super().render_change_form(
+            request, context, add=add, change=change, form_url=form_url, obj=obj
+        )
+
+
+__all__ = ["CampaignAdmin", "CampaignReviewAdmin"]
