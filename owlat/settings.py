@@ -53,6 +53,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "django_q",
     "anymail",
+    "axes",
     "owlat",
     "templates.apps.TemplatesConfig",
     "delivery",
@@ -72,6 +73,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "owlat.admin_tenancy.ActiveOrganizationMiddleware",
     "owlat.not_found.FriendlyNotFoundMiddleware",  # no debug 404 page for operators
+    "axes.middleware.AxesMiddleware",  # last, per django-axes
 ]
 
 ROOT_URLCONF = "owlat.urls"
@@ -291,6 +293,32 @@ UNFOLD = {
         },
     },
 }
+
+# --- Production hardening: HTTPS, cookies, proxy, login throttling (README "Configuration") -----------------
+# Behind a TLS-terminating proxy set SECURE_PROXY_SSL_HEADER=1 (it then trusts X-Forwarded-Proto: https).
+_HTTPS_SITE = SITE_URL.startswith("https://") and not (DEBUG or TESTING)
+SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=_HTTPS_SITE)
+SECURE_REDIRECT_EXEMPT = env.list("SECURE_REDIRECT_EXEMPT", default=[])
+SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
+SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
+SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=_HTTPS_SITE)
+CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=_HTTPS_SITE)
+if env.bool("SECURE_PROXY_SSL_HEADER", default=False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+USE_X_FORWARDED_HOST = env.bool("USE_X_FORWARDED_HOST", default=False)
+
+# django-axes: admin login throttling. Off in test mode (tests log in without a request); one test enables it.
+AXES_ENABLED = env.bool("AXES_ENABLED", default=not TESTING)
+AXES_FAILURE_LIMIT = env.int("AXES_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = env.float("AXES_COOLOFF_MINUTES", default=15.0) / 60  # hours
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_IPWARE_PROXY_COUNT = env.int("AXES_PROXY_COUNT", default=0) or None
+AUTHENTICATION_BACKENDS = [
+    *(["axes.backends.AxesStandaloneBackend"] if AXES_ENABLED else []),
+    "django.contrib.auth.backends.ModelBackend",
+]
 
 LOGGING = {
     "version": 1,
