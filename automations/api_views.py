@@ -5,7 +5,6 @@ automations, steps, transitions, runs and stats (API-27, API-28). Thin: validate
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from drf_spectacular.utils import extend_schema
@@ -23,12 +22,8 @@ from automations.models import (
 )
 from owlat.api.base import ApiView, iso, require_uuid
 from owlat.api.errors import ApiError, invalid_input, invalid_state, not_found
+from owlat.event_names import EVENT_NAME_MESSAGE, is_valid_event_name
 
-EVENT_NAME_RE = re.compile(r"^[a-zA-Z][a-zA-Z0-9_-]{0,99}$")
-EVENT_NAME_MESSAGE = (
-    "eventName must start with a letter and contain only alphanumeric characters, underscores, or hyphens "
-    "(max 100 chars)"
-)
 READ_ONLY_KEYS = (
     "id",
     "status",
@@ -496,7 +491,7 @@ class EventsView(ApiView):
         name = body["eventName"]
         if not isinstance(name, str):
             raise invalid_input("eventName must be a string", field="eventName")
-        if not EVENT_NAME_RE.match(name):
+        if not is_valid_event_name(name):
             raise invalid_input(EVENT_NAME_MESSAGE, field="eventName")
         properties = body.get("eventProperties")
         if properties is not None:

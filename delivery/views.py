@@ -248,17 +248,19 @@ def preferences(request: HttpRequest, token: str) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def doi_confirm_page(request: HttpRequest, token: str) -> HttpResponse:
     """GET shows a confirm button (mail scanners prefetch links); POST confirms through `owlat.topics`."""
-    from owlat.topics import doi_confirm
+    from owlat.topics import doi_already_confirmed, doi_confirm, doi_token_contact, doi_token_is_plausible
 
     contact = (
         Contact.objects.filter(doi_confirmation_token=token, deleted_at__isnull=True).first()
-        if token
+        if doi_token_is_plausible(token)
         else None
     )
-    lang = pages.language_of(contact)
+    lang = pages.language_of(contact or doi_token_contact(token))
     title = pages.t(lang, "doi_page_title")
     if request.method == "GET":
         if contact is None:
+            if doi_already_confirmed(token=token):
+                return _page(request, lang, title, pages.t(lang, "doi_already"))
             return _page(request, lang, title, pages.t(lang, "doi_invalid"), status=404)
         return _page(
             request,

@@ -65,6 +65,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "owlat.api.middleware.ApiMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "owlat.request_guard.RejectNulBytesMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -319,6 +320,7 @@ AUTHENTICATION_BACKENDS = [
     *(["axes.backends.AxesStandaloneBackend"] if AXES_ENABLED else []),
     "django.contrib.auth.backends.ModelBackend",
 ]
+SILENCED_SYSTEM_CHECKS = [] if AXES_ENABLED else ["axes.W003"]  # the backend is left out on purpose then
 
 LOGGING = {
     "version": 1,

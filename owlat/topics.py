@@ -8,6 +8,8 @@ import datetime as dt
 import secrets
 from typing import Any
 
+from django.core import signing
+from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
@@ -28,10 +30,28 @@ def _bump(topic_id: Any, delta: int) -> None:
     qs.update(cached_member_count=F("cached_member_count") + delta)
 
 
+DOI_TOKEN_SALT = "owlat.doi.confirm"
+
+
+def doi_token_new(contact_id: Any) -> str:
+    """A fresh DOI token: random, and signed over the contact id (D-10), so that a link used once can still be
+    recognised after confirmation cleared the stored token (DOM-08) — the second click says "already confirmed"."""
+    return signing.Signer(salt=DOI_TOKEN_SALT).sign(f"{contact_id}:{secrets.token_urlsafe(16)}")
+
+
+def doi_token_contact_id(token: str) -> str | None:
+    """The contact id a DOI token was issued for, or None if it is not one of ours."""
+    try:
+        value = signing.Signer(salt=DOI_TOKEN_SALT).unsign(token)
+    except signing.BadSignature:
+        return None
+    return value.rsplit(":", 1)[0] or None
+
+
 def _start_doi(contact: Contact, *, now: dt.datetime) -> None:
     """Move the contact to `pending` (or refresh an expired token of a pending contact)."""
     token_fields = {
-        "doi_confirmation_token": secrets.token_urlsafe(32),
+        "doi_confirmation_token": doi_token_new(contact.pk),
         "doi_token_expires_at": now + DOI_TOKEN_TTL,
     }
     if contact.doi_status == DoiStatus.NOT_REQUIRED:
@@ -182,18 +202,53 @@ def _confirmed(contact: Contact, *, now: dt.datetime, source: str) -> None:
         )
 
 
+def doi_token_is_plausible(token: Any) -> bool:
+    """A string that can be looked up at all (no NUL, no lone surrogate, not over the column's length)."""
+    if not isinstance(token, str) or not token or len(token) > 128 or "\x00" in token:
+        return False
+    try:
+        token.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def doi_token_contact(token: str, *, organization_id: Any = None) -> Contact | None:
+    """The live contact a DOI token was issued to (whatever its state now), or None."""
+    contact_id = doi_token_contact_id(token) if doi_token_is_plausible(token) else None
+    if contact_id is None:
+        return None
+    qs = Contact.objects.filter(pk=contact_id, deleted_at__isnull=True)
+    if organization_id is not None:
+        qs = qs.filter(organization_id=organization_id)
+    try:
+        return qs.first()
+    except (ValueError, ValidationError):  # an id of another shape
+        return None
+
+
+def doi_already_confirmed(*, token: str, organization_id: Any = None) -> bool:
+    """True if `token` is a DOI link we issued to a contact that is now confirmed (a link used twice)."""
+    contact = doi_token_contact(token, organization_id=organization_id)
+    return contact is not None and contact.doi_status == DoiStatus.CONFIRMED
+
+
 def doi_confirm(*, token: str, organization_id: Any = None) -> str:
-    """Confirm a double opt-in by its token: `confirmed`, `invalid` or `expired`."""
+    """Confirm a double opt-in by its token: `confirmed`, `already_confirmed`, `invalid` or `expired`."""
     now = timezone.now()
-    if not token:
+    if not doi_token_is_plausible(token):
         return "invalid"
     with transaction.atomic():
         qs = Contact.objects.select_for_update().filter(doi_confirmation_token=token, deleted_at__isnull=True)
         if organization_id is not None:
             qs = qs.filter(organization_id=organization_id)
         contact = qs.first()
-        if contact is None or contact.doi_status != DoiStatus.PENDING:
+        if contact is None:
+            if doi_already_confirmed(token=token, organization_id=organization_id):
+                return "already_confirmed"
             return "invalid"
+        if contact.doi_status != DoiStatus.PENDING:
+            return "already_confirmed" if contact.doi_status == DoiStatus.CONFIRMED else "invalid"
         if contact.doi_token_expires_at is not None and contact.doi_token_expires_at <= now:
             return "expired"
         contact.confirm_doi(

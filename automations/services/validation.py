@@ -11,6 +11,7 @@ from typing import Any
 from automations.lifecycle import TRIGGER_CONFIG_KEYS
 from automations.models import StepType, TriggerType
 from automations.steps import StepConfigError, validate_step_config
+from owlat.event_names import event_name_message, is_valid_event_name
 
 
 class AutomationRefused(Exception):
@@ -61,6 +62,8 @@ def validate_trigger(
     value = trigger_config.get(key)
     if value is not None and not (isinstance(value, str) and value):
         raise AutomationInvalid(f"triggerConfig.{key} must be a non-empty string", f"triggerConfig.{key}")
+    if value is not None and key == "eventName" and not is_valid_event_name(value):
+        raise AutomationInvalid(event_name_message("triggerConfig.eventName"), "triggerConfig.eventName")
     if value is not None and key == "topicId" and organization_id is not None:
         from owlat.models import Topic
 
