@@ -42,6 +42,7 @@ class Role(models.TextChoices):
 class Membership(models.Model):
     """DOM-02: a user's role in one organization."""
 
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="memberships")
     role = models.CharField(max_length=10, choices=Role.choices, default=Role.EDITOR)
@@ -64,6 +65,7 @@ class AbuseStatus(models.TextChoices):
 class OrganizationSettings(models.Model):
     """DOM-14: the former singleton, one row per organization."""
 
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     organization = models.OneToOneField(Organization, on_delete=models.CASCADE, related_name="settings")
     timezone = models.CharField(max_length=64, blank=True, default="")
     default_from_email = models.EmailField(blank=True, default="")
@@ -196,6 +198,7 @@ class IdentityChannel(models.TextChoices):
 class ContactIdentity(models.Model):
     """DOM-06."""
 
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE)
     contact = models.ForeignKey(Contact, on_delete=models.CASCADE, related_name="identities")
     channel = models.CharField(max_length=10, choices=IdentityChannel.choices)
@@ -219,6 +222,7 @@ class PropertyType(models.TextChoices):
 class ContactProperty(models.Model):
     """DOM-07: a custom property definition."""
 
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     organization = models.ForeignKey(
         Organization, on_delete=models.CASCADE, related_name="contact_properties"
     )
@@ -236,6 +240,7 @@ class ContactProperty(models.Model):
 
 
 class ContactPropertyValue(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE)
     contact = models.ForeignKey(Contact, on_delete=models.CASCADE, related_name="property_values")
     property = models.ForeignKey(ContactProperty, on_delete=models.CASCADE, related_name="values")
@@ -270,6 +275,7 @@ class Topic(models.Model):
 class ContactTopic(models.Model):
     """A topic membership with its consent proof (D-14). Written only by `owlat.topics`."""
 
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE)
     contact = models.ForeignKey(Contact, on_delete=models.CASCADE, related_name="topic_memberships")
     topic = models.ForeignKey(Topic, on_delete=models.CASCADE, related_name="memberships")
@@ -312,6 +318,7 @@ class BlockReason(models.TextChoices):
 class BlockedEmail(models.Model):
     """DOM-10 suppression list; writers and upgrade rules in `owlat.suppression` (DLV-12)."""
 
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="blocked_emails")
     email = models.CharField(max_length=254)
     reason = models.CharField(max_length=12, choices=BlockReason.choices)
@@ -336,6 +343,7 @@ class BlockedEmail(models.Model):
 class ContactActivity(models.Model):
     """DOM-11 timeline rows."""
 
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE)
     contact = models.ForeignKey(Contact, on_delete=models.CASCADE, related_name="activities")
     activity_type = models.CharField(max_length=40)
@@ -369,6 +377,7 @@ class DomainStatus(models.TextChoices):
 class Domain(models.Model):
     """DOM-12 sending domain."""
 
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="domains")
     domain = models.CharField(max_length=253)
     status = models.CharField(max_length=12, choices=DomainStatus.choices, default=DomainStatus.PENDING)
@@ -387,6 +396,7 @@ class Domain(models.Model):
 class CampaignSender(models.Model):
     """DOM-12 curated campaign senders."""
 
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="campaign_senders")
     email = models.CharField(max_length=254)
     display_name = models.CharField(max_length=200, null=True, blank=True)
@@ -410,6 +420,7 @@ class CampaignSender(models.Model):
 class AuditLog(models.Model):
     """DOM-15; written in the same transaction as the change it describes (owlat.audit)."""
 
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="audit_logs")
     user_id = models.CharField(max_length=100)
     action = models.CharField(max_length=60, db_index=True)
@@ -475,6 +486,7 @@ class WebhookDelivery(models.Model):
 class WebhookAttempt(models.Model):
     """DOM-18 delivery log: one row per HTTP attempt."""
 
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     delivery = models.ForeignKey(WebhookDelivery, on_delete=models.CASCADE, related_name="attempt_log")
     attempt = models.PositiveSmallIntegerField()
     status_code = models.IntegerField(null=True, blank=True)
@@ -541,6 +553,7 @@ class SendingStat(models.Model):
     """DLV-11 daily per-organization counters and sending-reputation events per sender domain (one row per
     organization, UTC day and sender domain). Written only by `owlat.sending_stats` from send-lifecycle effects."""
 
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="sending_stats")
     day = models.DateField()
     sender_domain = models.CharField(max_length=253, blank=True, default="")
