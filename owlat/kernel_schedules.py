@@ -6,7 +6,7 @@ SCHEDULES = [
     # DOM-15: audit-log retention, daily.
     ScheduleSpec("audit retention", "owlat.audit.audit_purge_task", "17 3 * * *"),
     # DOM-09: refresh every segment's cached count, every 30 minutes.
-    ScheduleSpec("refresh segment counts", "owlat.conditions.segment_counts_refresh_task", "*/30 * * * *"),
+    ScheduleSpec("refresh segment counts", "owlat.segments.segment_counts_refresh_task", "*/30 * * * *"),
     # DOM-18: safety net for webhook deliveries whose attempt was lost with a worker.
     ScheduleSpec(
         "recover webhook deliveries", "owlat.webhooks.webhook_deliveries_recover_task", "*/5 * * * *"

@@ -13,10 +13,10 @@ from django.utils import timezone
 from django_q.models import Schedule
 
 from owlat.audit import audit_purge_task, audit_write
-from owlat.conditions import segment_count_refresh, segment_counts_refresh_task
 from owlat.kernel_schedules import SCHEDULES as KERNEL_SCHEDULES
 from owlat.models import AuditLog, Contact, Organization, Segment
 from owlat.schedules import SCHEDULE_MODULES, ScheduleSpec, collect_schedules, sync_schedules
+from owlat.segments import segment_count_refresh, segment_counts_refresh_task
 
 pytestmark = pytest.mark.django_db
 
@@ -31,7 +31,7 @@ def _rows():
 def test_kernel_declares_audit_retention_daily_and_segment_counts_every_30_minutes():
     by_func = {s.func_path: s for s in KERNEL_SCHEDULES}
     audit = by_func["owlat.audit.audit_purge_task"]
-    segments = by_func["owlat.conditions.segment_counts_refresh_task"]
+    segments = by_func["owlat.segments.segment_counts_refresh_task"]
     start = dt.datetime(2025, 1, 1, 0, 0, tzinfo=dt.UTC)
     it = croniter(audit.cron, start)
     assert it.get_next(dt.datetime) - it.get_prev(dt.datetime) == dt.timedelta(days=1)
@@ -108,7 +108,7 @@ def test_sync_creates_updates_removes_and_is_idempotent():
     assert summary.removed == ["owlat:old job"]
     assert _rows() == {
         "owlat:purge": ("owlat.audit.audit_purge_task", "C", "17 3 * * *", None, -1),
-        "owlat:segments": ("owlat.conditions.segment_counts_refresh_task", "C", "*/30 * * * *", None, -1),
+        "owlat:segments": ("owlat.segments.segment_counts_refresh_task", "C", "*/30 * * * *", None, -1),
         "owlat:pool job": ("owlat.audit.audit_purge_task", "C", "* * * * *", "campaign", -1),
     }
     assert not Schedule.objects.filter(pk=stale.pk).exists()
