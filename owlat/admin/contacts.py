@@ -119,7 +119,7 @@ class ContactTopicForm(forms.ModelForm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        if self.instance.pk:
+        if not self.instance._state.adding:
             self.fields["topic"].disabled = True
             self.fields["skip_doi"].disabled = True
 
@@ -350,7 +350,7 @@ class ContactAdmin(TenantModelAdmin):
             for f in formset.forms:
                 if not hasattr(f, "cleaned_data") or not f.cleaned_data:
                     continue
-                old_key = f.instance.property.key if f.instance.pk else None
+                old_key = f.instance.property.key if not f.instance._state.adding else None
                 if f in formset.deleted_forms:
                     if old_key:
                         properties[old_key] = None
@@ -373,12 +373,12 @@ class ContactAdmin(TenantModelAdmin):
                 if not hasattr(f, "cleaned_data") or not f.cleaned_data:
                     continue
                 if f in formset.deleted_forms:
-                    if f.instance.pk:
+                    if not f.instance._state.adding:
                         topic_unsubscribe(
                             contact=contact, topic=f.instance.topic, source="admin", actor=actor
                         )
                     continue
-                if not f.instance.pk and f.cleaned_data.get("topic"):
+                if f.instance._state.adding and f.cleaned_data.get("topic"):
                     outcome = topic_subscribe(
                         contact=contact,
                         topic=f.cleaned_data["topic"],

@@ -44,12 +44,12 @@ class MembershipForm(forms.ModelForm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        if self.instance.pk:
+        if not self.instance._state.adding:
             self.fields["member"].disabled = True
             self.fields["member"].initial = self.instance.user.get_username()
 
     def clean_member(self) -> Any:
-        if self.instance.pk:
+        if not self.instance._state.adding:
             return self.instance.user
         value = (self.cleaned_data.get("member") or "").strip()
         if not value:
@@ -84,11 +84,11 @@ class MembershipFormSet(forms.BaseInlineFormSet):
         owners = 0
         for form in self.forms:
             if not hasattr(form, "cleaned_data") or not form.cleaned_data:
-                if form.instance.pk and form.instance.role == Role.OWNER:
+                if not form.instance._state.adding and form.instance.role == Role.OWNER:
                     owners += 1
                 continue
             deleting = form.cleaned_data.get("DELETE", False)
-            before = form.initial.get("role") if form.instance.pk else None
+            before = form.initial.get("role") if not form.instance._state.adding else None
             after = form.cleaned_data.get("role")
             touches_owner = Role.OWNER in (before, after) and (deleting or before != after)
             if touches_owner and not acting_is_owner:
@@ -324,7 +324,7 @@ class OrganizationSettingsAdmin(TenantModelAdmin):
     def effective_flags(self, obj: OrganizationSettings) -> str:
         from owlat.flags import resolve_flags
 
-        if obj is None or obj.pk is None:
+        if obj is None or obj._state.adding:
             return "-"
         flags = resolve_flags(obj.feature_flags)
         return ", ".join(f"{name}: {'on' if on else 'off'}" for name, on in flags.items())
