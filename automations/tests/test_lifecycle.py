@@ -43,7 +43,7 @@ def captured(monkeypatch):
 def _audits(automation):
     return list(
         AuditLog.objects.filter(resource="automation", resource_id=str(automation.pk))
-        .order_by("id")
+        .order_by("created_at")
         .values_list("action", "user_id", "details")
     )
 

@@ -84,7 +84,9 @@ def contact():
 
 def _audits():
     return list(
-        AuditLog.objects.order_by("id").values_list("action", "user_id", "resource", "resource_id", "details")
+        AuditLog.objects.order_by("created_at").values_list(
+            "action", "user_id", "resource", "resource_id", "details"
+        )
     )
 
 
