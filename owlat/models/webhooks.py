@@ -7,6 +7,7 @@ import uuid
 from django.db import models
 
 from owlat.models.organizations import Organization
+from owlat.outbound import validate_outbound_url
 
 
 class WebhookEndpoint(models.Model):
@@ -14,7 +15,7 @@ class WebhookEndpoint(models.Model):
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="webhook_endpoints")
-    url = models.URLField(max_length=1000)
+    url = models.URLField(max_length=1000, validators=[validate_outbound_url])
     secret = models.CharField(max_length=100)
     events = models.JSONField(default=list, help_text="Event types to receive; empty = all.")
     is_active = models.BooleanField(default=True)

@@ -1,4 +1,4 @@
-"""D-03 migration `owlat.0003_uuid_primary_keys`: a populated database migrates forward with every row kept, every
+"""D-03 migration `owlat.0004_uuid_primary_keys`: a populated database migrates forward with every row kept, every
 integer key replaced by a random UUID, and every foreign key still pointing at the same row (and back again)."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
-BEFORE = [("owlat", "0002_sending_stats")]
-AFTER = [("owlat", "0003_uuid_primary_keys")]
+BEFORE = [("owlat", "0003_webhook_endpoint_url_outbound_guard")]
+AFTER = [("owlat", "0004_uuid_primary_keys")]
 CONVERTED = [
     "Membership",
     "OrganizationSettings",

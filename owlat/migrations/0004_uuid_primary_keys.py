@@ -26,6 +26,6 @@ MODELS = [
 
 
 class Migration(migrations.Migration):
-    dependencies = [("owlat", "0002_sending_stats")]
+    dependencies = [("owlat", "0003_webhook_endpoint_url_outbound_guard")]
 
     operations = [UuidPrimaryKey(name) for name in MODELS]
