@@ -16,7 +16,7 @@ class AutomationsConfig(AppConfig):
             automations_using_template,
             automations_using_topic,
         )
-        from owlat.api.inuse import register_topic_in_use
+        from owlat.inuse import register_topic_in_use
         from owlat.registry import register_contact_erasure_hook
         from templates.services import register_template_in_use
 

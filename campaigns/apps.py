@@ -19,7 +19,7 @@ class CampaignsConfig(AppConfig):
             campaigns_using_template,
             campaigns_using_topic,
         )
-        from owlat.api.inuse import register_segment_in_use, register_topic_in_use
+        from owlat.inuse import register_segment_in_use, register_topic_in_use
         from templates.services import register_template_in_use
 
         register_template_in_use(campaigns_using_template)

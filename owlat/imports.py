@@ -45,7 +45,9 @@ KNOWN_COLUMNS = {
     "language": "language",
     "timezone": "timezone",
 }
-_LANGUAGE_RE = re.compile(r"^[A-Za-z]{2,3}(?:[-_][A-Za-z0-9]{1,8})*$")
+#: Deliberately looser than the API's language rule (`xx` or `xx-yy`): lists exported from other tools carry
+#: BCP 47-like tags (`pt_BR`, `zh-Hant-TW`, three-letter codes) and an import should keep them, not drop the row.
+IMPORT_LANGUAGE_RE = re.compile(r"^[A-Za-z]{2,3}(?:[-_][A-Za-z0-9]{1,8})*$")
 _PROPERTY_KEY_RE = re.compile(r"^[A-Za-z0-9_.\-]+$")
 BUILTIN_FIELDS = ("first_name", "last_name", "language", "timezone")
 
@@ -173,7 +175,7 @@ def validate_row(line: int, values: dict[str, str], properties: dict[str, str]) 
             fields[name] = value
     language = values.get("language", "")
     if language:
-        if len(language) > MAX_LANGUAGE_LENGTH or not _LANGUAGE_RE.match(language):
+        if len(language) > MAX_LANGUAGE_LENGTH or not IMPORT_LANGUAGE_RE.match(language):
             return RowError(line, f"Invalid language: {language[:40]} (use a code such as de or en-GB)")
         fields["language"] = language
     tz = values.get("timezone", "")

@@ -1,7 +1,8 @@
-"""Template writes other than status (DOM-13, API-26) and the in-use registry for deletes.
+"""Template writes other than status (DOM-13, API-26).
 
 Campaigns and automations register an in-use checker in their `AppConfig.ready()` (the templates layer does
-not import them): `register_template_in_use(fn)` with `fn(organization_id, template_id) -> [{"kind", "id"}]`.
+not import them): `register_template_in_use(fn)` with `fn(organization_id, template_id) -> [{"kind", "id"}]`
+(the kernel's in-use registries, `owlat.inuse`, re-exported here).
 """
 
 from __future__ import annotations
@@ -12,10 +13,8 @@ from typing import Any
 from django.db import transaction
 
 from owlat.audit import audit_write
+from owlat.inuse import register_template_in_use, template_in_use  # noqa: F401  (re-exported)
 from templates.models import EmailTemplate
-
-UsedBy = list[dict[str, str]]
-_in_use_checkers: list[Callable[[Any, Any], UsedBy]] = []
 
 EDITABLE = (
     "name",
@@ -46,20 +45,6 @@ def template_test_send(**kwargs: Any) -> Any:
     if not _test_senders:
         raise ValueError("No delivery layer is installed to send test emails")
     return _test_senders[0](**kwargs)
-
-
-def register_template_in_use(fn: Callable[[Any, Any], UsedBy]) -> Callable[[Any, Any], UsedBy]:
-    if fn not in _in_use_checkers:
-        _in_use_checkers.append(fn)
-    return fn
-
-
-def template_in_use(organization_id: Any, template_id: Any) -> UsedBy:
-    used: UsedBy = []
-    for checker in _in_use_checkers:
-        for item in checker(organization_id, template_id) or []:
-            used.append({"kind": str(item["kind"]), "id": str(item["id"])})
-    return used
 
 
 def email_template_create(*, organization_id: Any, actor: str, fields: dict[str, Any]) -> EmailTemplate:

@@ -81,7 +81,7 @@ class TopicAdmin(TenantModelAdmin):
         adopt_written_row(obj, topic)
 
     def _in_use(self, obj: Topic) -> list[dict[str, str]]:
-        from owlat.api.inuse import topic_in_use
+        from owlat.inuse import topic_in_use
 
         return topic_in_use(obj.organization_id, obj.pk)
 
@@ -177,7 +177,7 @@ class SegmentAdmin(TenantModelAdmin):
         adopt_written_row(obj, segment)
 
     def _in_use(self, obj: Segment) -> list[dict[str, str]]:
-        from owlat.api.inuse import segment_in_use
+        from owlat.inuse import segment_in_use
 
         return segment_in_use(obj.organization_id, obj.pk)
 

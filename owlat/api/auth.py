@@ -14,13 +14,12 @@ from django.http import HttpRequest
 from django.utils import timezone
 
 from owlat.api.errors import ApiError
+from owlat.apikeys import KEY_FORMAT, MIN_KEY_LENGTH
 from owlat.models import ApiKey
 
 MISSING_HEADER = "Missing or invalid Authorization header. Use: Authorization: Bearer <api_key>"
 INVALID_FORMAT = "Invalid API key format"
 INVALID_KEY = "Invalid API key"
-KEY_FORMAT = re.compile(r"^lm_live_[A-Za-z0-9]+$")
-MIN_KEY_LENGTH = 40
 LAST_USED_GRANULARITY = dt.timedelta(minutes=1)
 _BEARER = re.compile(r"^bearer\s+(\S+)$", re.IGNORECASE)
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from owlat.api.inuse import _segment_checkers, register_segment_in_use
+from owlat.inuse import register_segment_in_use, segments
 from owlat.models import Segment, Topic
 from testsupport.api import ApiClient, error_of, make_key, make_org
 
@@ -157,7 +157,7 @@ def test_segment_delete_refused_while_in_use(api, org):
     try:
         response = api.delete(f"/segments/{segment_id}")
     finally:
-        _segment_checkers.remove(checker)
+        segments.unregister(checker)
     assert response.status_code == 422
     assert error_of(response)["data"] == {
         "reason": "segment_in_use",

@@ -2,7 +2,7 @@
 
 import pytest
 
-from owlat.api.inuse import _topic_checkers, register_topic_in_use
+from owlat.inuse import register_topic_in_use, topics
 from owlat.models import Contact, ContactTopic, DoiStatus, Topic
 from testsupport.api import ApiClient, error_of, make_key, make_org
 
@@ -288,7 +288,7 @@ def test_topic_delete_refused_while_in_use(api, org, to):
     try:
         response = api.delete(f"/topics/{to.pk}")
     finally:
-        _topic_checkers.remove(checker)
+        topics.unregister(checker)
     assert response.status_code == 422
     error = error_of(response)
     assert error["category"] == "invalid_state"

@@ -62,6 +62,7 @@ def test_validation_and_in_use(api, org):
         error_of(api.post("/templates", {"name": "n", "subject": "s", "type": "x"}))["data"]["field"]
         == "type"
     )
+    from owlat import inuse
     from templates import services
 
     tid = api.post("/templates", {"name": "n", "subject": "s"}).json()["data"]["id"]
@@ -74,7 +75,7 @@ def test_validation_and_in_use(api, org):
             "usedBy": [{"kind": "automation", "id": "a1"}],
         }
     finally:
-        services._in_use_checkers.remove(checker)
+        inuse.templates.unregister(checker)
     other = make_org(name="Other")
     _, raw = make_key(other, ["templates:read"])
     assert ApiClient(raw).get(f"/templates/{tid}").status_code == 404
