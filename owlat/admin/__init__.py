@@ -17,6 +17,7 @@ from owlat.admin import (  # noqa: F401  (importing registers the screens)
     suppression,
     system,
     topics_segments,
+    unfold_patches,
     webhooks,
 )
 from owlat.admin.organizations import organization_abuse_status_change

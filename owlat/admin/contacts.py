@@ -236,7 +236,7 @@ class ContactAdmin(TenantModelAdmin):
     )
     search_fields = ("email", "first_name", "last_name")
     ordering = ("-created_at",)
-    date_hierarchy = "created_at"
+    list_per_page = 50
     inlines = (ContactPropertyValueInline, ContactTopicInline)
     status_fields = (
         "source",
