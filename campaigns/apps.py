@@ -25,3 +25,8 @@ class CampaignsConfig(AppConfig):
         register_template_in_use(campaigns_using_template)
         register_topic_in_use(campaigns_using_topic)
         register_segment_in_use(campaigns_using_segment)
+
+        from campaigns.demo import campaigns_demo_ensure
+        from owlat.registry import register_demo_data_hook
+
+        register_demo_data_hook(campaigns_demo_ensure)

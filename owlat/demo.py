@@ -207,7 +207,10 @@ def demo_data_ensure(*, organization: Organization) -> DemoData:
             filters=PRO_SEGMENT_FILTERS,
         )
     from owlat.contacts import live_contacts
+    from owlat.registry import demo_data_hooks
 
+    for hook in demo_data_hooks():  # the apps' sample data (campaigns, …), registered in their ready()
+        hook(organization)
     return DemoData(
         contacts_created=created_count,
         contacts_total=live_contacts(org_id).count(),

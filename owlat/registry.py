@@ -31,6 +31,8 @@ _trigger_listeners: list[TriggerListener] = []
 _erasure_hooks: list[ErasureHook] = []
 _doi_started_hooks: list[DoiStartedHook] = []
 _unsubscribe_hooks: list[UnsubscribeHook] = []
+DemoDataHook = Callable[[Any], None]
+_demo_data_hooks: list[DemoDataHook] = []
 
 
 def _add(registry: list, fn: Callable) -> Callable:
@@ -73,3 +75,12 @@ def doi_started_hooks() -> tuple[DoiStartedHook, ...]:
 
 def unsubscribe_hooks() -> tuple[UnsubscribeHook, ...]:
     return tuple(_unsubscribe_hooks)
+
+
+def register_demo_data_hook(fn: DemoDataHook) -> DemoDataHook:
+    """`fn(organization)`: adds an app's sample data after the kernel's (`bootstrap --demo`); idempotent."""
+    return _add(_demo_data_hooks, fn)
+
+
+def demo_data_hooks() -> tuple[DemoDataHook, ...]:
+    return tuple(_demo_data_hooks)
