@@ -15,7 +15,9 @@ class DeliveryConfig(AppConfig):
 
         register_doi_started_hook(services.doi_email_queue)
         register_unsubscribe_hook(services.on_unsubscribe)
-        register_contact_erasure_hook(services.on_contact_erased)
+        from delivery.erasure import send_rows_erase
+
+        register_contact_erasure_hook(send_rows_erase)
         from templates.services import register_test_sender
 
         register_test_sender(services.test_email_send)

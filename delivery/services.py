@@ -732,21 +732,6 @@ def on_unsubscribe(contact: Contact, source: str, campaign_send_id: str | None) 
     ).update(unsubscribed_at=now)
 
 
-def on_contact_erased(contact: Contact) -> None:
-    """API-17: the contact's send rows stay (counters, campaign reports) without its personal data."""
-    EmailSend.objects.filter(contact_id=contact.pk).update(
-        contact_email="",
-        contact_first_name=None,
-        contact_last_name=None,
-        personalized_subject=None,
-        clicked_links=[],
-    )
-    TransactionalSend.objects.filter(contact_id=contact.pk).update(
-        email="", data_variables=None, subject=None, html_body=None, text_body=None, clicked_links=[]
-    )
-    SendAttachment.objects.filter(send__contact_id=contact.pk).delete()
-
-
 def send_lookup(ref: SendRef, *, organization_id: Any = None) -> Any:
     model = model_for(ref.kind)
     qs = model.objects.filter(pk=_uuid_or_none(ref.id))
