@@ -19,8 +19,7 @@ import functools
 import logging
 import uuid
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -30,7 +29,7 @@ from django.utils import timezone
 
 from delivery.models import BounceType, CampaignSendCounters, EmailSend, SendAttachment, TransactionalSend
 from delivery.models import SendStatus as S
-from owlat.lifecycle import Call, Decision, Effect, Lifecycle, Outcome, legal_edges
+from owlat.lifecycle import Call, Decision, Effect, Lifecycle, Move, Outcome, legal_edges
 from owlat.sending_stats import sending_stats_bump
 
 logger = logging.getLogger(__name__)
@@ -359,32 +358,6 @@ def reduce_send(send: Any, frm: str, to: str, *, input: dict[str, Any], at: dt.d
 # --- Effect handlers ------------------------------------------------------------------------------------
 
 
-class _Batch:
-    """Collects what can be merged across the rows of one transaction: counter deltas per campaign,
-    completion calls per (kind, campaign), webhook-endpoint existence per organization."""
-
-    def __init__(self) -> None:
-        self.counters: dict[tuple[str, str], dict[str, int]] = {}
-        self.sending_stats: dict[tuple[str, dt.date, str], dict[str, int]] = {}
-        self.completions: dict[tuple[str, str], Any] = {}
-        self.has_endpoints: dict[str, bool] = {}
-
-    def flush(self) -> None:
-        for (organization_id, campaign_id), deltas in self.counters.items():
-            _apply_counters(organization_id, campaign_id, deltas)
-        self.counters.clear()
-        for (organization_id, day, domain), deltas in self.sending_stats.items():
-            sending_stats_bump(organization_id=organization_id, sender_domain=domain, day=day, deltas=deltas)
-        self.sending_stats.clear()
-        completions = list(self.completions.values())
-        self.completions.clear()
-        for send in completions:
-            _run_completion(send)
-
-
-_batch_state: dict[str, _Batch | None] = {"current": None}
-
-
 def _apply_counters(organization_id: str, campaign_id: str, deltas: dict[str, int]) -> None:
     deltas = {k: v for k, v in deltas.items() if v}
     if not deltas:
@@ -410,24 +383,11 @@ def _run_completion(send: Any) -> None:
 def _has_webhook_endpoints(organization_id: Any) -> bool:
     from owlat.models import WebhookEndpoint
 
-    batch = _batch_state["current"]
-    key = str(organization_id)
-    if batch is not None and key in batch.has_endpoints:
-        return batch.has_endpoints[key]
-    exists = WebhookEndpoint.objects.filter(organization_id=organization_id, is_active=True).exists()
-    if batch is not None:
-        batch.has_endpoints[key] = exists
-    return exists
+    return WebhookEndpoint.objects.filter(organization_id=organization_id, is_active=True).exists()
 
 
 def _fx_counters(send: Any, *, deltas: dict[str, int]) -> None:
-    batch = _batch_state["current"]
-    if batch is None:
-        _apply_counters(str(send.organization_id), str(send.campaign_id), deltas)
-        return
-    bucket = batch.counters.setdefault((str(send.organization_id), str(send.campaign_id)), {})
-    for key, value in deltas.items():
-        bucket[key] = bucket.get(key, 0) + value
+    _apply_counters(str(send.organization_id), str(send.campaign_id), deltas)
 
 
 def _sender_domain(send: Any) -> str:
@@ -436,15 +396,9 @@ def _sender_domain(send: Any) -> str:
 
 
 def _fx_sending_stats(send: Any, *, deltas: dict[str, int], day: dt.date) -> None:
-    batch = _batch_state["current"]
-    if batch is None:
-        sending_stats_bump(
-            organization_id=send.organization_id, sender_domain=_sender_domain(send), day=day, deltas=deltas
-        )
-        return
-    bucket = batch.sending_stats.setdefault((str(send.organization_id), day, _sender_domain(send)), {})
-    for key, value in deltas.items():
-        bucket[key] = bucket.get(key, 0) + value
+    sending_stats_bump(
+        organization_id=send.organization_id, sender_domain=_sender_domain(send), day=day, deltas=deltas
+    )
 
 
 def _fx_activity(send: Any, *, activity_type: str, metadata: dict, at: dt.datetime) -> None:
@@ -505,12 +459,86 @@ def _fx_soft_bounce(send: Any) -> None:
 
 
 def _fx_complete(send: Any) -> None:
-    batch = _batch_state["current"]
-    if batch is None:
+    _run_completion(send)
+
+
+# Batch handlers (`transition_many`): what can be merged across the rows of one batch is applied once.
+
+
+def _merged(items: list[tuple[Any, dict[str, Any]]], key: Any) -> dict[Any, dict[str, int]]:
+    merged: dict[Any, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for send, kwargs in items:
+        bucket = merged[key(send, kwargs)]
+        for name, value in kwargs["deltas"].items():
+            bucket[name] += value
+    return merged
+
+
+def _fx_counters_many(items: list[tuple[Any, dict[str, Any]]]) -> None:
+    """Counter increments merged per campaign."""
+    for (organization_id, campaign_id), deltas in _merged(
+        items, lambda send, kw: (str(send.organization_id), str(send.campaign_id))
+    ).items():
+        _apply_counters(organization_id, campaign_id, dict(deltas))
+
+
+def _fx_sending_stats_many(items: list[tuple[Any, dict[str, Any]]]) -> None:
+    """Daily sending stats merged per (organization, day, sender domain)."""
+    for (organization_id, day, domain), deltas in _merged(
+        items, lambda send, kw: (str(send.organization_id), kw["day"], _sender_domain(send))
+    ).items():
+        sending_stats_bump(
+            organization_id=organization_id, sender_domain=domain, day=day, deltas=dict(deltas)
+        )
+
+
+# Timeline rows without a contact flag may be inserted in bulk; `email_opened` / `email_clicked` go through
+# `activity_record`, which also sets the contact's `has_opened` / `has_clicked` (DLV-11).
+_BULK_ACTIVITY_TYPES = frozenset({"email_sent", "email_bounced", "email_complained"})
+
+
+def _fx_activity_many(items: list[tuple[Any, dict[str, Any]]]) -> None:
+    from owlat.models import ContactActivity
+
+    rows = []
+    for send, kwargs in items:
+        if kwargs["activity_type"] in _BULK_ACTIVITY_TYPES:
+            rows.append(
+                ContactActivity(
+                    organization_id=send.organization_id,
+                    contact_id=send.contact_id,
+                    activity_type=kwargs["activity_type"],
+                    metadata=kwargs["metadata"],
+                    occurred_at=kwargs["at"],
+                )
+            )
+        else:
+            _fx_activity(send, **kwargs)
+    if rows:
+        ContactActivity.objects.bulk_create(rows, batch_size=500)
+
+
+def _fx_webhook_many(items: list[tuple[Any, dict[str, Any]]]) -> None:
+    """Webhook-endpoint existence looked up once per organization."""
+    from owlat.webhooks import webhook_emit
+
+    has_endpoints: dict[str, bool] = {}
+    for send, kwargs in items:
+        key = str(send.organization_id)
+        if key not in has_endpoints:
+            has_endpoints[key] = _has_webhook_endpoints(send.organization_id)
+        if has_endpoints[key]:
+            webhook_emit(organization_id=send.organization_id, **kwargs)
+
+
+def _fx_complete_many(items: list[tuple[Any, dict[str, Any]]]) -> None:
+    """Completion handlers once per campaign (or per non-campaign row), after every row of the batch is
+    written."""
+    seen: dict[tuple[str, str], Any] = {}
+    for send, _ in items:
+        seen.setdefault((send.send_kind, str(getattr(send, "campaign_id", None) or send.pk)), send)
+    for send in seen.values():
         _run_completion(send)
-        return
-    key = (send.send_kind, str(getattr(send, "campaign_id", None) or send.pk))
-    batch.completions.setdefault(key, send)
 
 
 def _fx_complained(send: Any) -> None:
@@ -529,6 +557,7 @@ class _SendLifecycle(Lifecycle):
     not_found_reason = "send_not_found"
     self_loop = "reducer"
     writes_audit = False
+    savepoint = False  # every caller holds its own transaction
     messages = {
         "send_not_found": "Send not found",
         "illegal_edge": "Illegal send status change",
@@ -539,7 +568,19 @@ class _SendLifecycle(Lifecycle):
     def reduce(
         self, obj: Any, frm: str, to: str, *, input: dict[str, Any], actor: str, at: dt.datetime
     ) -> Decision:
-        return reduce_send(obj, frm, to, input=input, at=at)
+        # an event carries its own time (a batch holds rows of different moments)
+        return reduce_send(
+            obj, frm, to, input=input, at=input["at"] if isinstance(input.get("at"), dt.datetime) else at
+        )
+
+    def batch_effect_handlers(self) -> dict[str, Callable[[list[tuple[Any, dict[str, Any]]]], None]]:
+        return {
+            "counters": _fx_counters_many,
+            "sending_stats": _fx_sending_stats_many,
+            "activity": _fx_activity_many,
+            "webhook": _fx_webhook_many,
+            "complete": _fx_complete_many,
+        }
 
     def effect_handlers(self) -> dict[str, Callable[..., None]]:
         return {
@@ -645,164 +686,56 @@ class Completion:
     input: dict[str, Any] = field(default_factory=dict)
 
 
-@contextmanager
-def _batched() -> Iterator[_Batch]:
-    batch = _Batch()
-    previous = _batch_state["current"]
-    _batch_state["current"] = batch
-    try:
-        yield batch
-    finally:
-        _batch_state["current"] = previous
-
-
 def send_transition_many(items: Iterable[Completion]) -> list[Outcome]:
     """The batched variant used by the dispatch worker: the same reducer, graph and effects as
-    `send_transition`, for many rows in one transaction — rows locked in one query, written back with one
-    `bulk_update`, plain timeline activities inserted with one `bulk_create`, counter increments merged per
-    campaign, and completion handlers called once per campaign (or per non-campaign row) after the rows are
-    written."""
+    `send_transition`, for many rows in one transaction on the kernel's set-based runner
+    (`Lifecycle.transition_many`, D-04) — rows locked in one query per table, written back with one
+    `UPDATE … RETURNING` per table and edge, plain timeline activities inserted with one `bulk_create`,
+    counter and sending-stat increments merged, webhook endpoints looked up once per organization, and
+    completion handlers called once per campaign (or per non-campaign row) after the rows are written."""
     items = list(items)
     if not items:
         return []
-    outcomes: list[Outcome] = []
-    with transaction.atomic(), _batched() as batch:
-        by_kind: dict[str, list[str]] = defaultdict(list)
+    outcomes: list[Outcome | None] = [None] * len(items)
+    with transaction.atomic():
+        ids: dict[str, list[uuid.UUID]] = defaultdict(list)
         for item in items:
-            by_kind[item.ref.kind].append(item.ref.id)
-        rows: dict[tuple[str, str], Any] = {}
-        for kind, ids in by_kind.items():
-            model = model_for(kind)
-            for obj in model._default_manager.select_for_update().filter(pk__in=ids).order_by("pk"):
-                rows[(kind, str(obj.pk))] = obj
-        writes = _BatchWrites()
-        for item in items:
-            obj = rows.get((item.ref.kind, item.ref.id))
-            if obj is None:
-                outcomes.append(Outcome(ok=False, reason="send_not_found", message="Send not found"))
+            try:
+                ids[item.ref.kind].append(uuid.UUID(str(item.ref.id)))
+            except ValueError:
                 continue
-            outcomes.append(_apply_batched(_LIFECYCLES[item.ref.kind], obj, item.to, item.input, writes))
-        writes.flush()
-        batch.flush()
-    return outcomes
-
-
-class _BatchWrites:
-    """Row updates and timeline rows of one batch, written in one query each."""
-
-    def __init__(self) -> None:
-        self.rows: dict[type, dict[Any, Any]] = defaultdict(dict)
-        self.fields: dict[type, set[str]] = defaultdict(set)
-        self.activities: list[Any] = []
-
-    def flush(self) -> None:
-        from owlat.models import ContactActivity
-
-        for model, objs in self.rows.items():
-            fields = sorted(self.fields[model])
-            _bulk_update(model, list(objs.values()), fields)
-        if self.activities:
-            ContactActivity.objects.bulk_create(self.activities, batch_size=500)
-        self.rows.clear()
-        self.activities.clear()
-
-
-def _bulk_update(model: type, objs: list[Any], fields: list[str]) -> None:
-    """Write `fields` of `objs` back in one statement. On PostgreSQL an `UPDATE … FROM (VALUES …)` with
-    typed columns (Django's `bulk_update` builds a CASE expression per field and row, which costs more in
-    Python than the rows cost in the database); elsewhere Django's `bulk_update`."""
-    if connection.vendor != "postgresql":
-        model._default_manager.bulk_update(objs, fields, batch_size=500)
-        return
-    table = model._meta.db_table
-    concrete = [model._meta.get_field(name) for name in fields]
-    pk = model._meta.pk
-    qn = connection.ops.quote_name
-    casts = [f.db_type(connection).replace("serial", "integer") for f in concrete]
-    row_sql = "(" + ", ".join(["%s::" + pk.db_type(connection)] + [f"%s::{c}" for c in casts]) + ")"
-    params: list[Any] = []
-    for obj in objs:
-        params.append(pk.get_db_prep_value(obj.pk, connection))
-        for f in concrete:
-            params.append(f.get_db_prep_save(getattr(obj, f.attname), connection))
-    columns = ", ".join([qn("pk_")] + [qn(f.column) for f in concrete])
-    assignments = ", ".join(f"{qn(f.column)} = v.{qn(f.column)}" for f in concrete)
-    sql = (
-        f"UPDATE {qn(table)} SET {assignments} FROM (VALUES {', '.join([row_sql] * len(objs))}) "
-        f"AS v({columns}) WHERE {qn(table)}.{qn(pk.column)} = v.{qn('pk_')}"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-
-
-# Timeline rows without a contact flag may be inserted in bulk; `email_opened` / `email_clicked` go through
-# `activity_record`, which also sets the contact's `has_opened` / `has_clicked` (DLV-11).
-_BULK_ACTIVITY_TYPES = frozenset({"email_sent", "email_bounced", "email_complained"})
-
-
-def _apply_batched(
-    lifecycle: _SendLifecycle, obj: Any, to: str, input: dict[str, Any], writes: _BatchWrites
-) -> Outcome:
-    at = _input_at(input)
-    if to in _EVIDENCE and obj.status == S.QUEUED and obj.outcome_unknown:
-        _apply_batched(
-            lifecycle,
-            obj,
-            S.SENT,
-            {"at": min(at, obj.handed_off_at or at), "provider_message_id": input.get("provider_message_id")},
-            writes,
-        )
-    frm = obj.status
-    decision = reduce_send(obj, frm, to, input=input, at=at)
-    if not decision.ok:
-        return Outcome(
-            ok=False,
-            reason=decision.reason,
-            message=lifecycle.message_for(decision.reason),
-            from_state=frm,
-            to_state=to,
-            object_id=obj.pk,
-            obj=obj,
-        )
-    if decision.applied == "duplicate":
-        return Outcome(ok=True, applied="duplicate", from_state=frm, to_state=frm, object_id=obj.pk, obj=obj)
-    patch = dict(decision.patch)
-    new_state = patch.pop("status", frm)
-    if new_state != frm:
-        lifecycle._fsm_method(obj, frm, new_state)(patch)
-    else:
-        for key, value in patch.items():
-            setattr(obj, key, value)
-    model = type(obj)
-    writes.rows[model][obj.pk] = obj
-    writes.fields[model].update({*patch.keys(), "status"})
-    from owlat.models import ContactActivity
-
-    for effect in decision.effects:
-        if (
-            isinstance(effect, Call)
-            and effect.name == "activity"
-            and effect.kwargs["activity_type"] in _BULK_ACTIVITY_TYPES
-        ):
-            writes.activities.append(
-                ContactActivity(
-                    organization_id=obj.organization_id,
-                    contact_id=obj.contact_id,
-                    activity_type=effect.kwargs["activity_type"],
-                    metadata=effect.kwargs["metadata"],
-                    occurred_at=effect.kwargs["at"],
+        rows: dict[tuple[str, str], Any] = {}
+        for kind, pks in ids.items():
+            for obj in model_for(kind)._default_manager.select_for_update().filter(pk__in=pks).order_by("pk"):
+                rows[(kind, str(obj.pk))] = obj
+        found: list[int] = []
+        for i, item in enumerate(items):
+            if (item.ref.kind, item.ref.id) in rows:
+                found.append(i)
+            else:
+                outcomes[i] = Outcome(ok=False, reason="send_not_found", message="Send not found")
+        # D-07: provider evidence on an outcome-unknown row first records the acceptance at hand-off.
+        evidence = []
+        for i in found:
+            item = items[i]
+            obj = rows[(item.ref.kind, item.ref.id)]
+            if item.to in _EVIDENCE and obj.status == S.QUEUED and obj.outcome_unknown:
+                at = _input_at(item.input)
+                provider_message_id = item.input.get("provider_message_id") or obj.provider_message_id
+                evidence.append(
+                    Move(
+                        obj,
+                        S.SENT,
+                        {"at": min(at, obj.handed_off_at or at), "provider_message_id": provider_message_id},
+                    )
                 )
-            )
-        else:
-            lifecycle._apply_effect(obj, ACTOR, effect)
-    return Outcome(
-        ok=True,
-        applied=decision.applied or "transitioned",
-        from_state=frm,
-        to_state=new_state,
-        object_id=obj.pk,
-        obj=obj,
-    )
+        # both send tables share one graph, reducer and effects: one runner call covers them
+        runner = _LIFECYCLES["campaign"]
+        runner.transition_many(evidence, actor=ACTOR)
+        moves = [Move(rows[(items[i].ref.kind, items[i].ref.id)], items[i].to, items[i].input) for i in found]
+        for i, outcome in zip(found, runner.transition_many(moves, actor=ACTOR), strict=True):
+            outcomes[i] = outcome
+    return [o for o in outcomes if o is not None]
 
 
 # --- D-07 claims and hand-off (compare-and-set; they never write `status`) ------------------------------

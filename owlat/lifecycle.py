@@ -313,18 +313,34 @@ class Lifecycle(ABC):
     ) -> list[Outcome]:
         """Run the reducer for every row and write the applied ones set-based, in one transaction.
 
-        Rows are grouped by edge (from-state, to-state, patched columns, guarded columns); each group is one
+        Rows are grouped by edge (model, from-state, to-state, patched columns, guarded columns); each group is one
         `UPDATE … RETURNING` that only touches rows still in the from-state (and matching the reducer's
         guard). A row that was not returned lost a race: its outcome is `conflict` and its effects are not
         applied. The effects of the applied rows follow in bulk: audit rows in one insert, named effects
         through `batch_effect_handlers` (else row by row), analytics and enqueues row by row.
         With `lock=True` the rows are re-read under `SELECT … FOR UPDATE` first (ordered by pk), so no row
-        can conflict; without it the caller's rows are used as loaded (a claim needs no lock).
-        Outcomes are returned in the order of `moves`.
+        can conflict; without it the caller's rows are used as loaded (a claim needs no lock, and a caller that
+        locked its rows itself passes them). Without `lock`, the rows may belong to several models that share
+        this lifecycle's graph and reducer (delivery's two send tables).
+        Outcomes are returned in the order of `moves`. A row named twice is moved in two rounds (the second
+        reduces from the state the first left), never written twice by one statement.
         """
         moves = list(moves)
         if not moves:
             return []
+        seen: set[Any] = set()
+        first: list[int] = []
+        later: list[int] = []
+        for i, m in enumerate(moves):
+            (later if m.obj.pk in seen else first).append(i)
+            seen.add(m.obj.pk)
+        if later:
+            outcomes_by_index: dict[int, Outcome] = {}
+            with transaction.atomic(savepoint=self.savepoint):
+                for group in (first, later):
+                    done = self.transition_many([moves[i] for i in group], actor=actor, at=at, lock=lock)
+                    outcomes_by_index.update(zip(group, done, strict=True))
+            return [outcomes_by_index[i] for i in range(len(moves))]
         at = at or timezone.now()
         outcomes: list[Outcome | None] = [None] * len(moves)
         with transaction.atomic(savepoint=self.savepoint):
@@ -347,7 +363,7 @@ class Lifecycle(ABC):
                         )
             groups: dict[tuple, list[tuple[int, Any, Decision, dict[str, Any]]]] = defaultdict(list)
             audits: list[tuple[Any, Audit]] = []
-            auto_now = [f.name for f in self.model._meta.concrete_fields if getattr(f, "auto_now", False)]
+            auto_now: dict[type, list[str]] = {}
             stamp = timezone.now()
             for i, m in enumerate(moves):
                 if outcomes[i] is not None:
@@ -376,14 +392,19 @@ class Lifecycle(ABC):
                 new_state = patch.pop(self.field, frm)
                 if new_state != frm:
                     self._fsm_method(obj, frm, new_state)  # the reducer and the declared graph must agree
-                for name in auto_now:
+                model = type(obj)
+                if model not in auto_now:
+                    auto_now[model] = [
+                        f.name for f in model._meta.concrete_fields if getattr(f, "auto_now", False)
+                    ]
+                for name in auto_now[model]:
                     patch.setdefault(name, stamp)
-                key = (frm, new_state, tuple(sorted(patch)), tuple(sorted(decision.guard)))
+                key = (model, frm, new_state, tuple(sorted(patch)), tuple(sorted(decision.guard)))
                 groups[key].append((i, obj, decision, patch))
 
             applied: list[tuple[Any, Decision]] = []
-            for (frm, new_state, fields, guarded), rows in groups.items():
-                won = self._compare_and_set(frm, new_state, fields, guarded, rows)
+            for (model, frm, new_state, fields, guarded), rows in groups.items():
+                won = self._compare_and_set(model, frm, new_state, fields, guarded, rows)
                 for i, obj, decision, patch in rows:
                     if obj.pk not in won:
                         outcomes[i] = Outcome(
@@ -460,6 +481,7 @@ class Lifecycle(ABC):
 
     def _compare_and_set(
         self,
+        model: type[models.Model],
         frm: str,
         to: str,
         fields: tuple[str, ...],
@@ -470,7 +492,7 @@ class Lifecycle(ABC):
         returns the pks of the rows written. PostgreSQL: one statement per 500 rows, `FROM (VALUES …)` with
         typed columns and `RETURNING`; elsewhere (SQLite, whose writers are serialized) one conditional
         UPDATE per row."""
-        manager = self.model._default_manager
+        manager = model._default_manager
         if connection.vendor != "postgresql":
             won: set[Any] = set()
             for _, obj, decision, patch in rows:
@@ -479,7 +501,7 @@ class Lifecycle(ABC):
                 ):
                     won.add(obj.pk)
             return won
-        meta = self.model._meta
+        meta = model._meta
         qn = connection.ops.quote_name
         table = qn(meta.db_table)
         pk = meta.pk
