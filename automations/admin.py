@@ -35,6 +35,7 @@ from automations.models import (
     StepType,
 )
 from owlat.admin_tenancy import TenantModelAdmin, TenantTabularInline, get_tenancy
+from owlat.permissions import Authority
 
 LIFECYCLE_BUTTONS = {
     AutomationStatus.DRAFT: [("activate", "Activate")],
@@ -388,7 +389,9 @@ class AutomationAdmin(TenantModelAdmin):
             automation_id=automation.pk,
             organization_id=automation.organization_id,
             actor=self.actor(request),
-            role=None if tenancy.is_platform_staff else (tenancy.role or ""),
+            authority=(
+                Authority.platform_staff() if tenancy.is_platform_staff else Authority.member(tenancy.role)
+            ),
         )
         if outcome.ok:
             note = " (already in that state)" if outcome.applied == "recorded" else ""

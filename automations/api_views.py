@@ -23,6 +23,7 @@ from automations.models import (
 from owlat.api.base import ApiView, iso, require_uuid
 from owlat.api.errors import ApiError, invalid_input, invalid_state, not_found
 from owlat.event_names import EVENT_NAME_MESSAGE, is_valid_event_name
+from owlat.permissions import Authority
 
 READ_ONLY_KEYS = (
     "id",
@@ -295,7 +296,10 @@ class AutomationTransitionView(AutomationsView):
     def post(self, request, automation_id: str):
         automation = self.automation(automation_id)
         outcome = PUBLIC_ACTIONS[self.verb](
-            automation_id=automation.pk, organization_id=self.organization_id, actor=self.actor
+            automation_id=automation.pk,
+            organization_id=self.organization_id,
+            actor=self.actor,
+            authority=Authority.api_key(self.required_scope),
         )
         if not outcome.ok:
             return self.transitioned(None, outcome)

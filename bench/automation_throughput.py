@@ -93,6 +93,7 @@ def build_world(n_keys: int, contact_batches: dict[str, int]) -> dict:
     from owlat.apikeys import api_key_create
     from owlat.models import Contact, ContactProperty, ContactPropertyValue, Domain, DomainStatus
     from owlat.organizations import organization_create
+    from owlat.permissions import Authority
     from templates.models import EmailTemplate
 
     org = organization_create(name="Bench", default_from_email="hello@bench.test", default_from_name="Bench")
@@ -130,7 +131,12 @@ def build_world(n_keys: int, contact_batches: dict[str, int]) -> dict:
             {"stepType": "email", "config": {"emailTemplateId": str(second.pk)}},
         ],
     )
-    assert automation_activate(automation_id=automation.pk, organization_id=org.pk, actor="bench").ok
+    assert automation_activate(
+        automation_id=automation.pk,
+        organization_id=org.pk,
+        actor="bench",
+        authority=Authority.system("bench"),
+    ).ok
     keys = [
         api_key_create(organization_id=org.pk, name=f"bench-{i}", scopes=["events:write"])[1]
         for i in range(n_keys)

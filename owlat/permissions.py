@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from owlat.models import Role
 
 _ALL = frozenset({Role.OWNER, Role.ADMIN, Role.EDITOR})
@@ -38,3 +40,49 @@ def has_permission(role: str | None, perm: str) -> bool:
     if allowed is None:
         raise KeyError(f"unknown permission {perm!r}")
     return role in allowed
+
+
+@dataclass(frozen=True)
+class Authority:
+    """Who acts, handed to every lifecycle action that has role rules as a *required* argument — so a new caller
+    cannot skip the permission check by leaving something out (issue 13 item 10).
+
+    Either an organization member's role (checked with `has_permission`; a member without a role is refused),
+    or a caller whose right to act was established before the call, named explicitly: an API key whose scope the
+    API checked, platform staff, an operator's management command, the system itself (a breaker, a test).
+    """
+
+    role: str | None = None
+    granted_by: str = ""
+
+    @classmethod
+    def member(cls, role: str | None) -> Authority:
+        return cls(role=role or None)
+
+    @classmethod
+    def api_key(cls, scope: str) -> Authority:
+        return cls(granted_by=f"api key scope {scope}")
+
+    @classmethod
+    def platform_staff(cls) -> Authority:
+        return cls(granted_by="platform staff")
+
+    @classmethod
+    def operator(cls) -> Authority:
+        return cls(granted_by="operator command")
+
+    @classmethod
+    def system(cls, source: str) -> Authority:
+        return cls(granted_by=f"system:{source}")
+
+    def allows(self, perm: str) -> bool:
+        if self.granted_by:
+            return True
+        return has_permission(self.role, perm)
+
+
+def authority_allows(authority: Authority, perm: str) -> bool:
+    """The check a lifecycle action runs; anything but an `Authority` is a programming error (fails closed)."""
+    if not isinstance(authority, Authority):
+        raise TypeError(f"an owlat.permissions.Authority is required, got {type(authority).__name__}")
+    return authority.allows(perm)

@@ -17,6 +17,7 @@ from delivery.models import TransactionalSend
 from owlat.jobs import enqueue
 from owlat.models import Domain, DomainStatus
 from owlat.organizations import organization_create
+from owlat.permissions import Authority
 from templates.models import EmailTemplate
 from testsupport import queued_tasks
 from testsupport.api import ApiClient, make_key
@@ -38,7 +39,9 @@ def _automation(org, name, steps):
     automation = automation_create(
         organization_id=org.pk, actor="test", name=name, trigger_type="contact_created", steps=steps
     )
-    assert automation_activate(automation_id=automation.pk, organization_id=org.pk, actor="test").ok
+    assert automation_activate(
+        automation_id=automation.pk, organization_id=org.pk, actor="test", authority=Authority.system("test")
+    ).ok
     return automation
 
 

@@ -22,6 +22,7 @@ from automations.models import AutomationRun, AutomationStepRun
 from automations.services import automation_create
 from owlat.models import Domain, DomainStatus, DueTask
 from owlat.organizations import organization_create
+from owlat.permissions import Authority
 from templates.models import EmailTemplate
 from testsupport.api import ApiClient, make_key
 
@@ -79,7 +80,9 @@ def world(settings):
             {"stepType": "email", "config": {"emailTemplateId": str(pro.pk)}},
         ],
     )
-    assert automation_activate(automation_id=automation.pk, organization_id=org.pk, actor="test").ok
+    assert automation_activate(
+        automation_id=automation.pk, organization_id=org.pk, actor="test", authority=Authority.system("test")
+    ).ok
     _, raw = make_key(org, ["contacts:write"])
     return {"org": org, "automation": automation, "api": ApiClient(raw)}
 

@@ -14,6 +14,7 @@ from django.db.models import F
 
 from automations.models import Automation, AutomationStatus, AutomationStep, TriggerType
 from owlat.lifecycle import Analytics, Audit, Decision, Lifecycle, Outcome, legal_edges
+from owlat.permissions import Authority, authority_allows
 
 DRAFT, ACTIVE, PAUSED = (
     AutomationStatus.DRAFT.value,
@@ -156,15 +157,14 @@ ACTION_TARGETS = {
 
 
 def _guarded(
-    action: str, *, automation_id: Any, organization_id: Any, actor: str, role: str | None
+    action: str, *, automation_id: Any, organization_id: Any, actor: str, authority: Authority
 ) -> Outcome:
     from owlat.flags import feature_disabled_message, flag_enabled
-    from owlat.permissions import has_permission
 
+    allowed = authority_allows(authority, "automations:manage")  # first: raises unless an Authority is given
     if not flag_enabled(organization_id, "automations"):
         return Outcome(ok=False, reason="feature_disabled", message=feature_disabled_message("automations"))
-    # `role` is given for organization members (admin screens); API keys and operators are checked upstream.
-    if role is not None and not has_permission(role, "automations:manage"):
+    if not allowed:
         return Outcome(
             ok=False, reason="forbidden", message=f"Only owners and admins can {action} automations"
         )
@@ -174,38 +174,51 @@ def _guarded(
 
 
 def automation_activate(
-    *, automation_id: Any, organization_id: Any, actor: str, role: str | None = None
+    *, automation_id: Any, organization_id: Any, actor: str, authority: Authority
 ) -> Outcome:
+    """`authority` is required: a member's role, or an explicitly named upstream grant (owlat.permissions)."""
     return _guarded(
-        "activate", automation_id=automation_id, organization_id=organization_id, actor=actor, role=role
+        "activate",
+        automation_id=automation_id,
+        organization_id=organization_id,
+        actor=actor,
+        authority=authority,
     )
 
 
 def automation_pause(
-    *, automation_id: Any, organization_id: Any, actor: str, role: str | None = None
+    *, automation_id: Any, organization_id: Any, actor: str, authority: Authority
 ) -> Outcome:
     return _guarded(
-        "pause", automation_id=automation_id, organization_id=organization_id, actor=actor, role=role
+        "pause",
+        automation_id=automation_id,
+        organization_id=organization_id,
+        actor=actor,
+        authority=authority,
     )
 
 
 def automation_resume(
-    *, automation_id: Any, organization_id: Any, actor: str, role: str | None = None
+    *, automation_id: Any, organization_id: Any, actor: str, authority: Authority
 ) -> Outcome:
     return _guarded(
-        "resume", automation_id=automation_id, organization_id=organization_id, actor=actor, role=role
+        "resume",
+        automation_id=automation_id,
+        organization_id=organization_id,
+        actor=actor,
+        authority=authority,
     )
 
 
 def automation_revert_to_draft(
-    *, automation_id: Any, organization_id: Any, actor: str, role: str | None = None
+    *, automation_id: Any, organization_id: Any, actor: str, authority: Authority
 ) -> Outcome:
     return _guarded(
         "revert to draft",
         automation_id=automation_id,
         organization_id=organization_id,
         actor=actor,
-        role=role,
+        authority=authority,
     )
 
 

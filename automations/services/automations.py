@@ -212,6 +212,7 @@ def automation_transition_operator(
     (no status change, no audit row, no analytics event) and the outcome says what would have happened."""
     from automations.lifecycle import PUBLIC_ACTIONS
     from owlat.lifecycle import Outcome
+    from owlat.permissions import Authority
 
     if verb not in PUBLIC_ACTIONS:
         raise AutomationInvalid(
@@ -224,7 +225,10 @@ def automation_transition_operator(
         return Outcome(ok=False, reason="automation_not_found", message="Automation not found")
     with transaction.atomic():
         outcome = PUBLIC_ACTIONS[verb](
-            automation_id=automation_id, organization_id=organization_id, actor=actor
+            automation_id=automation_id,
+            organization_id=organization_id,
+            actor=actor,
+            authority=Authority.operator(),
         )
         if dry_run:
             transaction.set_rollback(True)

@@ -12,6 +12,7 @@ from django.utils import timezone
 from automations import lifecycle
 from automations.lifecycle import (
     LEGAL_EDGES,
+    PUBLIC_ACTIONS,
     automation_activate,
     automation_pause,
     automation_reduce,
@@ -22,6 +23,7 @@ from automations.lifecycle import (
 from automations.models import Automation, AutomationStep
 from automations.tests.conftest import DELAY_1H
 from owlat.models import AuditLog, OrganizationSettings
+from owlat.permissions import Authority
 
 STATES = ("draft", "active", "paused")
 EXPECTED_EDGES = {("draft", "active"), ("active", "paused"), ("paused", "active"), ("paused", "draft")}
@@ -152,7 +154,9 @@ def test_automation_of_another_organization_is_not_found(make_automation):
 
     other = organization_create(name="Other")
     automation = make_automation([DELAY_1H])
-    outcome = automation_activate(automation_id=automation.pk, organization_id=other.pk, actor="u")
+    outcome = automation_activate(
+        automation_id=automation.pk, organization_id=other.pk, actor="u", authority=Authority.member("owner")
+    )
     assert outcome.reason == "automation_not_found"
 
 
@@ -175,7 +179,10 @@ def test_resume_after_last_step_was_deleted_stays_paused(make_automation):
     AutomationStep.objects.filter(automation=automation).delete()
     # when an admin resumes it
     outcome = automation_resume(
-        automation_id=automation.pk, organization_id=automation.organization_id, actor="u", role="admin"
+        automation_id=automation.pk,
+        organization_id=automation.organization_id,
+        actor="u",
+        authority=Authority.member("admin"),
     )
     # then the outcome is no_steps and the status stays paused
     assert outcome.reason == "no_steps"
@@ -330,7 +337,10 @@ def test_reducer_is_pure_and_decides_without_a_database():
 def test_public_actions_call_the_lifecycle(make_automation, fn, frm, to):
     automation = make_automation([DELAY_1H], status=frm)
     outcome = fn(
-        automation_id=automation.pk, organization_id=automation.organization_id, actor="u", role="owner"
+        automation_id=automation.pk,
+        organization_id=automation.organization_id,
+        actor="u",
+        authority=Authority.member("owner"),
     )
     assert outcome.ok and outcome.to_state == to
 
@@ -347,7 +357,10 @@ def test_public_actions_call_the_lifecycle(make_automation, fn, frm, to):
 def test_editors_may_not_change_the_status(make_automation, fn, verb):
     automation = make_automation([DELAY_1H])
     outcome = fn(
-        automation_id=automation.pk, organization_id=automation.organization_id, actor="u", role="editor"
+        automation_id=automation.pk,
+        organization_id=automation.organization_id,
+        actor="u",
+        authority=Authority.member("editor"),
     )
     assert (outcome.ok, outcome.reason) == (False, "forbidden")
     assert outcome.message == f"Only owners and admins can {verb} automations"
@@ -361,7 +374,10 @@ def test_public_actions_respect_the_feature_flag(make_automation):
         feature_flags={"automations": False}
     )
     outcome = automation_activate(
-        automation_id=automation.pk, organization_id=automation.organization_id, actor="u", role="owner"
+        automation_id=automation.pk,
+        organization_id=automation.organization_id,
+        actor="u",
+        authority=Authority.member("owner"),
     )
     assert (outcome.ok, outcome.reason) == (False, "feature_disabled")
     assert "automations" in outcome.message
@@ -427,3 +443,66 @@ def test_only_the_lifecycle_module_writes_automation_status():
         if pattern.search(path.read_text()):
             offenders.append(str(path))
     assert offenders == []
+
+
+# --- the permission check cannot be skipped by omission (issue 13 item 10) ------------------------------------
+
+
+@pytest.mark.parametrize(
+    "fn", [automation_activate, automation_pause, automation_resume, automation_revert_to_draft]
+)
+def test_an_action_without_authority_does_not_run(make_automation, fn):
+    automation = make_automation([DELAY_1H], status="paused")
+    with pytest.raises(TypeError):
+        fn(automation_id=automation.pk, organization_id=automation.organization_id, actor="u")
+    for not_an_authority in (None, "owner", {"role": "owner"}):
+        with pytest.raises(TypeError):
+            fn(
+                automation_id=automation.pk,
+                organization_id=automation.organization_id,
+                actor="u",
+                authority=not_an_authority,
+            )
+    automation.refresh_from_db()
+    assert automation.status == "paused"
+
+
+@pytest.mark.parametrize("role", [None, "", "editor", "viewer", "superuser"])
+def test_a_member_without_a_managing_role_is_refused(make_automation, role):
+    automation = make_automation([DELAY_1H])
+    outcome = automation_activate(
+        automation_id=automation.pk,
+        organization_id=automation.organization_id,
+        actor="u",
+        authority=Authority.member(role),
+    )
+    assert (outcome.ok, outcome.reason) == (False, "forbidden")
+
+
+@pytest.mark.parametrize(
+    "authority",
+    [
+        Authority.api_key("automations:write"),
+        Authority.operator(),
+        Authority.platform_staff(),
+        Authority.system("t"),
+    ],
+)
+def test_named_upstream_grants_are_allowed(make_automation, authority):
+    automation = make_automation([DELAY_1H])
+    outcome = automation_activate(
+        automation_id=automation.pk,
+        organization_id=automation.organization_id,
+        actor="u",
+        authority=authority,
+    )
+    assert outcome.ok and outcome.to_state == "active"
+
+
+def test_every_public_action_requires_an_authority():
+    import inspect
+
+    for verb, fn in PUBLIC_ACTIONS.items():
+        parameter = inspect.signature(fn).parameters["authority"]
+        assert parameter.kind is inspect.Parameter.KEYWORD_ONLY, verb
+        assert parameter.default is inspect.Parameter.empty, verb
