@@ -293,3 +293,17 @@ def test_racing_retry_claims_have_exactly_one_winner(failing_email, make_contact
     assert outcomes.count("run completed") == 1, outcomes
     assert TransactionalSend.objects.filter(automation_id=failing_email.pk).count() == 1
     drain_queue()
+
+
+def test_a_row_named_twice_in_one_batch_moves_in_two_rounds(make_automation, make_contact):
+    automation = make_automation([DELAY_1H], status="active")
+    [sr] = pending_rows(automation, make_contact, 1)
+    outcomes = STEP_RUNS.transition_many(
+        [Move(sr, "executing"), Move(sr, "completed", {"attempt": 0})], actor="test"
+    )
+    assert [(o.ok, o.from_state, o.to_state) for o in outcomes] == [
+        (True, "pending", "executing"),
+        (True, "executing", "completed"),
+    ]
+    assert AutomationStepRun.objects.get(pk=sr.pk).status == "completed"
+    assert funnel(automation)[0] == (0, 0, 1, 0, 0)  # each move counted once
