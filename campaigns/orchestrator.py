@@ -32,11 +32,11 @@ from campaigns.lifecycle import (
 )
 from campaigns.models import Campaign, CampaignSendJob, ContentScanResult, SendJobPhase, VariantMode
 from campaigns.preflight import validate_ready_to_send
+from campaigns.walker import walk_queue
 
 logger = logging.getLogger(__name__)
 
 PAGE_TASK = "campaigns.tasks.campaign_resolve_page_task"
-TASK_QUEUE = "campaign"
 
 
 class OrchestratorError(Exception):
@@ -98,7 +98,7 @@ def send_job_open(
             "finished_at": None,
         },
     )
-    enqueue(PAGE_TASK, str(campaign.pk), "", queue=TASK_QUEUE)
+    enqueue(PAGE_TASK, str(campaign.pk), "", queue=walk_queue())
     return job
 
 

@@ -33,7 +33,13 @@ CAMPAIGN_ENQUEUE_CHUNK_SIZE = 50  # DLV-16
 NO_PROVIDER_RETRY = dt.timedelta(minutes=5)  # CMP-29 [orig]
 STUCK_AFTER = dt.timedelta(minutes=10)  # CMP-36
 PAGE_TASK = "campaigns.tasks.campaign_resolve_page_task"
-TASK_QUEUE = "campaign"
+
+
+def walk_queue() -> str:
+    """The queue of the page hops (`CAMPAIGN_WALK_QUEUE`, default the campaign pool)."""
+    from django.conf import settings
+
+    return getattr(settings, "CAMPAIGN_WALK_QUEUE", "campaign") or "campaign"
 
 
 # --- CMP-34: time zones (pure) -------------------------------------------------------------------------------
@@ -203,7 +209,7 @@ def resolve_campaign_page(
         if not delivery_configured():
             job.updated_at = now
             job.save(update_fields=["updated_at"])
-            enqueue(PAGE_TASK, str(campaign.pk), job.cursor, at=now + NO_PROVIDER_RETRY, queue=TASK_QUEUE)
+            enqueue(PAGE_TASK, str(campaign.pk), job.cursor, at=now + NO_PROVIDER_RETRY, queue=walk_queue())
             return "no delivery provider: retry in 5 minutes"
 
         page = audience_page(
@@ -256,7 +262,7 @@ def resolve_campaign_page(
         job.updated_at = now
         if not page.exhausted:
             job.save()
-            enqueue(PAGE_TASK, str(campaign.pk), job.cursor, queue=TASK_QUEUE)
+            enqueue(PAGE_TASK, str(campaign.pk), job.cursor, queue=walk_queue())
             return f"page {job.pages}: {enqueued} enqueued"
         job.phase, job.finished_at = SendJobPhase.DONE, now
         job.save()
@@ -301,7 +307,7 @@ def stuck_walks_redrive(*, now: dt.datetime | None = None) -> int:
                 updated_at__lt=now - STUCK_AFTER,
             ).update(updated_at=now)
             if touched:
-                enqueue(PAGE_TASK, str(campaign_id), cursor, queue=TASK_QUEUE)
+                enqueue(PAGE_TASK, str(campaign_id), cursor, queue=walk_queue())
     return len(stuck)
 
 

@@ -186,6 +186,8 @@ else:
 Q_BROKER_IS_TRANSACTIONAL = not REDIS_URL
 DUE_TASK_POLL_SECONDS = env.float("DUE_TASK_POLL_SECONDS", default=0.25)  # D-05: at most every 250 ms
 DUE_TASK_LEASE_SECONDS = env.int("DUE_TASK_LEASE_SECONDS", default=60)
+# Campaigns: the queue of the orchestrator's paged recipient walk (CMP-29); the campaign pool by default.
+CAMPAIGN_WALK_QUEUE = env.str("CAMPAIGN_WALK_QUEUE", default="campaign")
 # Test only (issue 12): the enqueue helper hands every task to django-q2 twice, as a Redis redelivery or a crashed
 # worker would, so tests can prove that every task is duplicate-safe. Ignored outside test mode.
 OWLAT_TEST_DELIVER_TWICE = TESTING and env.bool("OWLAT_TEST_DELIVER_TWICE", default=False)
