@@ -53,9 +53,15 @@ class WebhookEndpointAdmin(TenantModelAdmin):
     list_filter = ("is_active",)
     search_fields = ("url", "description")
 
+    def may_read_secret(self, request: HttpRequest, obj: Any) -> bool:
+        """The signing secret is shown only to those who may manage webhooks (owner/admin, platform staff)."""
+        return self.has_change_permission(request, obj)
+
     def get_fields(self, request: HttpRequest, obj: Any = None):
         fields = ["organization", "url", "description", "events", "is_active"]
-        return fields if obj is None else [*fields, "secret", "created_at"]
+        if obj is None:
+            return fields
+        return [*fields, *(["secret"] if self.may_read_secret(request, obj) else []), "created_at"]
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None):
         return ["secret", "created_at"] if obj is not None else []

@@ -404,3 +404,33 @@ def test_model_validation_refuses_local_urls():
     with pytest.raises(ValidationError) as info:
         endpoint.full_clean()
     assert "This URL is not allowed" in info.value.message_dict["url"][0]
+
+
+# --- signing secrets in the admin (issue 13 item 4) ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("role", "sees_secret"), [("owner", True), ("admin", True), ("editor", False)])
+def test_only_managers_read_the_signing_secret_in_the_admin(client, django_user_model, role, sees_secret):
+    from owlat.models import Membership
+
+    org = make_org()
+    endpoint = make_endpoint(org, "https://hooks.example.org/x", secret="whsec_topsecret_value")
+    user = django_user_model.objects.create_user(username=f"u-{role}", password="pw", is_staff=True)
+    Membership.objects.create(user=user, organization=org, role=role)
+    client.force_login(user)
+    pages = [
+        f"/admin/owlat/webhookendpoint/{endpoint.pk}/change/",
+        "/admin/owlat/webhookendpoint/",
+        f"/admin/owlat/webhookendpoint/{endpoint.pk}/history/",
+    ]
+    for path in pages:
+        response = client.get(path)
+        assert response.status_code == 200, (path, response.status_code)
+        assert (b"whsec_topsecret_value" in response.content) is (sees_secret and "change" in path), path
+    if not sees_secret:
+        # the editor may look at the endpoint but not change it (so not rotate or read the secret that way)
+        response = client.post(
+            f"/admin/owlat/webhookendpoint/{endpoint.pk}/change/",
+            {"organization": str(org.pk), "url": "https://hooks.example.org/y", "is_active": "on"},
+        )
+        assert response.status_code == 403
