@@ -65,7 +65,10 @@ def automation_funnels(organization_id: Any) -> list[Funnel]:
             name=name,
             link=reverse("admin:automations_automation_change", args=[pk]),
             steps=[("Entered", entered)]
-            + [(f"{index + 1}. {step_type}", completed) for index, step_type, completed in steps.get(pk, [])],
+            + [
+                (f"{index + 1}. {step_type.capitalize()}", completed)
+                for index, step_type, completed in steps.get(pk, [])
+            ],
         )
         for pk, name, entered in top
     ]

@@ -202,7 +202,9 @@ def measure(runs: int) -> list[dict[str, Any]]:
     from owlat.models import Contact, Topic
 
     client = Client()
-    client.login(username="owner", password="pw")
+    from django.contrib.auth import get_user_model
+
+    client.force_login(get_user_model().objects.get(username="owner"))
     contact = Contact.objects.filter(organization__name="Bench").order_by("created_at").first()
     topic = Topic.objects.filter(organization__name="Bench").first()
     pages = [

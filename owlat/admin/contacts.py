@@ -95,6 +95,7 @@ class ContactForm(forms.ModelForm):
 
 
 class ContactPropertyValueInline(TenantTabularInline):
+    hide_title = True  # rows show their fields, not a "Model object (uuid)" line
     model = ContactPropertyValue
     manage_permission = "contacts:manage"
     fields = ("property", "value")
@@ -125,6 +126,7 @@ class ContactTopicForm(forms.ModelForm):
 
 
 class ContactTopicInline(TenantTabularInline):
+    hide_title = True  # rows show their fields, not a "Model object (uuid)" line
     model = ContactTopic
     form = ContactTopicForm
     manage_permission = "contacts:manage"
@@ -237,6 +239,7 @@ class ContactAdmin(TenantModelAdmin):
     search_fields = ("email", "first_name", "last_name")
     ordering = ("-created_at",)
     list_per_page = 50
+    show_full_result_count = False  # one COUNT(*) per page (the filtered one), not a second of every contact
     inlines = (ContactPropertyValueInline, ContactTopicInline)
     status_fields = (
         "source",

@@ -197,7 +197,7 @@ def kernel_attention(
                 f"{d7['failed']} send(s) failed in the last 7 days",
                 link=_link("admin:delivery_transactionalsend_changelist", "status__exact=failed"),
                 severity="danger",
-                detail="Campaign sends: filter the campaign sends by status “failed”.",
+                detail="Open the list to see each send's error; campaign sends are under Campaigns.",
             )
         )
     r7 = rates(d7)
@@ -207,7 +207,7 @@ def kernel_attention(
                 f"Bounce rate {_pct(r7['bounce'])} over 7 days",
                 link=_link("admin:owlat_sendingstat_changelist"),
                 severity="warning",
-                detail="Above 5 %: clean the list or check the sending domain.",
+                detail="At or above 5 %: clean the list or check the sending domain.",
             )
         )
     if r7["complaint"] is not None and r7["complaint"] >= COMPLAINT_RATE_WARNING:
@@ -216,7 +216,7 @@ def kernel_attention(
                 f"Complaint rate {_pct(r7['complaint'])} over 7 days",
                 link=_link("admin:owlat_sendingstat_changelist"),
                 severity="danger",
-                detail="Above 0.1 %: mailbox providers may start filtering your mail.",
+                detail="At or above 0.1 %: mailbox providers may start filtering your mail.",
             )
         )
     newest = WorkerHeartbeat.objects.order_by("-beat_at").values_list("beat_at", flat=True).first()
@@ -314,7 +314,7 @@ def chart_options(*, stacked: bool, legend: bool) -> str:
             "plugins": {"legend": {"display": legend, "position": "bottom", "align": "start"}},
             "scales": {
                 "x": {**axis, "ticks": {"maxTicksLimit": 8, "maxRotation": 0}},
-                "y": {**axis, "beginAtZero": True},
+                "y": {**axis, "beginAtZero": True, "ticks": {"precision": 0}},
             },
         }
     )

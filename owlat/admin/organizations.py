@@ -103,6 +103,7 @@ class MembershipFormSet(forms.BaseInlineFormSet):
 
 
 class MembershipInline(TenantTabularInline):
+    hide_title = True  # rows show their fields, not a "Model object (uuid)" line
     model = Membership
     form = MembershipForm
     formset = MembershipFormSet

@@ -162,7 +162,9 @@ def test_member_sees_only_the_active_organization_in_changelist(client, world, m
     rows = list(cl.queryset)
     assert rows, "the member's own rows are listed"
     assert {str(org_of(r)) for r in rows} == {str(world["a"]["org"].pk)}
-    assert cl.result_count == cl.full_result_count == len(rows)
+    assert cl.result_count == len(rows)
+    # Counts are the organization's own; admins of big tables skip the second, unfiltered count (issue 8 item 8).
+    assert cl.full_result_count == (len(rows) if cl.model_admin.show_full_result_count else None)
     html = response.content.decode()
     assert "bravo" not in html and "Beta" not in html
 
