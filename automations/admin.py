@@ -90,7 +90,7 @@ class StepInline(TenantTabularInline):
 
     @admin.display(description="stored JSON")
     def stored_config(self, step: AutomationStep) -> str:
-        return json_block(step.config) if step.pk else "—"
+        return "—" if step._state.adding else json_block(step.config)
 
     @admin.display(description="template")
     def email_template(self, step: AutomationStep) -> str:
@@ -118,7 +118,7 @@ class StepInline(TenantTabularInline):
 
     @admin.display(description="pending / executing / completed / failed / skipped")
     def funnel(self, step: AutomationStep) -> str:
-        if not step.pk:
+        if step._state.adding:
             return "—"
         return (
             f"{step.stat_pending} / {step.stat_executing} / {step.stat_completed} / {step.stat_failed} / "

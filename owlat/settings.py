@@ -331,3 +331,8 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
     "loggers": {"django-q": {"level": env.str("Q_LOG_LEVEL", default="WARNING")}},
 }
+
+# --- Admin login (forms engineer) -----------------------------------------------------------------------
+# The themed login page posts without `next` when opened directly: land on the admin, not /accounts/profile/.
+LOGIN_URL = "admin:login"
+LOGIN_REDIRECT_URL = "admin:index"

@@ -3,7 +3,8 @@
 # (lint + format check) and the whole pytest suite on PostgreSQL, then the SQLite smoke test (D-16).
 # Arguments are passed to the PostgreSQL pytest run (e.g. `scripts/test.sh -x tests/`).
 # OWLAT_SLOW_TESTS=1 also runs the long fault-injection variants (`.ci/run` sets it; D-18);
-# OWLAT_SKIP_LINT=1 skips ruff while iterating on tests.
+# OWLAT_SKIP_LINT=1 skips ruff while iterating on tests. Installs Debian's chromium for the browser tests when it
+# is missing and this runs as root with apt-get (scripts/chromium.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 started=$(date +%s)
@@ -13,6 +14,9 @@ ensure_venv dev
 source scripts/postgres.sh
 trap pg_cleanup EXIT
 ensure_postgres # exports DATABASE_URL
+
+source scripts/chromium.sh
+ensure_chromium # the browser tests (tests/browser/) drive Debian's Chromium headless
 
 if [ "${OWLAT_SKIP_LINT:-}" = "1" ]; then
   echo "== ruff skipped (OWLAT_SKIP_LINT=1)"

@@ -215,6 +215,15 @@ class ContactAdmin(TenantModelAdmin):
     form = ContactForm
     manage_permission = "contacts:manage"
     annotate_permission = "contacts:annotate"
+
+    def get_urls(self):
+        from django.urls import path
+
+        from owlat.forms.imports import contact_import_view
+
+        view = self.admin_site.admin_view(lambda request: contact_import_view(self, request))
+        return [path("import/", view, name="owlat_contact_import"), *super().get_urls()]
+
     list_display = (
         "email",
         "name",

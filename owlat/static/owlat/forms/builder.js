@@ -1,6 +1,8 @@
 /* Sub-forms chosen by a select, the condition builder and the segment's live count (owlat/forms). No build step. */
 "use strict";
 (function () {
+  if (window.owlatBuilderLoaded) return; // the admin may include a form's media more than once
+  window.owlatBuilderLoaded = true;
   function findSwitch(el, name) {
     // The nearest select named `name` (or `<prefix>-name` inside an inline row) above the nested widget.
     for (let node = el.parentElement; node; node = node.parentElement) {
