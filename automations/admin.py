@@ -23,6 +23,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
 from automations import services
+from automations.admin_forms.display import step_summary
 from automations.admin_forms.editor import AutomationForm, StepForm, StepFormSet, json_block
 from automations.admin_forms.views import template_autocomplete_view
 from automations.lifecycle import PUBLIC_ACTIONS
@@ -72,7 +73,7 @@ class StepInline(TenantTabularInline):
     extra = 0
     ordering = ("step_index",)
     fields = ("step_index", "step_type", "settings", "position", "stored_config", "funnel")
-    readonly_fields = ("step_index", "stored_config", "funnel")
+    readonly_fields = ("step_index", "summary", "stored_config", "funnel")
     manage_permission = "automations:manage"
     feature_flag = "automations"
 
@@ -87,6 +88,15 @@ class StepInline(TenantTabularInline):
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return self._draft(obj) and super().has_delete_permission(request, obj)
+
+    def get_fields(self, request: HttpRequest, obj: Any = None):
+        if self._draft(obj):
+            return super().get_fields(request, obj)
+        return ("step_index", "step_type", "summary", "stored_config", "funnel")  # locked outside draft
+
+    @admin.display(description="what it does")
+    def summary(self, step: AutomationStep) -> str:
+        return step_summary(step)
 
     @admin.display(description="stored JSON")
     def stored_config(self, step: AutomationStep) -> str:

@@ -295,3 +295,42 @@ def test_template_autocomplete_lists_this_organizations_templates_only(
         "pagination": {"more": False},
     }
     assert client.get(url, {"organization": str(other.pk), "term": "wel"}).status_code == 403
+
+
+def test_outside_draft_steps_read_as_sentences(client, django_user_model, org, template, make_automation):
+    from automations.admin_forms.display import step_summary
+
+    login(client, django_user_model, org)
+    automation = make_automation(
+        [
+            ("email", {"emailTemplateId": str(template.pk), "subjectOverride": "Hi"}),
+            ("delay", {"duration": 1, "unit": "days"}),
+            (
+                "condition",
+                {
+                    "condition": {
+                        "kind": "contact_property",
+                        "field": "firstName",
+                        "operator": "equals",
+                        "value": "x",
+                    },
+                    "yesBranchStepIndex": 0,
+                    "noBranchStepIndex": None,
+                },
+            ),
+            (
+                "condition",
+                {"condition": {"kind": "email_activity", "field": "clicked", "operator": "is_false"}},
+            ),
+        ],
+        status="active",
+    )
+    steps = list(automation.steps.order_by("step_index"))
+    assert [step_summary(s) for s in steps] == [
+        "Send “Welcome” with the subject “Hi”",
+        "Wait 1 day",
+        "If First name equals “x”: yes → step 0, no → the next step",
+        "If contact has not clicked a link: yes → the next step, no → the next step",
+    ]
+    html = client.get(reverse("admin:automations_automation_change", args=[automation.pk])).content.decode()
+    assert "Wait 1 day" in html and "Send “Welcome”" in html

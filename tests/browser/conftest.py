@@ -26,8 +26,12 @@ CHROMIUM_ARGS = [
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "var" / "screenshots"
 PASSWORD = "browser-test-password-1"
 
-# Playwright's sync API runs an event loop in this thread; the ORM calls the tests make are still synchronous.
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+@pytest.fixture(autouse=True)
+def _orm_beside_playwright(monkeypatch):
+    """Playwright's sync API runs an event loop in this thread; the ORM calls the tests make are still
+    synchronous. Only for these tests (the variable must not leak into other tests' subprocesses)."""
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 
 def pytest_collection_modifyitems(config, items):
