@@ -27,16 +27,32 @@ SCREENSHOTS = Path(__file__).resolve().parents[2] / "var" / "screenshots"
 PASSWORD = "browser-test-password-1"
 
 
-@pytest.fixture(autouse=True)
-def _orm_beside_playwright(monkeypatch):
-    """Playwright's sync API runs an event loop in this thread; the ORM calls the tests make are still
-    synchronous. Only for these tests (the variable must not leak into other tests' subprocesses)."""
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Playwright's sync API runs an event loop in this thread while a browser test runs; the ORM calls of the
+    test and of its fixtures' teardown (database flush) are still synchronous. Allowed for these tests only, from
+    setup to the end of teardown (the variable must not leak into other tests or their subprocesses)."""
+    if not _is_browser_test(item):  # this hook is called for every test of the session
+        yield
+        return
+    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+        else:
+            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
+
+
+def _is_browser_test(item) -> bool:
+    return Path(str(item.path)).resolve().is_relative_to(Path(__file__).resolve().parent)
 
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if "tests/browser/" in str(item.fspath).replace(os.sep, "/"):
+        if _is_browser_test(item):
             item.add_marker(pytest.mark.browser)
             if not CHROMIUM.exists():
                 item.add_marker(
@@ -44,8 +60,9 @@ def pytest_collection_modifyitems(config, items):
                 )
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def chromium() -> Iterator[object]:
+    """One browser per test: Playwright's event loop ends with the test, so later tests run loop-free."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
