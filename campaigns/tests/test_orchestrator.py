@@ -437,3 +437,47 @@ def test_reconcile_cron_completes_and_rolls_up(make_campaign, org, topic, make_c
     drain_queue(max_tasks=5000)
     campaign.refresh_from_db()
     assert campaign.status == "sent" and campaign.stats_sent == 1
+
+
+def test_scheduled_campaign_cron_starts_due_campaigns_once(make_campaign, org, audience_world):
+    from campaigns.completion import process_scheduled_campaigns
+    from campaigns.services import campaign_schedule
+
+    due = make_campaign()
+    later = make_campaign()
+    soon = timezone.now() + dt.timedelta(minutes=1)
+    assert campaign_schedule(campaign_id=due.pk, organization_id=org.pk, actor="u", scheduled_at=soon).ok
+    assert campaign_schedule(
+        campaign_id=later.pk, organization_id=org.pk, actor="u", scheduled_at=soon + dt.timedelta(hours=5)
+    ).ok
+    assert process_scheduled_campaigns(now=soon + dt.timedelta(seconds=5)) == 1
+    due.refresh_from_db()
+    later.refresh_from_db()
+    assert (due.status, later.status) == ("sending", "scheduled")
+    assert process_scheduled_campaigns(now=soon + dt.timedelta(seconds=65)) == 0  # nothing twice
+    drain_queue(max_tasks=5000)
+    due.refresh_from_db()
+    assert due.status == "sent" and rows(due).count() == 3
+
+
+def test_refresh_of_sent_campaign_stats(make_campaign, org, audience_world):
+    from campaigns.completion import refresh_sent_stats
+    from delivery.lifecycle import SendRef, send_transition
+
+    campaign = make_campaign()
+    send_and_drain(campaign, org)
+    row = rows(campaign).first()
+    send_transition(SendRef("campaign", str(row.pk)), "opened", {"at": timezone.now()})
+    assert refresh_sent_stats() == 1
+    campaign.refresh_from_db()
+    assert campaign.stats_opened == 1 and campaign.stats_delivered == 1
+
+
+def test_creating_needs_the_campaigns_flag(org, template):
+    from campaigns.services import CampaignError, campaign_create
+    from owlat.models import OrganizationSettings
+
+    OrganizationSettings.objects.filter(organization=org).update(feature_flags={"campaigns": False})
+    with pytest.raises(CampaignError) as exc:
+        campaign_create(organization_id=org.pk, actor="u", fields={"name": "x"})
+    assert exc.value.category == "forbidden"
