@@ -473,7 +473,21 @@ class CampaignReviewAdmin(TenantModelAdmin):
     actions = ["approve_selected"]
 
     def get_queryset(self, request: HttpRequest):
-        return super().get_queryset(request).filter(status="pending_review").select_related("organization")
+        from django.db.models import OuterRef, Subquery
+
+        from campaigns.models import ContentScanResult
+
+        latest = ContentScanResult.objects.filter(campaign=OuterRef("pk")).order_by("-scanned_at")
+        return (
+            super()
+            .get_queryset(request)
+            .filter(status="pending_review")
+            .select_related("organization", "email_template")
+            .annotate(
+                _scan_level=Subquery(latest.values("level")[:1]),
+                _scan_score=Subquery(latest.values("score")[:1]),
+            )
+        )
 
     def has_add_permission(self, request: HttpRequest, *args: Any) -> bool:
         return False
@@ -486,13 +500,12 @@ class CampaignReviewAdmin(TenantModelAdmin):
 
     @admin.display(description="level")
     def scan_level(self, obj: Campaign) -> str:
-        scan = review.latest_scan(obj)
-        return scan.level if scan else "—"
+        return getattr(obj, "_scan_level", None) or "—"
 
     @admin.display(description="score")
     def scan_score(self, obj: Campaign) -> str:
-        scan = review.latest_scan(obj)
-        return f"{scan.score}/100" if scan else "—"
+        score = getattr(obj, "_scan_score", None)
+        return f"{score}/100" if score is not None else "—"
 
     @admin.display(description="matched rules")
     def scan_flags(self, obj: Campaign) -> str:
