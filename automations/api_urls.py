@@ -1,7 +1,7 @@
 """`/api/v1` routes of the automations app (API-21, API-27, API-28); every route is slash-optional."""
 
 from automations import api_views as v
-from owlat.api.base import api_route
+from owlat.api.legacy import api_route
 
 _ID = r"automations/(?P<automation_id>[^/]+)"
 

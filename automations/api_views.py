@@ -20,8 +20,9 @@ from automations.models import (
     RunStatus,
     TriggerType,
 )
-from owlat.api.base import ApiView, iso, require_uuid
+from owlat.api.base import iso, require_uuid
 from owlat.api.errors import ApiError, invalid_input, invalid_state, not_found
+from owlat.api.legacy import LegacyApiView as ApiView
 from owlat.event_names import EVENT_NAME_MESSAGE, is_valid_event_name
 from owlat.permissions import Authority
 

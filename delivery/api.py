@@ -17,8 +17,9 @@ from drf_spectacular.utils import extend_schema
 from delivery.models import TransactionalSend
 from delivery.services import AttachmentInput, IntakeRejected, transactional_send_create
 from owlat import outbound
-from owlat.api.base import ApiView, iso, parse_uuid
+from owlat.api.base import iso, parse_uuid
 from owlat.api.errors import ApiError, invalid_input, not_found
+from owlat.api.legacy import LegacyApiView as ApiView
 from owlat.contacts import is_valid_email
 
 LANGUAGE_RE = re.compile(r"^[a-z]{2}(-[a-z]{2,3})?$", re.IGNORECASE)

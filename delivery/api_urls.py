@@ -3,7 +3,7 @@
 from django.urls import include, path
 
 from delivery import api
-from owlat.api.base import api_route
+from owlat.api.legacy import api_route
 
 urlpatterns = [
     api_route(r"transactional", api.TransactionalSendView, name="api-transactional"),

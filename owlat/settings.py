@@ -51,6 +51,8 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "corsheaders",
     "django_q",
     "anymail",
     "axes",
@@ -63,6 +65,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "owlat.api.middleware.ApiCorsMiddleware",
     "owlat.api.middleware.ApiMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "owlat.request_guard.RejectNulBytesMiddleware",
@@ -137,22 +140,56 @@ API_RATE_LIMIT_PER_SECOND = env.float("API_RATE_LIMIT_PER_SECOND", default=10.0)
 API_RATE_LIMIT_BURST = env.float("API_RATE_LIMIT_BURST", default=15.0)
 
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": [],
-    "DEFAULT_PERMISSION_CLASSES": [],
+    "DEFAULT_AUTHENTICATION_CLASSES": ["owlat.api.authentication.ApiKeyAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": [
+        "owlat.api.permissions.HasScope",
+        "owlat.api.permissions.FeatureFlagEnabled",
+    ],
+    "DEFAULT_THROTTLE_CLASSES": ["owlat.api.throttling.ApiKeyRateThrottle"],
+    "DEFAULT_PAGINATION_CLASS": "owlat.api.pagination.KeysetPagination",
     "UNAUTHENTICATED_USER": None,
-    "DEFAULT_PARSER_CLASSES": ["owlat.api.parsers.AnyJSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["owlat.api.parsers.JSONObjectParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "owlat.api.negotiation.JSONOnlyNegotiation",
     "EXCEPTION_HANDLER": "owlat.api.errors.exception_handler",
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "owlat.api.schema.ApiAutoSchema",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Owlat API",
-    "DESCRIPTION": "Public REST API of Owlat (contacts, topics, events, transactional, automations, campaigns).",
+    "DESCRIPTION": (
+        "The public REST API of Owlat: contacts, topics, segments, events, transactional email, templates "
+        "and automations.\n\n"
+        "Authenticate with an API key created in the admin: `Authorization: Bearer lm_live_…`. Each key "
+        "carries scopes; each operation names the one it needs. Bodies are JSON objects with camelCase keys; "
+        "timestamps are ISO 8601 UTC with milliseconds. Lists are paginated with `limit` and an opaque "
+        '`cursor`. Errors answer `{"error": {"category", "message", "data"?}}`. A key may make '
+        "10 requests per second (burst 15); every answer carries `X-RateLimit-*` headers. `POST` accepts an "
+        "`Idempotency-Key` header: a retry with the same key and body returns the first answer."
+    ),
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": [],
     "SERVE_AUTHENTICATION": [],
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "SCHEMA_PATH_PREFIX": "/api/v1",
+    "COMPONENT_SPLIT_REQUEST": True,
+    "ENUM_NAME_OVERRIDES": {},
 }
+# django-cors-headers, for /api/v1 only (API-01); the allowed origins are API_ALLOWED_ORIGINS (read by
+# owlat.api.middleware.ApiCorsMiddleware), so CORS_ALLOWED_ORIGINS stays unset.
+CORS_URLS_REGEX = r"^/api/v1(/|$)"
+CORS_ALLOW_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+CORS_ALLOW_HEADERS = ["Content-Type", "Authorization", "Idempotency-Key"]
+CORS_EXPOSE_HEADERS = [
+    "X-RateLimit-Limit",
+    "X-RateLimit-Remaining",
+    "X-RateLimit-Reset",
+    "Retry-After",
+    "Idempotent-Replayed",
+]
+CORS_PREFLIGHT_MAX_AGE = 86400
 
 # --- Background work (django-q2, D-05) ------------------------------------------------------------------
 REDIS_URL = env.str("REDIS_URL", default="")

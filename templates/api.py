@@ -8,8 +8,9 @@ from typing import Any
 
 from drf_spectacular.utils import extend_schema
 
-from owlat.api.base import ApiView, iso, outcome_error, require_uuid, transition_object
+from owlat.api.base import iso, outcome_error, require_uuid, transition_object
 from owlat.api.errors import ApiError, invalid_input, not_found
+from owlat.api.legacy import LegacyApiView as ApiView
 from templates.lifecycle import email_template_set_status
 from templates.models import EmailTemplate, TemplateStatus, TemplateType
 from templates.services import (

@@ -1,6 +1,6 @@
 """`/api/v1` routes of the templates app (API-26); included from `delivery/api_urls.py`."""
 
-from owlat.api.base import api_route
+from owlat.api.legacy import api_route
 from templates import api
 
 urlpatterns = [

@@ -1,20 +1,16 @@
-"""The base of every `/api/v1` view (API-01…12).
+"""The base view of every `/api/v1` endpoint, on DRF's own extension points (API-01…12).
 
-Subclass `ApiView`, set `required_scope` (or `scopes = {"GET": "contacts:read", "POST": "contacts:write"}`)
-and optionally `feature_flag`, and implement `get`/`post`/`put`/`patch`/`delete`. Inside a handler:
+- authentication `ApiKeyAuthentication` (401), throttle `ApiKeyRateThrottle` (429), permissions `HasScope`
+  and `FeatureFlagEnabled` (403), in API-08's order: `initial()` runs DRF's steps with the throttle
+  before the permissions; an unsupported method is 405 before any of them;
+- `X-RateLimit-Limit/Remaining/Reset` on every response to a request with a valid key;
+- unsafe methods run in one transaction (a 5xx rolls the handler back) and `POST` honours
+  `Idempotency-Key` (API-11; `owlat.api.idempotency`);
+- `POST`/`PUT`/`PATCH` need a JSON object body (API-05) unless the method is in `empty_body_methods`;
+- every failure leaves as the DOM-04 envelope (`EXCEPTION_HANDLER`: `owlat.api.errors.exception_handler`);
+- lists paginate with `KeysetPagination` (set `ordering` and `list_key`).
 
-- `self.api_key`, `self.organization_id`, `self.actor` (`api_key:<key id>`, API-12);
-- `self.body()` — the JSON object of API-05 (any Content-Type; top-level `null` = absent);
-- `self.ok(data)`, `self.created(data)`, `self.accepted(data)`, `self.paginated(queryset, ...)`,
-  `self.transitioned(data, outcome)`; raise `ApiError` / `invalid_input(...)` / `not_found(...)` /
-  `outcome_error(outcome)` for failures.
-
-`dispatch` applies, in the API-08 order: 405 for an unsupported method (routing) → authentication (401) →
-rate limit (429) → scope (403) → feature flag (403) → Idempotency-Key (POST; API-11) → the handler.
-Unsafe methods run in one transaction (a 5xx rolls the handler back). Every response to a request with a
-valid key carries `X-RateLimit-Limit/Remaining/Reset`.
-
-Routes: declare them with `api_route(r"contacts/(?P<id_or_email>.+?)", View)` — slash-optional, no redirect.
+See `owlat/api/__init__.py` for how an endpoint is written.
 """
 
 from __future__ import annotations
@@ -22,27 +18,29 @@ from __future__ import annotations
 import datetime as dt
 import json
 import uuid
-from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 from django.db import transaction
-from django.db.models import QuerySet
-from django.urls import re_path
-from rest_framework.negotiation import BaseContentNegotiation
+from rest_framework import exceptions
+from rest_framework.generics import GenericAPIView
 from rest_framework.renderers import JSONRenderer
+from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.utils.encoders import JSONEncoder
-from rest_framework.views import APIView
 
 from owlat.api import auth
 from owlat.api import idempotency as idem
-from owlat.api.errors import ApiError, exception_handler, forbidden, invalid_input, not_found
-from owlat.api.pagination import OrderKey, Page, order_by, paginate, parse_limit
-from owlat.api.parsers import raw_body, read_json_body
-from owlat.models import ApiKey
+from owlat.api.authentication import ApiKeyAuthentication
+from owlat.api.errors import INVALID_JSON, ApiError, forbidden, invalid_input, not_found
+from owlat.api.negotiation import JSONOnlyNegotiation
+from owlat.api.pagination import KeysetPagination
+from owlat.api.parsers import body_is_blank, raw_body
+from owlat.api.permissions import FeatureFlagEnabled, HasScope
+from owlat.api.throttling import ApiKeyRateThrottle, rate_state
 
 UTC = dt.UTC
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
+BODY_METHODS = ("POST", "PUT", "PATCH")
 
 
 # --- wire helpers ------------------------------------------------------------------------------------------
@@ -56,27 +54,6 @@ def iso(value: dt.datetime | None) -> str | None:
         value = value.replace(tzinfo=UTC)
     value = value.astimezone(UTC)
     return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
-
-
-def parse_iso(value: Any, *, field: str) -> dt.datetime:
-    """Parse an ISO 8601 timestamp from a body; naive values are UTC; else 400 with `data.field`."""
-    from django.utils.dateparse import parse_datetime
-
-    message = f"{field} must be an ISO 8601 timestamp"
-    if not isinstance(value, str):
-        raise invalid_input(message, field=field)
-    text = value.strip()
-    if text.endswith(("Z", "z")):
-        text = text[:-1] + "+00:00"
-    try:
-        parsed = parse_datetime(text)
-    except ValueError:
-        parsed = None
-    if parsed is None:
-        raise invalid_input(message, field=field)
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return parsed
 
 
 def parse_uuid(value: Any) -> uuid.UUID | None:
@@ -118,97 +95,61 @@ def transition_object(outcome: Any) -> dict[str, Any]:
     return {"applied": outcome.applied, "from": outcome.from_state, "to": outcome.to_state}
 
 
-def api_route(pattern: str, view: Any, name: str | None = None):
-    """A slash-optional route (API-01): matches with and without one trailing slash, never redirects.
-
-    `pattern` is a regex relative to `/api/v1/` without anchors or trailing slash; `view` an `ApiView`
-    subclass or a view function.
-    """
-    pattern = pattern.strip("^$").rstrip("/")
-    if isinstance(view, type) and issubclass(view, APIView):
-        view = view.as_view()
-    return re_path(rf"^{pattern}/?$", view, name=name)
-
-
 def to_jsonable(data: Any) -> Any:
     """Response data as plain JSON values (UUIDs, datetimes through DRF's encoder)."""
     return json.loads(json.dumps(data, cls=JSONEncoder))
 
 
-class _JSONOnly(BaseContentNegotiation):
-    """Always answer JSON whatever `Accept` says; parse every body as JSON (API-05)."""
+class _Replay(Exception):
+    """An `Idempotency-Key` whose response is stored: answer it instead of running the handler."""
 
-    def select_parser(self, request, parsers):
-        return parsers[0] if parsers else None
+    def __init__(self, record: Any) -> None:
+        super().__init__("idempotent replay")
+        self.record = record
 
-    def select_renderer(self, request, renderers, format_suffix=None):
-        renderer = JSONRenderer()
-        return renderer, renderer.media_type
+
+class _RollBack(Exception):
+    """Passed to a savepoint's `__exit__` to roll it back after a 5xx answer."""
 
 
 # --- the base view ---------------------------------------------------------------------------------------
 
 
-class ApiView(APIView):
-    """Base class of all `/api/v1` endpoints (see the module docstring)."""
+class ApiView(GenericAPIView):
+    """An `/api/v1` endpoint: declare `required_scopes` (method → scope) and optionally `feature_flag`."""
 
-    #: one scope for every method, or None when `scopes` maps method → scope
-    required_scope: ClassVar[str | None] = None
-    scopes: ClassVar[dict[str, str]] = {}
+    authentication_classes: ClassVar[list] = [ApiKeyAuthentication]
+    permission_classes: ClassVar[list] = [HasScope, FeatureFlagEnabled]
+    throttle_classes: ClassVar[list] = [ApiKeyRateThrottle]
+    pagination_class = KeysetPagination
+    renderer_classes: ClassVar[list] = [JSONRenderer]
+    content_negotiation_class = JSONOnlyNegotiation
+
+    #: method → the one scope it needs (API-03); HEAD uses GET's
+    required_scopes: ClassVar[dict[str, str]] = {}
     #: a DOM-17 flag that gates every method of this view
     feature_flag: ClassVar[str | None] = None
     #: run unsafe methods in one transaction (a 5xx rolls the handler back)
     atomic: ClassVar[bool] = True
-    #: authentication + rate limit; off only for health/schema
-    authenticated: ClassVar[bool] = True
+    #: unsafe methods that take no body (transitions); the others need a JSON object
+    empty_body_methods: ClassVar[frozenset[str]] = frozenset()
+    #: keyset order of the list (keys ending in a unique one) and what its cursors are bound to
+    ordering: tuple[str, ...] = ("-created_at", "-id")
+    list_key: str | None = None
 
-    authentication_classes: ClassVar[list] = []
-    permission_classes: ClassVar[list] = []
-    renderer_classes: ClassVar[list] = [JSONRenderer]
-    content_negotiation_class = _JSONOnly
-
-    api_key: ApiKey | None = None
-    rate_state: auth.RateState | None = None
+    _outer: Any = None
+    _inner: Any = None
+    _idempotency: idem.Begin | None = None
 
     # -- identity ----------------------------------------------------------------------------------------
     @property
     def organization_id(self) -> Any:
-        assert self.api_key is not None
-        return self.api_key.organization_id
+        return self.request.auth.organization_id
 
     @property
     def actor(self) -> str:
-        assert self.api_key is not None
-        return f"api_key:{self.api_key.pk}"
-
-    def scope_for(self, method: str) -> str | None:
-        method = method.upper()
-        if method == "HEAD":
-            method = "GET"
-        if self.scopes:
-            return self.scopes.get(method)
-        return self.required_scope
-
-    def get_exception_handler(self):
-        return exception_handler
-
-    # -- request reading ---------------------------------------------------------------------------------
-    def body(self, *, required: bool = True, drop_nulls: bool = True) -> dict[str, Any]:
-        """API-05: the body as a JSON object; ignored (empty) on GET and DELETE."""
-        if self.request.method in ("GET", "HEAD", "DELETE"):
-            return {}
-        return read_json_body(self.request._request, required=required, drop_nulls=drop_nulls)
-
-    def query(self, name: str) -> str | None:
-        return self.request._request.GET.get(name)
-
-    def search_term(self) -> str | None:
-        """`search` (`+` and `%20` decode to spaces); blank → None."""
-        value = self.query("search")
-        if value is None:
-            return None
-        value = value.strip()
-        return value or None
+        """The audit actor of this request (API-12): `api_key:<key id>`."""
+        return f"api_key:{self.request.auth.pk}"
 
     # -- responses ---------------------------------------------------------------------------------------
     def ok(self, data: Any, status: int = 200, **extra: Any) -> Response:
@@ -229,162 +170,106 @@ class ApiView(APIView):
             raise outcome_error(outcome)
         return Response({"data": data, "transition": transition_object(outcome)}, status=200)
 
-    def paginated(
-        self,
-        queryset: QuerySet,
-        serialize: Callable[[Any], Any],
-        *,
-        order: Sequence[OrderKey] | Sequence[str] = ("-created_at", "-id"),
-        list_key: str | None = None,
-        total: int | None = None,
-    ) -> Response:
-        """API-07 list response: `limit`/`cursor` from the query, keyset order `order` (ending in a unique key)."""
-        page = self.page(queryset, order=order, list_key=list_key, total=total)
-        return Response({"data": [serialize(item) for item in page.items], "pagination": page.pagination()})
+    # -- DRF hooks ---------------------------------------------------------------------------------------
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        """DRF's `initial` in API-08's order: 405 → 401 → 429 → 403; then the transaction and idempotency."""
+        method = request.method.lower()
+        if method not in self.http_method_names or not hasattr(self, method):
+            raise exceptions.MethodNotAllowed(request.method)
+        self.format_kwarg = self.get_format_suffix(**kwargs)
+        request.accepted_renderer, request.accepted_media_type = self.perform_content_negotiation(request)
+        request.version, request.versioning_scheme = self.determine_version(request, *args, **kwargs)
+        self.perform_authentication(request)
+        self.check_throttles(request)
+        self.check_permissions(request)
+        if request.method not in SAFE_METHODS:
+            self._begin_unsafe(request)
 
-    def page(
-        self,
-        queryset: QuerySet,
-        *,
-        order: Sequence[OrderKey] | Sequence[str] = ("-created_at", "-id"),
-        list_key: str | None = None,
-        total: int | None = None,
-    ) -> Page:
-        keys = tuple(order_by(*order)) if order and isinstance(order[0], str) else tuple(order)  # type: ignore[arg-type]
-        limit = parse_limit(self.query("limit"))
-        return paginate(
-            queryset,
-            keys=keys,
-            list_key=list_key or self.request._request.path_info.rstrip("/"),
-            organization_id=self.organization_id,
-            limit=limit,
-            cursor=self.query("cursor") or None,
-            total=total,
-        )
+    def throttled(self, request: Request, wait: float | None) -> None:
+        raise exceptions.Throttled(wait, detail=auth.rate_limit_message())
 
-    # -- the pipeline ------------------------------------------------------------------------------------
-    def perform_content_negotiation(self, request, force=False):
-        renderer = JSONRenderer()
-        return renderer, renderer.media_type
+    def handle_exception(self, exc: Exception) -> Response:
+        if isinstance(exc, _Replay):
+            record = exc.record
+            return Response(
+                record.response_body,
+                status=record.response_status,
+                headers={idem.REPLAYED_HEADER: "true"},
+            )
+        self._close_savepoint(exc)
+        return super().handle_exception(exc)
 
-    def check_access(self, request) -> None:
-        """Authentication → rate limit → scope → feature flag (API-08 order)."""
-        if not self.authenticated:
-            return
-        self.api_key = auth.authenticate_request(request._request)
-        self.rate_state = auth.take_request_token(self.api_key)
-        if not self.rate_state.allowed:
-            raise auth.rate_limited_error(self.rate_state)
-        scope = self.scope_for(request.method)
-        if scope is None:
-            # Every endpoint requires exactly one scope (API-03): an undeclared one fails closed.
-            raise RuntimeError(f"{type(self).__name__} declares no scope for {request.method}")
-        if scope not in (self.api_key.scopes or []):
-            raise forbidden(f"This API key is missing the required scope: {scope}")
-        if self.feature_flag:
-            from owlat.flags import feature_disabled_message, flag_enabled
-
-            if not flag_enabled(self.organization_id, self.feature_flag):
-                raise forbidden(feature_disabled_message(self.feature_flag))
-
-    def dispatch(self, request, *args, **kwargs):
-        self.args = args
-        self.kwargs = kwargs
-        request = self.initialize_request(request, *args, **kwargs)
-        self.request = request
-        self.headers = self.default_response_headers
-        try:
-            method = request.method.lower()
-            handler = getattr(self, method, None) if method in self.http_method_names else None
-            if handler is None or method == "options":
-                response = self.handle_exception(self._method_not_allowed(request))
-            else:
-                self.initial(request, *args, **kwargs)
-                self.check_access(request)
-                response = self._run(request, handler, *args, **kwargs)
-        except Exception as exc:
-            response = self.handle_exception(exc)
-        self.response = self.finalize_response(request, response, *args, **kwargs)
-        self._decorate(self.response)
-        return self.response
-
-    def _method_not_allowed(self, request):
-        from rest_framework.exceptions import MethodNotAllowed
-
-        return MethodNotAllowed(request.method)
-
-    def initial(self, request, *args, **kwargs):
-        # Content negotiation only; authentication, permissions and throttling are `check_access`.
-        self.format_kwarg = None
-        neg = self.perform_content_negotiation(request)
-        request.accepted_renderer, request.accepted_media_type = neg
-
-    def handle_exception(self, exc):
-        response = exception_handler(exc, self.get_exception_handler_context())
-        response.exception = True
+    def finalize_response(self, request: Request, response: Any, *args: Any, **kwargs: Any) -> Any:
+        self._close_transaction(response)
+        response = super().finalize_response(request, response, *args, **kwargs)
+        state = rate_state(request)
+        if state is not None:
+            for name, value in state.headers().items():
+                response[name] = value
         return response
 
-    def _run(self, request, handler, *args, **kwargs) -> Response:
-        unsafe = request.method not in SAFE_METHODS
-        begin = None
-        if request.method == "POST" and self.authenticated:
-            key = idem.parse_idempotency_key(request._request.headers.get(idem.HEADER))
+    # -- transaction and Idempotency-Key (API-11) ---------------------------------------------------------
+    def _begin_unsafe(self, request: Request) -> None:
+        if request.method == "POST":
+            key = idem.parse_idempotency_key(request.headers.get(idem.HEADER))
             if key is not None:
                 fingerprint = idem.request_fingerprint(
-                    method=request.method,
-                    path=request._request.path,
-                    body=raw_body(request._request),
+                    method=request.method, path=request._request.path, body=raw_body(request._request)
                 )
-                begin = idem.idempotency_begin(api_key=self.api_key, key=key, fingerprint=fingerprint)
+                begin = idem.idempotency_begin(api_key=request.auth, key=key, fingerprint=fingerprint)
                 if begin.replay:
-                    return Response(
-                        begin.record.response_body,
-                        status=begin.record.response_status,
-                        headers={idem.REPLAYED_HEADER: "true"},
-                    )
-        if not (unsafe and self.atomic) and begin is None:
-            return handler(request, *args, **kwargs)
-        return self._run_atomic(request, handler, begin, *args, **kwargs)
-
-    def _run_atomic(self, request, handler, begin, *args, **kwargs) -> Response:
-        release = False
-        with transaction.atomic():
-            if begin is not None and not idem.idempotency_lock(begin):
+                    raise _Replay(begin.record)
+                self._idempotency = begin
+        if self.atomic or self._idempotency is not None:
+            self._outer = transaction.atomic()
+            self._outer.__enter__()
+            if self._idempotency is not None and not idem.idempotency_lock(self._idempotency):
+                self._outer.__exit__(None, None, None)
+                self._outer = None
                 raise idem._in_progress()
-            try:
-                with transaction.atomic():
-                    response = handler(request, *args, **kwargs)
-                    if response.status_code >= 500:
-                        raise _RollBack(response)
-            except _RollBack as rollback:
-                response = rollback.response
-            except Exception as exc:
-                response = self.handle_exception(exc)
-            if response.status_code >= 500:
-                release = True
+            self._inner = transaction.atomic()
+            self._inner.__enter__()
+        if (
+            request.method in BODY_METHODS
+            and request.method not in self.empty_body_methods
+            and body_is_blank(request._request)
+        ):
+            raise exceptions.ParseError(INVALID_JSON)
+
+    def _close_savepoint(self, exc: BaseException | None) -> None:
+        """Leave the handler's savepoint: released on success, rolled back on an exception or a 5xx."""
+        if self._inner is None:
+            return
+        inner, self._inner = self._inner, None
+        if exc is None:
+            inner.__exit__(None, None, None)
+        else:
+            inner.__exit__(type(exc), exc, exc.__traceback__)
+
+    def _close_transaction(self, response: Any) -> None:
+        if self._outer is None:
+            return
+        failed = response.status_code >= 500
+        self._close_savepoint(_RollBack() if failed else None)
+        outer, self._outer = self._outer, None
+        begin, self._idempotency = self._idempotency, None
+        try:
+            if failed:
                 transaction.set_rollback(True)
             elif begin is not None:
                 idem.idempotency_complete(begin, status=response.status_code, body=to_jsonable(response.data))
-        if release and begin is not None:
+        finally:
+            outer.__exit__(None, None, None)
+        if failed and begin is not None:
             idem.idempotency_release(begin)
-        return response
-
-    def _decorate(self, response) -> None:
-        if self.rate_state is not None:
-            for name, value in self.rate_state.headers().items():
-                response[name] = value
-
-
-class _RollBack(Exception):
-    def __init__(self, response: Response) -> None:
-        super().__init__("roll back")
-        self.response = response
 
 
 class PublicApiView(ApiView):
-    """An `/api/v1` view without key or rate limit (health, schema)."""
+    """An `/api/v1` endpoint without key, rate limit or scope (health)."""
 
-    authenticated = False
+    authentication_classes: ClassVar[list] = []
+    permission_classes: ClassVar[list] = []
+    throttle_classes: ClassVar[list] = []
     atomic = False
 
 
@@ -392,13 +277,11 @@ __all__ = [
     "ApiError",
     "ApiView",
     "PublicApiView",
-    "api_route",
     "forbidden",
     "invalid_input",
     "iso",
     "not_found",
     "outcome_error",
-    "parse_iso",
     "parse_uuid",
     "require_uuid",
     "to_jsonable",

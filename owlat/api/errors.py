@@ -188,7 +188,9 @@ def exception_handler(exc: Exception, context: dict[str, Any] | None = None) -> 
         detail = exc.message_dict if hasattr(exc, "error_dict") else exc.messages
         return _validation_error_response(detail)
     if isinstance(exc, drf_exceptions.NotAuthenticated | drf_exceptions.AuthenticationFailed):
-        return api_error_response("unauthenticated", str(exc.detail))
+        auth_header = getattr(exc, "auth_header", None)
+        headers = {"WWW-Authenticate": auth_header} if auth_header else None
+        return api_error_response("unauthenticated", str(exc.detail), headers=headers)
     if isinstance(exc, drf_exceptions.Throttled):
         wait = max(1, int(exc.wait or 1))
         return api_error_response(

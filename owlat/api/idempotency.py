@@ -4,7 +4,7 @@ Records are keyed by (API key, header value) and keep a fingerprint: method, pat
 the SHA-256 of the canonical JSON body (sorted keys, no whitespace; the raw bytes when unparseable).
 
 - The first use claims the record (unique constraint, committed at once so concurrent requests see it).
-  `ApiView` then runs the handler in one transaction that first locks the record and finally stores the
+  `ApiView` (`owlat.api.base`) then runs the handler in one transaction that first locks the record and finally stores the
   2xx/4xx status and body in it; a 5xx rolls the handler back and releases the claim.
 - Same key and fingerprint → the stored response with `Idempotent-Replayed: true`; nothing runs twice.
 - Same key, different fingerprint → 422 `idempotency_key_reused`.
@@ -54,7 +54,7 @@ def parse_idempotency_key(value: str | None) -> str | None:
 def canonical_body_hash(body: bytes) -> str:
     try:
         value = json.loads(body.decode("utf-8")) if body.strip() else None
-    except (UnicodeDecodeError, ValueError):
+    except (UnicodeDecodeError, ValueError, RecursionError):
         return hashlib.sha256(body).hexdigest()
     canonical = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()

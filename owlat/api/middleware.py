@@ -1,7 +1,8 @@
 """`/api/v1` wire rules that apply before and around any view (API-01).
 
-- `OPTIONS` on any API path → 204 preflight without authentication; CORS headers on every API response
-  (the `Origin` is echoed only when listed in `API_ALLOWED_ORIGINS`; `*` there allows every origin).
+- `OPTIONS` on any API path → 204 preflight without authentication (`ApiCorsMiddleware`, django-cors-headers
+  with API-01's answer); CORS headers on every API response (the `Origin` is echoed only when listed in
+  `API_ALLOWED_ORIGINS`; `*` there allows every origin).
 - API keys are the only credential: cookies are dropped from API requests and never set on API responses,
   and no CSRF check applies.
 - Every route is slash-optional and never redirects: a path that only resolves with (or without) one
@@ -15,6 +16,7 @@ from __future__ import annotations
 import logging
 from urllib.parse import urlsplit
 
+from corsheaders.middleware import CorsMiddleware
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.urls import Resolver404, resolve
@@ -24,37 +26,43 @@ from owlat.api.errors import INTERNAL, NOT_FOUND, json_error_response
 logger = logging.getLogger("owlat.api")
 
 API_PREFIX = "/api/v1"
-ALLOW_METHODS = "GET, POST, PUT, PATCH, DELETE, OPTIONS"
-ALLOW_HEADERS = "Content-Type, Authorization, Idempotency-Key"
-EXPOSE_HEADERS = (
-    "X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, Retry-After, Idempotent-Replayed"
-)
-MAX_AGE = "86400"
 
 
 def is_api_path(path: str) -> bool:
     return path == API_PREFIX or path.startswith(API_PREFIX + "/")
 
 
-def _allowed_origin(request: HttpRequest) -> str | None:
-    origin = request.headers.get("Origin")
-    if not origin:
-        return None
-    allowed = getattr(settings, "API_ALLOWED_ORIGINS", []) or []
-    if origin in allowed or "*" in allowed:
-        return origin
-    return None
-
-
-def _add_cors(request: HttpRequest, response: HttpResponse) -> None:
-    origin = _allowed_origin(request)
-    if origin:
-        response["Access-Control-Allow-Origin"] = origin
-        response["Access-Control-Expose-Headers"] = EXPOSE_HEADERS
+def _vary_origin(response: HttpResponse) -> None:
+    """`Vary: Origin` spelled as API-01 has it (django-cors-headers would add a lower-case `origin`)."""
     vary = [v.strip() for v in response.get("Vary", "").split(",") if v.strip()]
-    if "Origin" not in vary:
+    if "origin" not in {v.lower() for v in vary}:
         vary.append("Origin")
     response["Vary"] = ", ".join(vary)
+
+
+class ApiCorsMiddleware(CorsMiddleware):
+    """django-cors-headers for `/api/v1` (`CORS_URLS_REGEX`), answering every API `OPTIONS` with 204 (API-01).
+
+    A preflight needs no key and reaches no view; the CORS headers are added by django-cors-headers.
+    """
+
+    def check_preflight(self, request: HttpRequest) -> HttpResponse | None:
+        response = super().check_preflight(request)
+        if request.method == "OPTIONS" and is_api_path(request.path_info):
+            response = HttpResponse(status=204)
+            del response["Content-Type"]
+            _vary_origin(response)
+        return response
+
+    def origin_found_in_white_lists(self, origin: str, url) -> bool:
+        """`API_ALLOWED_ORIGINS` (read per request): listed origins, or every origin with `*`."""
+        allowed = getattr(settings, "API_ALLOWED_ORIGINS", None) or []
+        return origin in allowed or "*" in allowed
+
+    def add_response_headers(self, request: HttpRequest, response):
+        if is_api_path(request.path_info):
+            _vary_origin(response)
+        return super().add_response_headers(request, response)
 
 
 def _route_slash_optional(request: HttpRequest) -> None:
@@ -79,7 +87,7 @@ def _route_slash_optional(request: HttpRequest) -> None:
 
 
 class ApiMiddleware:
-    """First in MIDDLEWARE; everything else passes through untouched."""
+    """Right after `ApiCorsMiddleware` in MIDDLEWARE; non-API requests pass through untouched."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -87,15 +95,6 @@ class ApiMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         if not is_api_path(request.path_info):
             return self.get_response(request)
-
-        if request.method == "OPTIONS":
-            response = HttpResponse(status=204)
-            del response["Content-Type"]
-            response["Access-Control-Allow-Methods"] = ALLOW_METHODS
-            response["Access-Control-Allow-Headers"] = ALLOW_HEADERS
-            response["Access-Control-Max-Age"] = MAX_AGE
-            _add_cors(request, response)
-            return response
 
         # API keys are the only credential (API-01): no cookies in, none out, no CSRF.
         request.COOKIES = {}
@@ -110,7 +109,6 @@ class ApiMiddleware:
             elif response.status_code >= 500:
                 response = json_error_response("internal", INTERNAL, 500)
         response.cookies.clear()
-        _add_cors(request, response)
         return response
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:

@@ -4,13 +4,21 @@ A list is ordered by one or more keys ending in a unique one (usually `id`); the
 opaque token holding the last row's key values, bound to the list and the organization, so a cursor
 from another list or organization, or a tampered one, is "Invalid cursor". Every item that stays
 unchanged during a walk is returned exactly once, with no row ceiling.
+
+Views use `KeysetPagination` (DRF's `pagination_class`): a list view sets `ordering` (keys ending in a
+unique one) and `list_key` (what a cursor is bound to), then
+
+    page = self.paginate_queryset(queryset)
+    return self.get_paginated_response(OutputSerializer(page, many=True).data)
+
+and the answer is `{"data": [...], "pagination": {"limit", "totalItems", "cursor", "isDone"}}`.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -18,6 +26,8 @@ from typing import Any
 from django.core import signing
 from django.db.models import Q, QuerySet
 from django.utils.dateparse import parse_datetime
+from rest_framework.pagination import BasePagination
+from rest_framework.response import Response
 
 from owlat.api.errors import ApiError
 
@@ -196,5 +206,65 @@ def _key_value(row: Any, name: str) -> Any:
     return value
 
 
-def page_response_body(page: Page, serialize: Callable[[Any], Any]) -> dict[str, Any]:
-    return {"data": [serialize(item) for item in page.items], "pagination": page.pagination()}
+DEFAULT_ORDERING = ("-created_at", "-id")
+
+
+class KeysetPagination(BasePagination):
+    """API-07 as a DRF pagination class: `?limit=` (1–100, default 25) and `?cursor=` (opaque)."""
+
+    def paginate_queryset(self, queryset: QuerySet, request: Any, view: Any = None) -> list[Any]:
+        ordering = tuple(getattr(view, "ordering", None) or DEFAULT_ORDERING)
+        list_key = getattr(view, "list_key", None) or request._request.path_info.rstrip("/")
+        self.page = paginate(
+            queryset,
+            keys=order_by(*ordering),
+            list_key=list_key,
+            organization_id=request.auth.organization_id,
+            limit=parse_limit(request.query_params.get("limit")),
+            cursor=request.query_params.get("cursor") or None,
+        )
+        return self.page.items
+
+    def get_paginated_response(self, data: Any) -> Response:
+        return Response({"data": data, "pagination": self.page.pagination()})
+
+    def get_paginated_response_schema(self, schema: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "required": ["data", "pagination"],
+            "properties": {
+                "data": schema,
+                "pagination": {
+                    "type": "object",
+                    "required": ["limit", "totalItems", "cursor", "isDone"],
+                    "properties": {
+                        "limit": {"type": "integer", "example": DEFAULT_LIMIT},
+                        "totalItems": {"type": "integer", "example": 120},
+                        "cursor": {
+                            "type": "string",
+                            "nullable": True,
+                            "description": "Pass as `cursor` to get the next page; null on the last page.",
+                        },
+                        "isDone": {"type": "boolean", "description": "True on the last page."},
+                    },
+                },
+            },
+        }
+
+    def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
+        return [
+            {
+                "name": "limit",
+                "in": "query",
+                "required": False,
+                "description": f"Items per page, 1–{MAX_LIMIT} (larger values are clamped); default {DEFAULT_LIMIT}.",
+                "schema": {"type": "integer", "minimum": 1, "default": DEFAULT_LIMIT},
+            },
+            {
+                "name": "cursor",
+                "in": "query",
+                "required": False,
+                "description": "The `pagination.cursor` of the previous page.",
+                "schema": {"type": "string"},
+            },
+        ]

@@ -1,7 +1,10 @@
 """Request bodies per API-05: one UTF-8 JSON object whatever the Content-Type, at most 15 MiB.
 
-Views read the body with `ApiView.body()` (which calls `read_json_body`); `AnyJSONParser` gives
-`request.data` the same behaviour for code that uses DRF's accessor.
+`JSONObjectParser` is the only parser (`DEFAULT_PARSER_CLASSES`): views read `request.data`. It refuses
+anything that is not a JSON object ("Invalid JSON in request body"), including invalid UTF-8 and nesting
+too deep to parse; a top-level `null` means the key is absent. `NaN`/`Infinity` parse (Python's `json`
+accepts them) and are refused by the field that receives them, naming it (`owlat.api.fields`).
+An empty body is refused by `ApiView` for methods that take one (DRF does not call parsers for it).
 """
 
 from __future__ import annotations
@@ -56,28 +59,19 @@ def decode_json_object(body: bytes) -> dict[str, Any]:
     """Parse `body` as one JSON object, else "Invalid JSON in request body"."""
     try:
         value = json.loads(body.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+    except (UnicodeDecodeError, ValueError, RecursionError):
         raise _invalid()
     if not isinstance(value, dict):
         raise _invalid()
     return value
 
 
-def read_json_body(request: HttpRequest, *, required: bool = True, drop_nulls: bool = True) -> dict[str, Any]:
-    """API-05: the request's JSON object. Empty body → `{}` unless `required`; top-level nulls dropped."""
-    body = raw_body(request)
-    if not body.strip():
-        if required:
-            raise _invalid()
-        return {}
-    value = decode_json_object(body)
-    if drop_nulls:
-        value = {key: item for key, item in value.items() if item is not None}
-    return value
+def body_is_blank(request: HttpRequest) -> bool:
+    return not raw_body(request).strip()
 
 
-class AnyJSONParser(BaseParser):
-    """Parses every Content-Type as a JSON object (API-05)."""
+class JSONObjectParser(BaseParser):
+    """Parses every Content-Type as one JSON object (API-05); top-level nulls are dropped."""
 
     media_type = "*/*"
 
@@ -89,6 +83,6 @@ class AnyJSONParser(BaseParser):
         if len(body) > limit:
             raise _too_large()
         if not body.strip():
-            return {}
+            raise _invalid()
         value = decode_json_object(body)
         return {key: item for key, item in value.items() if item is not None}

@@ -4,16 +4,17 @@ Every route is slash-optional (`api_route`, API-01).
 """
 
 from django.urls import include, path
-from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularJSONAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from owlat.api import views
-from owlat.api.base import api_route
 from owlat.api.health import HealthView
+from owlat.api.legacy import api_route
 
 urlpatterns = [
-    api_route(r"health", HealthView, name="api-health"),
-    api_route(r"schema", SpectacularJSONAPIView.as_view(), name="api-schema"),
-    api_route(r"docs", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("health", HealthView.as_view(), name="api-health"),
+    path("schema", SpectacularJSONAPIView.as_view(), name="api-schema"),
+    path("docs", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("redoc", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),
     # contacts (API-13…18)
     api_route(r"contacts", views.ContactListView, name="api-contacts"),
     api_route(r"contacts/(?P<id_or_email>.+?)", views.ContactDetailView, name="api-contact"),

@@ -16,9 +16,10 @@ from urllib.parse import unquote_to_bytes
 from django.db.models import Case, IntegerField, Q, QuerySet, Value, When
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 
-from owlat.api.base import ApiView, parse_uuid, require_uuid
+from owlat.api.base import parse_uuid, require_uuid
 from owlat.api.errors import ApiError, already_exists, invalid_input, invalid_state, not_found
 from owlat.api.inuse import segment_in_use, topic_in_use
+from owlat.api.legacy import LegacyApiView as ApiView
 from owlat.api.serializers import contact_data, segment_data, topic_data, topic_member_data
 from owlat.models import Contact, ContactTopic, Segment, Topic
 

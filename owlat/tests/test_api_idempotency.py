@@ -9,7 +9,7 @@ import requests
 from django.urls import include, path
 from django.utils import timezone
 
-from owlat.api.base import ApiView, api_route
+from owlat.api.base import ApiView
 from owlat.api.idempotency import idempotency_purge_task, request_fingerprint
 from owlat.models import Contact, IdempotencyRecord, RateBucket
 from testsupport.api import ApiClient, error_of, make_key, make_org
@@ -20,7 +20,8 @@ CALLS = {"flaky": 0, "slow": 0}
 class FlakyView(ApiView):
     """Fails with a 5xx on the first call, succeeds afterwards (writes a contact each time it runs)."""
 
-    required_scope = "contacts:write"
+    required_scopes = {"POST": "contacts:write"}
+    empty_body_methods = frozenset({"POST"})
 
     def post(self, request):
         CALLS["flaky"] += 1
@@ -33,7 +34,8 @@ class FlakyView(ApiView):
 
 
 class SlowView(ApiView):
-    required_scope = "contacts:write"
+    required_scopes = {"POST": "contacts:write"}
+    empty_body_methods = frozenset({"POST"})
 
     def post(self, request):
         CALLS["slow"] += 1
@@ -43,7 +45,9 @@ class SlowView(ApiView):
 
 
 urlpatterns = [
-    path("api/v1/", include([api_route(r"_test/flaky", FlakyView), api_route(r"_test/slow", SlowView)])),
+    path(
+        "api/v1/", include([path("_test/flaky", FlakyView.as_view()), path("_test/slow", SlowView.as_view())])
+    ),
     path("", include("owlat.urls")),
 ]
 

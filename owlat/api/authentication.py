@@ -1,0 +1,51 @@
+"""API key authentication (DOM-03, API-02) as a DRF `BaseAuthentication`, and its OpenAPI bearer scheme."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from rest_framework import exceptions
+from rest_framework.authentication import BaseAuthentication
+from rest_framework.request import Request
+
+from owlat.api import auth
+from owlat.api.errors import ApiError
+from owlat.models import ApiKey
+
+
+class ApiKeyAuthentication(BaseAuthentication):
+    """`Authorization: Bearer lm_live_…` (or the bare key). Every `/api/v1` endpoint but health needs one.
+
+    A request without a usable header is refused here (401 "Missing or invalid Authorization header…")
+    rather than left anonymous: no endpoint accepts anonymous callers. `request.user` and `request.auth`
+    are both the `ApiKey`.
+    """
+
+    keyword = "Bearer"
+
+    def authenticate(self, request: Request) -> tuple[ApiKey, ApiKey]:
+        try:
+            key = auth.authenticate_request(request._request)
+        except ApiError as exc:
+            raise exceptions.AuthenticationFailed(exc.message) from exc
+        return key, key
+
+    def authenticate_header(self, request: Request) -> str:
+        return self.keyword
+
+
+class ApiKeyScheme(OpenApiAuthenticationExtension):
+    """The bearer scheme in the OpenAPI document (Swagger UI's Authorize button)."""
+
+    target_class = ApiKeyAuthentication
+    name = "ApiKey"
+
+    def get_security_definition(self, auto_schema: Any) -> dict[str, Any]:
+        return {
+            "type": "http",
+            "scheme": "bearer",
+            "bearerFormat": "lm_live_…",
+            "description": "An API key created in the admin (Settings → API keys): "
+            "`Authorization: Bearer lm_live_…`. Each key carries scopes; each endpoint needs one.",
+        }

@@ -1,0 +1,145 @@
+"""Serializer fields and the input serializer base of `/api/v1` (API-05, API-08).
+
+DRF's own fields are lenient where the API is strict: `CharField` turns `5` into `"5"` and trims,
+`BooleanField` takes `"yes"`, `IntegerField` takes `"5"`. These subclasses refuse a JSON value of the
+wrong type with the spec's messages (`firstName must be a string`, `isDefault must be a boolean`,
+`displayOrder must be an integer`, `name must be at most 200 characters`). DRF's validators still refuse
+NUL bytes and lone surrogates in every string. `JSONValueField` takes free-form JSON (event properties,
+template variables) and refuses, naming the path, what PostgreSQL cannot store: NUL bytes, lone
+surrogates, `NaN`/`Infinity` and nesting deeper than `MAX_JSON_DEPTH`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+MAX_JSON_DEPTH = 32
+
+
+class StringField(serializers.CharField):
+    """A JSON string, kept as sent (no trimming unless `trim_whitespace=True`)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("trim_whitespace", False)
+        kwargs.setdefault("allow_blank", True)
+        max_length = kwargs.pop("max_length", None)
+        super().__init__(**kwargs)
+        self.max_length = max_length  # checked below with the spec's message; shown in the schema
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            raise serializers.ValidationError(f"{self.field_name} must be a string")
+        value = super().to_internal_value(data)
+        if self.max_length is not None and len(value) > self.max_length:
+            raise serializers.ValidationError(
+                f"{self.field_name} must be at most {self.max_length} characters"
+            )
+        return value
+
+
+class StrictBooleanField(serializers.BooleanField):
+    def to_internal_value(self, data: Any) -> bool:
+        if not isinstance(data, bool):
+            raise serializers.ValidationError(f"{self.field_name} must be a boolean")
+        return data
+
+
+class StrictIntegerField(serializers.IntegerField):
+    """A JSON integer within PostgreSQL's `integer`."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("min_value", -(2**31))
+        kwargs.setdefault("max_value", 2**31 - 1)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> int:
+        if isinstance(data, bool) or not isinstance(data, int) or not -(2**31) <= data < 2**31:
+            raise serializers.ValidationError(f"{self.field_name} must be an integer")
+        return data
+
+    def run_validators(self, value: Any) -> None:  # the range is checked above with the spec's message
+        return None
+
+
+def json_value_problem(value: Any, path: str, depth: int = 0) -> tuple[str, str] | None:
+    """(path, message) of the first value PostgreSQL's `jsonb` cannot store, else None."""
+    if depth > MAX_JSON_DEPTH:
+        return path, f"{path} is nested too deeply (at most {MAX_JSON_DEPTH} levels)"
+    if isinstance(value, str):
+        return _string_problem(value, path)
+    if isinstance(value, float) and not math.isfinite(value):
+        return path, f"{path} must be a finite number"
+    if isinstance(value, dict):
+        for key, item in value.items():
+            sub = f"{path}.{key}"
+            problem = _string_problem(str(key), sub) or json_value_problem(item, sub, depth + 1)
+            if problem:
+                return problem
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            problem = json_value_problem(item, f"{path}[{index}]", depth + 1)
+            if problem:
+                return problem
+    return None
+
+
+def _string_problem(value: str, path: str) -> tuple[str, str] | None:
+    if "\x00" in value:
+        return path, f"{path} must not contain NUL characters"
+    if any(0xD800 <= ord(ch) <= 0xDFFF for ch in value):
+        return path, f"{path} must not contain unpaired surrogate characters"
+    return None
+
+
+def check_json_value(value: Any, path: str) -> None:
+    """Raise a `ValidationError` naming `path.to.value` when `value` cannot be stored as `jsonb`."""
+    problem = json_value_problem(value, path)
+    if problem:
+        raise serializers.ValidationError({problem[0]: [problem[1]]})
+
+
+@extend_schema_field(OpenApiTypes.ANY)
+class JSONValueField(serializers.JSONField):
+    """Free-form JSON (`object_only=True`: a JSON object) that `jsonb` can store."""
+
+    def __init__(self, *, object_only: bool = False, **kwargs: Any) -> None:
+        self.object_only = object_only
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> Any:
+        if self.object_only and not isinstance(data, dict):
+            raise serializers.ValidationError(f"{self.field_name} must be an object")
+        problem = json_value_problem(data, self.field_name)
+        if problem:
+            path, message = problem
+            inner = path[len(self.field_name) :].lstrip(".")
+            # nested, so that the error envelope's `data.field` is the full path (`eventProperties.a.b`)
+            raise serializers.ValidationError({inner: [message]} if inner else message)
+        return data
+
+
+class InputSerializer(serializers.Serializer):
+    """Base of request serializers: keys listed in `read_only_keys` are refused ("<key> is read-only")."""
+
+    read_only_keys: ClassVar[tuple[str, ...]] = ()
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, dict):
+            for key in self.read_only_keys:
+                if key in data:
+                    raise serializers.ValidationError({key: [f"{key} is read-only"]})
+        return super().to_internal_value(data)
+
+
+class TimestampField(serializers.DateTimeField):
+    """API-05 output: ISO 8601 UTC with milliseconds and `Z` (`2026-02-17T14:00:00.000Z`)."""
+
+    def to_representation(self, value: Any) -> str | None:
+        from owlat.api.base import iso
+
+        return iso(value) if value else None
