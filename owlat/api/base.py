@@ -28,7 +28,6 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.utils.encoders import JSONEncoder
 
-from owlat.api import auth
 from owlat.api import idempotency as idem
 from owlat.api.authentication import ApiKeyAuthentication
 from owlat.api.errors import INVALID_JSON, ApiError, forbidden, invalid_input, not_found
@@ -36,7 +35,7 @@ from owlat.api.negotiation import JSONOnlyNegotiation
 from owlat.api.pagination import KeysetPagination
 from owlat.api.parsers import body_is_blank, raw_body
 from owlat.api.permissions import FeatureFlagEnabled, HasScope
-from owlat.api.throttling import ApiKeyRateThrottle, rate_state
+from owlat.api.throttling import ApiKeyRateThrottle, RateLimited, rate_state
 
 UTC = dt.UTC
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
@@ -186,7 +185,7 @@ class ApiView(GenericAPIView):
             self._begin_unsafe(request)
 
     def throttled(self, request: Request, wait: float | None) -> None:
-        raise exceptions.Throttled(wait, detail=auth.rate_limit_message())
+        raise RateLimited(wait)
 
     def handle_exception(self, exc: Exception) -> Response:
         if isinstance(exc, _Replay):

@@ -144,7 +144,9 @@ def _validation_error_response(detail: Any) -> Response:
     def walk(value: Any, path: str) -> None:
         if isinstance(value, dict):
             for key, sub in value.items():
-                sub_path = str(key) if not path else f"{path}.{key}"
+                sub_path = str(key) if not path or str(key).startswith("[") else f"{path}.{key}"
+                if path and str(key).startswith("["):
+                    sub_path = f"{path}{key}"
                 if key == "non_field_errors":
                     sub_path = path
                 walk(sub, sub_path)

@@ -116,3 +116,38 @@ class ApiAutoSchema(AutoSchema):
                         OpenApiResponse(serializer, description=description), str(status), direction=direction
                     )
         return bodies
+
+
+class DeletedSerializer(serializers.Serializer):
+    id = serializers.CharField(help_text="The id of the deleted resource.")
+    deleted = serializers.BooleanField(help_text="Always true.")
+
+
+class TransitionSerializer(serializers.Serializer):
+    """API-24: what a state-changing `POST …/<verb>` did."""
+
+    applied = serializers.ChoiceField(
+        choices=["transitioned", "recorded"],
+        help_text="`recorded` when the resource was already in the target state.",
+    )
+    # `from` is a Python keyword; declared through `get_fields`
+    to = serializers.CharField(help_text="The state after the request.")
+
+    def get_fields(self) -> dict[str, Any]:
+        fields = super().get_fields()
+        return {
+            "applied": fields["applied"],
+            "from": serializers.CharField(help_text="The state before the request."),
+            "to": fields["to"],
+        }
+
+
+@cache
+def transitioned_envelope(serializer_class: type[serializers.Serializer], name: str | None = None) -> type:
+    """`{"data": <resource after>, "transition": {...}}` (API-24) for the schema."""
+    base = name or serializer_class.__name__.removesuffix("Serializer")
+    return type(
+        f"{base}TransitionResponse",
+        (serializers.Serializer,),
+        {"data": serializer_class(), "transition": TransitionSerializer()},
+    )

@@ -1,61 +1,289 @@
-"""Wire shapes of the kernel resources (API-05 camelCase, every documented key present)."""
+"""Serializers of the kernel's resources: contacts (API-13…18), topics and membership (API-19/20/25),
+segments (API-25). Wire names are camelCase declared fields; messages are the spec's."""
 
 from __future__ import annotations
 
+import re
+import zoneinfo
+from functools import lru_cache
 from typing import Any
 
-from owlat.api.base import iso
-from owlat.models import Contact, ContactTopic, Segment, Topic
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from owlat.api.fields import (
+    InputSerializer,
+    JSONValueField,
+    StrictBooleanField,
+    StrictIntegerField,
+    StringField,
+    TimestampField,
+    json_value_problem,
+)
+
+NAME_MAX = 200
+LANGUAGE_RE = re.compile(r"^[a-z]{2}(-[a-z]{2,3})?$", re.IGNORECASE)
+LANGUAGE_MESSAGE = "language must be a valid language code (e.g., 'en', 'de', 'fr', 'en-US')"
+TIMEZONE_MESSAGE = "timezone must be a valid IANA time zone (e.g., 'Europe/Berlin')"
 
 
-def contact_data(contact: Contact) -> dict[str, Any]:
-    """API-13: exactly the seven keys the SDKs know."""
-    return {
-        "id": str(contact.pk),
-        "email": contact.email,
-        "firstName": contact.first_name,
-        "lastName": contact.last_name,
-        "source": contact.source,
-        "createdAt": iso(contact.created_at),
-        "updatedAt": iso(contact.updated_at),
+@lru_cache(maxsize=1)
+def _timezones() -> frozenset[str]:
+    return frozenset(zoneinfo.available_timezones())
+
+
+# --- shared fields ------------------------------------------------------------------------------------------
+
+
+class EmailAddressField(StringField):
+    """An email address (`owlat.contacts.is_valid_email`); "Invalid email format" otherwise."""
+
+    default_error_messages = {"invalid_email": "Invalid email format"}
+
+    def to_internal_value(self, data: Any) -> str:
+        from owlat.contacts import is_valid_email
+
+        if not isinstance(data, str):
+            raise serializers.ValidationError(self.error_messages.get("type", "Invalid email format"))
+        value = super().to_internal_value(data)
+        if not is_valid_email(value):
+            self.fail("invalid_email")
+        return value
+
+
+class LanguageField(StringField):
+    def to_internal_value(self, data: Any) -> str:
+        value = super().to_internal_value(data)
+        if not LANGUAGE_RE.match(value):
+            raise serializers.ValidationError(LANGUAGE_MESSAGE)
+        return value
+
+
+class TimezoneField(StringField):
+    def to_internal_value(self, data: Any) -> str:
+        value = super().to_internal_value(data)
+        if value not in _timezones():
+            raise serializers.ValidationError(TIMEZONE_MESSAGE)
+        return value
+
+
+@extend_schema_field(
+    {
+        "type": "object",
+        "additionalProperties": {"oneOf": [{"type": "string"}, {"type": "number"}, {"type": "boolean"}]},
+        "nullable": True,
+        "description": "Custom properties: keys of 1–100 characters, values strings, numbers, booleans or null.",
     }
+)
+class ContactPropertiesField(serializers.Field):
+    """D-14 `properties`: an object of scalar values; errors name `properties.<key>`."""
+
+    def to_internal_value(self, data: Any) -> dict[str, Any]:
+        if not isinstance(data, dict):
+            raise serializers.ValidationError("properties must be an object")
+        for key, value in data.items():
+            if not key or len(key) > 100:
+                raise serializers.ValidationError({key: ["properties keys must be 1 to 100 characters"]})
+            if value is not None and not isinstance(value, str | int | float | bool):
+                raise serializers.ValidationError(
+                    {key: ["properties values must be strings, numbers, booleans or null"]}
+                )
+        problem = json_value_problem(data, "properties")
+        if problem:
+            raise serializers.ValidationError({problem[0].removeprefix("properties."): [problem[1]]})
+        return data
+
+    def to_representation(self, value: Any) -> Any:
+        return value
 
 
-def topic_data(topic: Topic) -> dict[str, Any]:
-    """API-25 Topic."""
-    return {
-        "id": str(topic.pk),
-        "name": topic.name,
-        "description": topic.description,
-        "displayOrder": topic.display_order,
-        "isDefault": topic.is_default,
-        "requireDoubleOptIn": topic.require_double_opt_in,
-        "memberCount": topic.cached_member_count,
-        "createdAt": iso(topic.created_at),
-        "updatedAt": iso(topic.updated_at),
+def _name_field(**kwargs: Any) -> StringField:
+    return StringField(
+        max_length=NAME_MAX,
+        trim_whitespace=True,
+        allow_blank=False,
+        error_messages={"required": "name is required", "blank": "name is required"},
+        **kwargs,
+    )
+
+
+# --- contacts -----------------------------------------------------------------------------------------------
+
+
+class ContactSerializer(serializers.Serializer):
+    """A contact (API-13): exactly the seven keys the SDKs know."""
+
+    id = serializers.CharField(read_only=True)
+    email = serializers.CharField(read_only=True, allow_null=True)
+    firstName = serializers.CharField(source="first_name", read_only=True, allow_null=True)
+    lastName = serializers.CharField(source="last_name", read_only=True, allow_null=True)
+    source = serializers.CharField(read_only=True)
+    createdAt = TimestampField(source="created_at", read_only=True)
+    updatedAt = TimestampField(source="updated_at", read_only=True)
+
+
+class _ContactExtrasSerializer(InputSerializer):
+    firstName = StringField(source="first_name", max_length=NAME_MAX, required=False)
+    lastName = StringField(source="last_name", max_length=NAME_MAX, required=False)
+    language = LanguageField(required=False)
+    timezone = TimezoneField(required=False)
+    properties = ContactPropertiesField(required=False)
+
+
+class ContactCreateSerializer(_ContactExtrasSerializer):
+    email = EmailAddressField(
+        error_messages={"required": "Email is required", "type": "Email must be a string"},
+        help_text="The contact's email address (stored lower-cased).",
+    )
+
+    def get_fields(self) -> dict[str, Any]:
+        fields = super().get_fields()
+        return {"email": fields.pop("email"), **fields}
+
+
+class ContactUpdateSerializer(_ContactExtrasSerializer):
+    email = EmailAddressField(required=False, error_messages={"type": "email must be a string"})
+
+    def get_fields(self) -> dict[str, Any]:
+        fields = super().get_fields()
+        return {"email": fields.pop("email"), **fields}
+
+
+# --- topics -------------------------------------------------------------------------------------------------
+
+
+class TopicSerializer(serializers.Serializer):
+    id = serializers.CharField(read_only=True)
+    name = serializers.CharField(read_only=True)
+    description = serializers.CharField(read_only=True, allow_null=True)
+    displayOrder = serializers.IntegerField(source="display_order", read_only=True)
+    isDefault = serializers.BooleanField(source="is_default", read_only=True)
+    requireDoubleOptIn = serializers.BooleanField(source="require_double_opt_in", read_only=True)
+    memberCount = serializers.IntegerField(source="cached_member_count", read_only=True)
+    createdAt = TimestampField(source="created_at", read_only=True)
+    updatedAt = TimestampField(source="updated_at", read_only=True)
+
+
+class TopicWriteSerializer(InputSerializer):
+    """POST (name required) and PUT/PATCH (partial) of a topic."""
+
+    read_only_keys = ("memberCount",)
+
+    name = _name_field()
+    description = StringField(required=False)
+    displayOrder = StrictIntegerField(source="display_order", required=False)
+    isDefault = StrictBooleanField(source="is_default", required=False)
+    requireDoubleOptIn = StrictBooleanField(source="require_double_opt_in", required=False)
+
+
+class TopicMemberSerializer(serializers.Serializer):
+    contactId = serializers.CharField(source="contact_id", read_only=True)
+    email = serializers.CharField(source="contact.email", read_only=True)
+    addedAt = TimestampField(source="added_at", read_only=True)
+    pendingDoiConfirmation = serializers.BooleanField(source="pending_doi_confirmation", read_only=True)
+    doiStatus = serializers.CharField(source="contact.doi_status", read_only=True)
+
+
+class TopicSubscribeSerializer(InputSerializer):
+    """API-19: `email` or `contactId`."""
+
+    email = EmailAddressField(required=False, help_text="Either email or contactId is required.")
+    contactId = serializers.UUIDField(required=False, error_messages={"invalid": "Invalid contactId format"})
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, dict) and "contactId" in data and not isinstance(data["contactId"], str):
+            raise serializers.ValidationError({"contactId": ["Invalid contactId format"]})
+        return super().to_internal_value(data)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if "email" not in attrs and "contactId" not in attrs:
+            raise serializers.ValidationError("Either email or contactId is required")
+        return attrs
+
+
+class TopicSubscribedSerializer(serializers.Serializer):
+    success = serializers.BooleanField()
+    contactId = serializers.CharField()
+    topicId = serializers.CharField()
+    doiStatus = serializers.CharField(
+        help_text="`pending` while a double opt-in confirmation is outstanding."
+    )
+
+
+class TopicUnsubscribedSerializer(serializers.Serializer):
+    success = serializers.BooleanField()
+    removed = serializers.BooleanField(help_text="False when the contact was not a member.")
+
+
+# --- segments -----------------------------------------------------------------------------------------------
+
+
+@extend_schema_field(
+    {
+        "type": "object",
+        "properties": {
+            "logic": {"type": "string", "enum": ["AND", "OR"]},
+            "conditions": {"type": "array", "items": {"type": "object", "additionalProperties": True}},
+        },
+        "description": "Segment conditions (see the segment condition reference).",
     }
+)
+class SegmentFiltersField(JSONValueField):
+    """AUT-34 filters via `owlat.conditions.parse_filters`; errors name `filters.<path>`."""
+
+    def to_internal_value(self, data: Any) -> dict[str, Any]:
+        from owlat.conditions import ConditionError, TopicCondition, parse_filters
+
+        try:
+            parsed = parse_filters(data)
+        except ConditionError as exc:
+            raise serializers.ValidationError({exc.field: [exc.message]} if exc.field else exc.message)
+        super().to_internal_value(data)
+        organization_id = self.context["organization_id"]
+        for index, condition in enumerate(parsed.conditions):
+            if isinstance(condition, TopicCondition) and not _topic_exists(
+                organization_id, condition.topic_id
+            ):
+                raise serializers.ValidationError({f"conditions[{index}].topicId": ["Topic not found"]})
+        return parsed.to_dict()
+
+    def to_representation(self, value: Any) -> dict[str, Any]:
+        filters = value if isinstance(value, dict) else {}
+        return {"logic": filters.get("logic", "AND"), "conditions": filters.get("conditions", [])}
 
 
-def topic_member_data(membership: ContactTopic) -> dict[str, Any]:
-    """API-25 topic member."""
-    return {
-        "contactId": str(membership.contact_id),
-        "email": membership.contact.email,
-        "addedAt": iso(membership.added_at),
-        "pendingDoiConfirmation": membership.pending_doi_confirmation,
-        "doiStatus": membership.contact.doi_status,
-    }
+def _topic_exists(organization_id: Any, topic_id: Any) -> bool:
+    from owlat.api.base import parse_uuid
+    from owlat.models import Topic
+
+    pk = parse_uuid(topic_id)
+    return pk is not None and Topic.objects.filter(organization_id=organization_id, pk=pk).exists()
 
 
-def segment_data(segment: Segment) -> dict[str, Any]:
-    """API-25 Segment."""
-    filters = segment.filters if isinstance(segment.filters, dict) else {}
-    return {
-        "id": str(segment.pk),
-        "name": segment.name,
-        "description": segment.description,
-        "filters": {"logic": filters.get("logic", "AND"), "conditions": filters.get("conditions", [])},
-        "cachedCount": segment.cached_count,
-        "createdAt": iso(segment.created_at),
-        "updatedAt": iso(segment.updated_at),
-    }
+class SegmentSerializer(serializers.Serializer):
+    id = serializers.CharField(read_only=True)
+    name = serializers.CharField(read_only=True)
+    description = serializers.CharField(read_only=True, allow_null=True)
+    filters = SegmentFiltersField(read_only=True)
+    cachedCount = serializers.IntegerField(source="cached_count", read_only=True)
+    createdAt = TimestampField(source="created_at", read_only=True)
+    updatedAt = TimestampField(source="updated_at", read_only=True)
+
+
+class SegmentWriteSerializer(InputSerializer):
+    """POST (name required) and PUT/PATCH (partial) of a segment; needs `context={"organization_id": …}`."""
+
+    read_only_keys = ("cachedCount",)
+
+    name = _name_field()
+    description = StringField(required=False)
+    filters = SegmentFiltersField(required=False)
+
+
+# --- list queries -------------------------------------------------------------------------------------------
+
+
+class SearchQuerySerializer(serializers.Serializer):
+    """`?search=` (blank means none)."""
+
+    search = StringField(required=False, trim_whitespace=True)

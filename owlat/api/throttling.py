@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rest_framework.exceptions import ErrorDetail, Throttled
 from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle
 
@@ -19,6 +20,14 @@ RATE_STATE_ATTR = "owlat_rate_state"
 
 def rate_state(request: Request) -> auth.RateState | None:
     return getattr(request._request, RATE_STATE_ATTR, None)
+
+
+class RateLimited(Throttled):
+    """429 with API-04's message ("Rate limit exceeded. Maximum 10 requests per second."), nothing appended."""
+
+    def __init__(self, wait: float | None) -> None:
+        super().__init__(wait)
+        self.detail = ErrorDetail(auth.rate_limit_message(), code=self.default_code)
 
 
 class ApiKeyRateThrottle(BaseThrottle):

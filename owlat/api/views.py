@@ -1,116 +1,68 @@
 """Kernel endpoints: contacts (API-13…18), topic membership (API-19/20), topics and segments (API-25).
 
-Views are thin: they validate the wire format in the order the spec gives and call the kernel services
-(`owlat.contacts`, `owlat.topics`, `owlat.conditions`, `owlat.segments`).
+Thin views: serializers validate (`owlat.api.serializers`), the kernel services write (`owlat.contacts`,
+`owlat.topics`, `owlat.segments`), serializers answer.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import re
-import zoneinfo
-from functools import lru_cache
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
 from django.db.models import Case, IntegerField, Q, QuerySet, Value, When
 from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
 
-from owlat.api.base import parse_uuid, require_uuid
+from owlat.api.base import ApiView, parse_uuid, require_uuid
 from owlat.api.errors import ApiError, already_exists, invalid_input, invalid_state, not_found
 from owlat.api.inuse import segment_in_use, topic_in_use
-from owlat.api.legacy import LegacyApiView as ApiView
-from owlat.api.serializers import contact_data, segment_data, topic_data, topic_member_data
+from owlat.api.schema import DeletedSerializer, envelope, errors
+from owlat.api.serializers import (
+    ContactCreateSerializer,
+    ContactSerializer,
+    ContactUpdateSerializer,
+    SearchQuerySerializer,
+    SegmentSerializer,
+    SegmentWriteSerializer,
+    TopicMemberSerializer,
+    TopicSerializer,
+    TopicSubscribedSerializer,
+    TopicSubscribeSerializer,
+    TopicUnsubscribedSerializer,
+    TopicWriteSerializer,
+)
 from owlat.models import Contact, ContactTopic, Segment, Topic
 
-LIST_PARAMETERS = [
-    OpenApiParameter("limit", int, description="1–100, default 25"),
-    OpenApiParameter("cursor", str, description="from the previous page's pagination.cursor"),
-    OpenApiParameter("search", str),
-]
-NAME_MAX = 200
-LANGUAGE_RE = re.compile(r"^[a-z]{2}(-[a-z]{2,3})?$", re.IGNORECASE)
 INVALID_CONTACT_PARAM = "Invalid contact ID or email format"
 _MALFORMED_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
 
-
-# --- shared validation -------------------------------------------------------------------------------------
-
-
-def _string_field(body: dict[str, Any], key: str, *, max_length: int | None = None) -> str | None:
-    """An optional string: "<key> must be a string", "<key> must be at most N characters"."""
-    if key not in body:
-        return None
-    value = body[key]
-    if not isinstance(value, str):
-        raise invalid_input(f"{key} must be a string", field=key)
-    if max_length is not None and len(value) > max_length:
-        raise invalid_input(f"{key} must be at most {max_length} characters", field=key)
-    return value
-
-
-def _bool_field(body: dict[str, Any], key: str) -> bool | None:
-    if key not in body:
-        return None
-    if not isinstance(body[key], bool):
-        raise invalid_input(f"{key} must be a boolean", field=key)
-    return body[key]
+SEARCH = OpenApiParameter(
+    "search", str, description="Words to look for (case-insensitive); every word must match."
+)
+ID_OR_EMAIL = OpenApiParameter(
+    "id_or_email",
+    str,
+    OpenApiParameter.PATH,
+    description="The contact's id or email address (percent-encoded).",
+)
+TOPIC_ID = OpenApiParameter("topic_id", str, OpenApiParameter.PATH, description="The topic's id.")
+SEGMENT_ID = OpenApiParameter("segment_id", str, OpenApiParameter.PATH, description="The segment's id.")
+EMAIL_OR_ID = OpenApiParameter(
+    "email_or_id",
+    str,
+    OpenApiParameter.PATH,
+    description="The contact's id or email address (percent-encoded).",
+)
 
 
-def _int_field(body: dict[str, Any], key: str) -> int | None:
-    if key not in body:
-        return None
-    value = body[key]
-    if isinstance(value, bool) or not isinstance(value, int) or not -(2**31) <= value < 2**31:
-        raise invalid_input(f"{key} must be an integer", field=key)
-    return value
-
-
-def _read_only(body: dict[str, Any], *keys: str) -> None:
-    for key in keys:
-        if key in body:
-            raise invalid_input(f"{key} is read-only", field=key)
-
-
-@lru_cache(maxsize=1)
-def _timezones() -> frozenset[str]:
-    return frozenset(zoneinfo.available_timezones())
-
-
-def _contact_extras(body: dict[str, Any]) -> dict[str, Any]:
-    """D-14 optional `language`, `timezone`, `properties` on POST/PUT /contacts."""
-    extras: dict[str, Any] = {}
-    if "language" in body:
-        language = body["language"]
-        if not isinstance(language, str):
-            raise invalid_input("language must be a string", field="language")
-        if not LANGUAGE_RE.match(language):
-            raise invalid_input(
-                "language must be a valid language code (e.g., 'en', 'de', 'fr', 'en-US')", field="language"
-            )
-        extras["language"] = language
-    if "timezone" in body:
-        tz = body["timezone"]
-        if not isinstance(tz, str):
-            raise invalid_input("timezone must be a string", field="timezone")
-        if tz not in _timezones():
-            raise invalid_input(
-                "timezone must be a valid IANA time zone (e.g., 'Europe/Berlin')", field="timezone"
-            )
-        extras["timezone"] = tz
-    if "properties" in body:
-        properties = body["properties"]
-        if not isinstance(properties, dict):
-            raise invalid_input("properties must be an object", field="properties")
-        for key, value in properties.items():
-            if not key or len(key) > 100:
-                raise invalid_input("properties keys must be 1 to 100 characters", field=f"properties.{key}")
-            if value is not None and not isinstance(value, str | int | float | bool):
-                raise invalid_input(
-                    "properties values must be strings, numbers, booleans or null", field=f"properties.{key}"
-                )
-        extras["properties"] = properties
-    return extras
+def search_term(request: Request) -> str | None:
+    """`?search=` validated (a NUL byte is a 400 naming `search`); blank → None."""
+    params = SearchQuerySerializer(data=request.query_params)
+    params.is_valid(raise_exception=True)
+    return params.validated_data.get("search") or None
 
 
 def _path_has_malformed_escape(request) -> bool:
@@ -138,7 +90,7 @@ def resolve_contact_param(view: ApiView, raw: str) -> Contact:
     from owlat.contacts import MAX_EMAIL_LENGTH, is_valid_email, live_contacts, normalize_email
 
     value = raw
-    if _path_has_malformed_escape(view.request._request):
+    if _path_has_malformed_escape(view.request._request) or "\x00" in value:
         raise invalid_input(INVALID_CONTACT_PARAM)
     if is_valid_email(value) and len(value.strip()) <= MAX_EMAIL_LENGTH:
         contact = live_contacts(view.organization_id).filter(email=normalize_email(value)).first()
@@ -174,6 +126,12 @@ def _client_ip(request) -> str | None:
         return None
 
 
+def _valid(serializer_class: type, data: Any, **kwargs: Any) -> dict[str, Any]:
+    serializer = serializer_class(data=data, **kwargs)
+    serializer.is_valid(raise_exception=True)
+    return dict(serializer.validated_data)
+
+
 # --- contacts ------------------------------------------------------------------------------------------------
 
 
@@ -202,140 +160,142 @@ def _search_contacts(queryset: QuerySet[Contact], term: str) -> QuerySet[Contact
 
 
 class ContactListView(ApiView):
-    scopes = {"GET": "contacts:read", "POST": "contacts:write"}
+    required_scopes = {"GET": "contacts:read", "POST": "contacts:write"}
+    list_key = "contacts"
 
     @extend_schema(
         operation_id="contacts_list",
-        summary="List contacts (API-18)",
-        parameters=LIST_PARAMETERS,
-        responses={200: dict},
+        summary="List contacts",
+        description="Newest first; with `search`, the best matches first (exact email, then prefix, then "
+        "substring of email or name). Scope `contacts:read`.",
+        parameters=[SEARCH],
+        responses={200: ContactSerializer(many=True), **errors(400)},
+        tags=["Contacts"],
     )
-    def get(self, request):
+    def get(self, request: Request) -> Response:
         from owlat.contacts import live_contacts
 
         queryset = live_contacts(self.organization_id)
-        term = self.search_term()
+        term = search_term(request)
         if term:
             queryset = _search_contacts(queryset, term)
-            return self.paginated(
-                queryset, contact_data, order=("relevance", "-created_at", "-id"), list_key="contacts:search"
-            )
-        return self.paginated(queryset, contact_data, order=("-created_at", "-id"), list_key="contacts")
+            self.ordering, self.list_key = ("relevance", "-created_at", "-id"), "contacts:search"
+        page = self.paginate_queryset(queryset)
+        return self.get_paginated_response(ContactSerializer(page, many=True).data)
 
-    @extend_schema(summary="Create a contact (API-14)", request=dict, responses={201: dict})
-    def post(self, request):
-        from owlat.contacts import ContactAlreadyExists, contact_find_or_create, is_valid_email
+    @extend_schema(
+        operation_id="contacts_create",
+        summary="Create a contact",
+        description="Fails with 409 when a contact with this email exists. Scope `contacts:write`.",
+        request=ContactCreateSerializer,
+        responses={201: envelope(ContactSerializer), **errors(400, 409)},
+        tags=["Contacts"],
+    )
+    def post(self, request: Request) -> Response:
+        from owlat.contacts import ContactAlreadyExists, contact_find_or_create
 
-        body = self.body()
-        if "email" not in body:
-            raise invalid_input("Email is required", field="email")
-        email = body["email"]
-        if not isinstance(email, str):
-            raise invalid_input("Email must be a string", field="email")
-        if not is_valid_email(email):
-            raise invalid_input("Invalid email format", field="email")
-        first_name = _string_field(body, "firstName", max_length=NAME_MAX)
-        last_name = _string_field(body, "lastName", max_length=NAME_MAX)
-        extras = _contact_extras(body)
+        fields = _valid(ContactCreateSerializer, request.data)
         try:
             contact, _ = contact_find_or_create(
                 organization_id=self.organization_id,
-                email=email,
                 source="api",
                 actor=self.actor,
                 mode="strict",
-                first_name=first_name,
-                last_name=last_name,
-                **extras,
+                **fields,
             )
         except ContactAlreadyExists:
             raise already_exists("A contact with this email already exists")
-        return self.created(contact_data(contact))
+        return self.created(ContactSerializer(contact).data)
 
 
+@extend_schema(parameters=[ID_OR_EMAIL], tags=["Contacts"])
 class ContactDetailView(ApiView):
-    scopes = {"GET": "contacts:read", "PUT": "contacts:write", "DELETE": "contacts:write"}
+    required_scopes = {"GET": "contacts:read", "PUT": "contacts:write", "DELETE": "contacts:write"}
 
-    @extend_schema(summary="Get a contact by id or email (API-15)", responses={200: dict})
-    def get(self, request, id_or_email: str):
-        return self.ok(contact_data(resolve_contact_param(self, id_or_email)))
+    @extend_schema(
+        operation_id="contacts_retrieve",
+        summary="Get a contact",
+        description="By id or by email address. Scope `contacts:read`.",
+        responses={200: envelope(ContactSerializer), **errors(400, 404)},
+    )
+    def get(self, request: Request, id_or_email: str) -> Response:
+        return self.ok(ContactSerializer(resolve_contact_param(self, id_or_email)).data)
 
-    @extend_schema(summary="Update a contact (API-16)", request=dict, responses={200: dict})
-    def put(self, request, id_or_email: str):
-        from owlat.contacts import ContactAlreadyExists, contact_update, is_valid_email
+    @extend_schema(
+        operation_id="contacts_update",
+        summary="Update a contact",
+        description="Only the keys sent change. Scope `contacts:write`.",
+        request=ContactUpdateSerializer,
+        responses={200: envelope(ContactSerializer), **errors(400, 404, 409)},
+    )
+    def put(self, request: Request, id_or_email: str) -> Response:
+        from owlat.contacts import ContactAlreadyExists, contact_update
 
-        body = self.body()
-        changes: dict[str, Any] = {}
-        if "email" in body:
-            if not isinstance(body["email"], str):
-                raise invalid_input("email must be a string", field="email")
-            if not is_valid_email(body["email"]):
-                raise invalid_input("Invalid email format", field="email")
-            changes["email"] = body["email"]
-        for key, attr in (("firstName", "first_name"), ("lastName", "last_name")):
-            value = _string_field(body, key, max_length=NAME_MAX)
-            if key in body:
-                changes[attr] = value
-        changes.update(_contact_extras(body))
+        changes = _valid(ContactUpdateSerializer, request.data)
         contact = resolve_contact_param(self, id_or_email)
         try:
             contact, _ = contact_update(contact=contact, changes=changes, actor=self.actor)
         except ContactAlreadyExists as exc:
             raise already_exists(f"A contact with this email already exists: {exc.email}")
-        return self.ok(contact_data(contact))
+        return self.ok(ContactSerializer(contact).data)
 
-    @extend_schema(summary="Erase a contact permanently (API-17)", responses={200: dict})
-    def delete(self, request, id_or_email: str):
+    @extend_schema(
+        operation_id="contacts_destroy",
+        summary="Erase a contact",
+        description="Deletes the contact and its personal data permanently. Scope `contacts:write`.",
+        responses={200: envelope(DeletedSerializer, "Deleted"), **errors(400, 404)},
+    )
+    def delete(self, request: Request, id_or_email: str) -> Response:
         from owlat.contacts import contact_erase
 
         contact = resolve_contact_param(self, id_or_email)
-        contact_id = contact_erase(contact=contact, actor=self.actor)
-        return self.deleted(contact_id)
+        return self.deleted(contact_erase(contact=contact, actor=self.actor))
 
 
 # --- topic membership (API-19/20) ------------------------------------------------------------------------
 
 
+@extend_schema(parameters=[TOPIC_ID], tags=["Topics"])
 class TopicContactsView(ApiView):
-    scopes = {"GET": "topics:read", "POST": "topics:write"}
+    required_scopes = {"GET": "topics:read", "POST": "topics:write"}
 
     @extend_schema(
-        summary="List topic members (API-25)", parameters=LIST_PARAMETERS[:2], responses={200: dict}
+        operation_id="topics_contacts_list",
+        summary="List a topic's members",
+        description="Most recently added first. Scope `topics:read`.",
+        responses={200: TopicMemberSerializer(many=True), **errors(400, 404)},
     )
-    def get(self, request, topic_id: str):
+    def get(self, request: Request, topic_id: str) -> Response:
         topic = _topic(self, require_uuid(topic_id, "topic"))
         queryset = ContactTopic.objects.filter(
             organization_id=self.organization_id, topic=topic, contact__deleted_at__isnull=True
         ).select_related("contact")
-        return self.paginated(
-            queryset, topic_member_data, order=("-added_at", "-id"), list_key=f"topics/{topic.pk}/contacts"
-        )
+        self.ordering, self.list_key = ("-added_at", "-id"), f"topics/{topic.pk}/contacts"
+        page = self.paginate_queryset(queryset)
+        return self.get_paginated_response(TopicMemberSerializer(page, many=True).data)
 
-    @extend_schema(summary="Add a contact to a topic (API-19)", request=dict, responses={201: dict})
-    def post(self, request, topic_id: str):
-        from owlat.contacts import is_valid_email, live_contacts, normalize_email
+    @extend_schema(
+        operation_id="topics_contacts_create",
+        summary="Subscribe a contact to a topic",
+        description="By `email` or `contactId`. When the topic requires double opt-in, a confirmation email "
+        "is sent and `doiStatus` is `pending`. Scope `topics:write`.",
+        request=TopicSubscribeSerializer,
+        responses={201: envelope(TopicSubscribedSerializer, "TopicSubscribed"), **errors(400, 404)},
+    )
+    def post(self, request: Request, topic_id: str) -> Response:
+        from owlat.contacts import live_contacts, normalize_email
         from owlat.topics import PENDING_DOI, topic_subscribe
 
         topic_pk = require_uuid(topic_id, "topic")
-        body = self.body()
-        email, contact_id = body.get("email"), body.get("contactId")
-        if email is None and contact_id is None:
-            raise invalid_input("Either email or contactId is required")
-        if email is not None and (not isinstance(email, str) or not is_valid_email(email)):
-            raise invalid_input("Invalid email format", field="email")
-        contact_pk = None
-        if contact_id is not None:
-            contact_pk = parse_uuid(contact_id) if isinstance(contact_id, str) else None
-            if contact_pk is None:
-                raise invalid_input("Invalid contactId format", field="contactId")
+        fields = _valid(TopicSubscribeSerializer, request.data)
         topic = _topic(self, topic_pk)
         contacts = live_contacts(self.organization_id)
-        if contact_pk is not None:
-            contact = contacts.filter(pk=contact_pk).first()
+        if fields.get("contactId") is not None:
+            contact = contacts.filter(pk=fields["contactId"]).first()
             if contact is None:
                 raise not_found("Contact not found")
         else:
-            address = normalize_email(email)
+            address = normalize_email(fields["email"])
             contact = contacts.filter(email=address).first()
             if contact is None:
                 raise not_found(f'Contact with email "{address}" not found')
@@ -345,7 +305,7 @@ class TopicContactsView(ApiView):
             source="public_api",
             actor=self.actor,
             consent_ip=_client_ip(request._request),
-            consent_user_agent=request._request.headers.get("User-Agent"),
+            consent_user_agent=request.headers.get("User-Agent"),
         )
         contact.refresh_from_db(fields=["doi_status"])
         doi_status = "pending" if outcome == PENDING_DOI else contact.doi_status
@@ -354,17 +314,23 @@ class TopicContactsView(ApiView):
         )
 
 
+@extend_schema(parameters=[TOPIC_ID, EMAIL_OR_ID], tags=["Topics"])
 class TopicContactDeleteView(ApiView):
-    required_scope = "topics:write"
+    required_scopes = {"DELETE": "topics:write"}
 
-    @extend_schema(summary="Remove a contact from a topic (API-20)", responses={200: dict})
-    def delete(self, request, topic_id: str, email_or_id: str):
+    @extend_schema(
+        operation_id="topics_contacts_destroy",
+        summary="Unsubscribe a contact from a topic",
+        description="`removed` is false when the contact was not a member. Scope `topics:write`.",
+        responses={200: envelope(TopicUnsubscribedSerializer, "TopicUnsubscribed"), **errors(400, 404)},
+    )
+    def delete(self, request: Request, topic_id: str, email_or_id: str) -> Response:
         from owlat.contacts import is_valid_email, normalize_email
         from owlat.topics import topic_unsubscribe
 
         topic_pk = require_uuid(topic_id, "topic")
         # API-09 format errors first, then the topic, then the contact.
-        if _path_has_malformed_escape(request._request):
+        if _path_has_malformed_escape(request._request) or "\x00" in email_or_id:
             raise invalid_input(INVALID_CONTACT_PARAM)
         by_email = is_valid_email(email_or_id)
         if not by_email and (parse_uuid(email_or_id) is None or "@" in email_or_id):
@@ -383,77 +349,93 @@ class TopicContactDeleteView(ApiView):
 # --- topics (API-25) ---------------------------------------------------------------------------------------
 
 
-def _topic_fields(body: dict[str, Any], *, creating: bool) -> dict[str, Any]:
-    _read_only(body, "memberCount")
-    fields: dict[str, Any] = {}
-    if creating and "name" not in body:
-        raise invalid_input("name is required", field="name")
-    if "name" in body:
-        name = _string_field(body, "name", max_length=NAME_MAX)
-        if not name or not name.strip():
-            raise invalid_input("name is required", field="name")
-        fields["name"] = name.strip()
-    if "description" in body:
-        fields["description"] = _string_field(body, "description")
-    if "displayOrder" in body:
-        fields["display_order"] = _int_field(body, "displayOrder")
-    if "isDefault" in body:
-        fields["is_default"] = _bool_field(body, "isDefault")
-    if "requireDoubleOptIn" in body:
-        fields["require_double_opt_in"] = _bool_field(body, "requireDoubleOptIn")
-    return fields
-
-
 class TopicListView(ApiView):
-    scopes = {"GET": "topics:read", "POST": "topics:manage"}
+    required_scopes = {"GET": "topics:read", "POST": "topics:manage"}
+    list_key = "topics"
 
     @extend_schema(
         operation_id="topics_list",
-        summary="List topics (API-25)",
-        parameters=LIST_PARAMETERS,
-        responses={200: dict},
+        summary="List topics",
+        description="Newest first; `search` filters by name. Scope `topics:read`.",
+        parameters=[SEARCH],
+        responses={200: TopicSerializer(many=True), **errors(400)},
+        tags=["Topics"],
     )
-    def get(self, request):
+    def get(self, request: Request) -> Response:
         queryset = Topic.objects.filter(organization_id=self.organization_id)
-        term = self.search_term()
+        term = search_term(request)
         if term:
             queryset = queryset.filter(name__icontains=term)
-        return self.paginated(queryset, topic_data, order=("-created_at", "-id"), list_key="topics")
+        page = self.paginate_queryset(queryset)
+        return self.get_paginated_response(TopicSerializer(page, many=True).data)
 
-    @extend_schema(summary="Create a topic (API-25)", request=dict, responses={201: dict})
-    def post(self, request):
+    @extend_schema(
+        operation_id="topics_create",
+        summary="Create a topic",
+        description="Double opt-in is required unless `requireDoubleOptIn` is false. Scope `topics:manage`.",
+        request=TopicWriteSerializer,
+        responses={201: envelope(TopicSerializer), **errors(400)},
+        tags=["Topics"],
+    )
+    def post(self, request: Request) -> Response:
         from owlat.topics import topic_create
 
-        fields = _topic_fields(self.body(), creating=True)
+        fields = _valid(TopicWriteSerializer, request.data)
         topic = topic_create(organization_id=self.organization_id, actor=self.actor, **fields)
-        return self.created(topic_data(topic))
+        return self.created(TopicSerializer(topic).data)
 
 
+@extend_schema(parameters=[TOPIC_ID], tags=["Topics"])
 class TopicDetailView(ApiView):
-    scopes = {
+    required_scopes = {
         "GET": "topics:read",
         "PUT": "topics:manage",
         "PATCH": "topics:manage",
         "DELETE": "topics:manage",
     }
 
-    @extend_schema(summary="Get a topic (API-25)", responses={200: dict})
-    def get(self, request, topic_id: str):
-        return self.ok(topic_data(_topic(self, require_uuid(topic_id, "topic"))))
+    @extend_schema(
+        operation_id="topics_retrieve",
+        summary="Get a topic",
+        description="Scope `topics:read`.",
+        responses={200: envelope(TopicSerializer), **errors(400, 404)},
+    )
+    def get(self, request: Request, topic_id: str) -> Response:
+        return self.ok(TopicSerializer(_topic(self, require_uuid(topic_id, "topic"))).data)
 
-    @extend_schema(summary="Update a topic (API-25)", request=dict, responses={200: dict})
-    def put(self, request, topic_id: str):
+    @extend_schema(
+        operation_id="topics_update",
+        summary="Update a topic",
+        description="Only the keys sent change (PUT and PATCH alike). Scope `topics:manage`.",
+        request=TopicWriteSerializer(partial=True),
+        responses={200: envelope(TopicSerializer), **errors(400, 404)},
+    )
+    def put(self, request: Request, topic_id: str) -> Response:
         from owlat.topics import topic_update
 
         topic_pk = require_uuid(topic_id, "topic")
-        fields = _topic_fields(self.body(), creating=False)
+        fields = _valid(TopicWriteSerializer, request.data, partial=True)
         topic = topic_update(topic=_topic(self, topic_pk), changes=fields)
-        return self.ok(topic_data(topic))
+        return self.ok(TopicSerializer(topic).data)
 
-    patch = put
+    @extend_schema(
+        operation_id="topics_partial_update",
+        summary="Update a topic (partial)",
+        description="Same as PUT. Scope `topics:manage`.",
+        request=TopicWriteSerializer(partial=True),
+        responses={200: envelope(TopicSerializer), **errors(400, 404)},
+    )
+    def patch(self, request: Request, topic_id: str) -> Response:
+        return self.put(request, topic_id)
 
-    @extend_schema(summary="Delete a topic (API-25)", responses={200: dict})
-    def delete(self, request, topic_id: str):
+    @extend_schema(
+        operation_id="topics_destroy",
+        summary="Delete a topic",
+        description="Refused (422 `topic_in_use`, with `usedBy`) while a campaign or automation uses it. "
+        "Scope `topics:manage`.",
+        responses={200: envelope(DeletedSerializer, "Deleted"), **errors(400, 404, 422)},
+    )
+    def delete(self, request: Request, topic_id: str) -> Response:
         from owlat.topics import topic_delete
 
         topic = _topic(self, require_uuid(topic_id, "topic"))
@@ -472,93 +454,102 @@ class TopicDetailView(ApiView):
 # --- segments (API-25) -------------------------------------------------------------------------------------
 
 
-def _validate_filters(view: ApiView, filters: Any) -> dict[str, Any]:
-    """AUT-34 via `owlat.conditions.parse_filters`; errors name `filters.<path>`; topic ids must be ours."""
-    from owlat.conditions import ConditionError, TopicCondition, parse_filters
-
-    try:
-        parsed = parse_filters(filters)
-    except ConditionError as exc:
-        field = f"filters.{exc.field}" if exc.field else "filters"
-        raise invalid_input(exc.message, field=field)
-    for index, condition in enumerate(parsed.conditions):
-        if isinstance(condition, TopicCondition):
-            topic_pk = parse_uuid(condition.topic_id)
-            if (
-                topic_pk is None
-                or not Topic.objects.filter(organization_id=view.organization_id, pk=topic_pk).exists()
-            ):
-                raise invalid_input("Topic not found", field=f"filters.conditions[{index}].topicId")
-    return parsed.to_dict()
-
-
-def _segment_fields(view: ApiView, body: dict[str, Any], *, creating: bool) -> dict[str, Any]:
-    _read_only(body, "cachedCount")
-    fields: dict[str, Any] = {}
-    if creating and "name" not in body:
-        raise invalid_input("name is required", field="name")
-    if "name" in body:
-        name = _string_field(body, "name", max_length=NAME_MAX)
-        if not name or not name.strip():
-            raise invalid_input("name is required", field="name")
-        fields["name"] = name.strip()
-    if "description" in body:
-        fields["description"] = _string_field(body, "description")
-    if "filters" in body:
-        fields["filters"] = _validate_filters(view, body["filters"])
-    return fields
-
-
 class SegmentListView(ApiView):
-    scopes = {"GET": "segments:read", "POST": "segments:write"}
+    required_scopes = {"GET": "segments:read", "POST": "segments:write"}
+    list_key = "segments"
 
     @extend_schema(
         operation_id="segments_list",
-        summary="List segments (API-25)",
-        parameters=LIST_PARAMETERS,
-        responses={200: dict},
+        summary="List segments",
+        description="Newest first; `search` filters by name. Scope `segments:read`.",
+        parameters=[SEARCH],
+        responses={200: SegmentSerializer(many=True), **errors(400)},
+        tags=["Segments"],
     )
-    def get(self, request):
+    def get(self, request: Request) -> Response:
         queryset = Segment.objects.filter(organization_id=self.organization_id)
-        term = self.search_term()
+        term = search_term(request)
         if term:
             queryset = queryset.filter(name__icontains=term)
-        return self.paginated(queryset, segment_data, order=("-created_at", "-id"), list_key="segments")
+        page = self.paginate_queryset(queryset)
+        return self.get_paginated_response(SegmentSerializer(page, many=True).data)
 
-    @extend_schema(summary="Create a segment (API-25)", request=dict, responses={201: dict})
-    def post(self, request):
+    @extend_schema(
+        operation_id="segments_create",
+        summary="Create a segment",
+        description="`filters` are validated; topic conditions must name a topic of this organization. "
+        "Scope `segments:write`.",
+        request=SegmentWriteSerializer,
+        responses={201: envelope(SegmentSerializer), **errors(400)},
+        tags=["Segments"],
+    )
+    def post(self, request: Request) -> Response:
         from owlat.segments import segment_create
 
-        fields = _segment_fields(self, self.body(), creating=True)
+        fields = _valid(
+            SegmentWriteSerializer, request.data, context={"organization_id": self.organization_id}
+        )
         segment = segment_create(organization_id=self.organization_id, actor=self.actor, **fields)
-        return self.created(segment_data(segment))
+        return self.created(SegmentSerializer(segment).data)
 
 
+@extend_schema(parameters=[SEGMENT_ID], tags=["Segments"])
 class SegmentDetailView(ApiView):
-    scopes = {
+    required_scopes = {
         "GET": "segments:read",
         "PUT": "segments:write",
         "PATCH": "segments:write",
         "DELETE": "segments:write",
     }
 
-    @extend_schema(summary="Get a segment (API-25)", responses={200: dict})
-    def get(self, request, segment_id: str):
-        return self.ok(segment_data(_segment(self, require_uuid(segment_id, "segment"))))
+    @extend_schema(
+        operation_id="segments_retrieve",
+        summary="Get a segment",
+        description="Scope `segments:read`.",
+        responses={200: envelope(SegmentSerializer), **errors(400, 404)},
+    )
+    def get(self, request: Request, segment_id: str) -> Response:
+        return self.ok(SegmentSerializer(_segment(self, require_uuid(segment_id, "segment"))).data)
 
-    @extend_schema(summary="Update a segment (API-25)", request=dict, responses={200: dict})
-    def put(self, request, segment_id: str):
+    @extend_schema(
+        operation_id="segments_update",
+        summary="Update a segment",
+        description="Only the keys sent change (PUT and PATCH alike); new filters recount the segment. "
+        "Scope `segments:write`.",
+        request=SegmentWriteSerializer(partial=True),
+        responses={200: envelope(SegmentSerializer), **errors(400, 404)},
+    )
+    def put(self, request: Request, segment_id: str) -> Response:
         from owlat.segments import segment_update
 
         segment_pk = require_uuid(segment_id, "segment")
-        fields = _segment_fields(self, self.body(), creating=False)
+        fields = _valid(
+            SegmentWriteSerializer,
+            request.data,
+            partial=True,
+            context={"organization_id": self.organization_id},
+        )
         segment = segment_update(segment=_segment(self, segment_pk), changes=fields)
-        return self.ok(segment_data(segment))
+        return self.ok(SegmentSerializer(segment).data)
 
-    patch = put
+    @extend_schema(
+        operation_id="segments_partial_update",
+        summary="Update a segment (partial)",
+        description="Same as PUT. Scope `segments:write`.",
+        request=SegmentWriteSerializer(partial=True),
+        responses={200: envelope(SegmentSerializer), **errors(400, 404)},
+    )
+    def patch(self, request: Request, segment_id: str) -> Response:
+        return self.put(request, segment_id)
 
-    @extend_schema(summary="Delete a segment (API-25)", responses={200: dict})
-    def delete(self, request, segment_id: str):
+    @extend_schema(
+        operation_id="segments_destroy",
+        summary="Delete a segment",
+        description="Refused (422 `segment_in_use`, with `usedBy`) while a campaign or automation uses it. "
+        "Scope `segments:write`.",
+        responses={200: envelope(DeletedSerializer, "Deleted"), **errors(400, 404, 422)},
+    )
+    def delete(self, request: Request, segment_id: str) -> Response:
         from owlat.segments import segment_delete
 
         segment = _segment(self, require_uuid(segment_id, "segment"))
@@ -574,17 +565,21 @@ class SegmentDetailView(ApiView):
         return self.deleted(segment_id_str)
 
 
+@extend_schema(parameters=[SEGMENT_ID], tags=["Segments"])
 class SegmentContactsView(ApiView):
-    required_scope = "segments:read"
+    required_scopes = {"GET": "segments:read"}
 
     @extend_schema(
-        summary="List a segment's contacts (API-25)", parameters=LIST_PARAMETERS[:2], responses={200: dict}
+        operation_id="segments_contacts_list",
+        summary="List a segment's contacts",
+        description="The contacts matching the segment's filters now, newest first. Scope `segments:read`.",
+        responses={200: ContactSerializer(many=True), **errors(400, 404)},
     )
-    def get(self, request, segment_id: str):
+    def get(self, request: Request, segment_id: str) -> Response:
         from owlat.conditions import filters_queryset_safe
 
         segment = _segment(self, require_uuid(segment_id, "segment"))
         queryset = filters_queryset_safe(self.organization_id, segment.filters)
-        return self.paginated(
-            queryset, contact_data, order=("-created_at", "-id"), list_key=f"segments/{segment.pk}/contacts"
-        )
+        self.list_key = f"segments/{segment.pk}/contacts"
+        page = self.paginate_queryset(queryset)
+        return self.get_paginated_response(ContactSerializer(page, many=True).data)

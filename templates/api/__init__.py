@@ -1,0 +1,1 @@
+"""The templates app's part of `/api/v1` (API-26)."""

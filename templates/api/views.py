@@ -1,0 +1,186 @@
+"""Templates API (API-26): `GET|POST /templates`, `GET|PUT|PATCH|DELETE /templates/{id}`,
+`POST /templates/{id}/publish` and `/unpublish`. Thin views over `templates.services` and `templates.lifecycle`."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from owlat.api.base import ApiView, outcome_error, require_uuid, transition_object
+from owlat.api.errors import ApiError, not_found
+from owlat.api.schema import DeletedSerializer, envelope, errors, transitioned_envelope
+from templates.api.serializers import (
+    TemplateListQuerySerializer,
+    TemplateSerializer,
+    TemplateSummarySerializer,
+    TemplateWriteSerializer,
+)
+from templates.lifecycle import email_template_set_status
+from templates.models import EmailTemplate, TemplateStatus
+from templates.services import (
+    email_template_create,
+    email_template_delete,
+    email_template_update,
+    template_in_use,
+)
+
+TEMPLATE_ID = OpenApiParameter("template_id", str, OpenApiParameter.PATH, description="The template's id.")
+
+
+@extend_schema(tags=["Templates"])
+class TemplateListView(ApiView):
+    required_scopes = {"GET": "templates:read", "POST": "templates:write"}
+    list_key = "templates"
+
+    @extend_schema(
+        operation_id="templates_list",
+        summary="List email templates",
+        description="Newest first, without their content. Scope `templates:read`.",
+        parameters=[TemplateListQuerySerializer],
+        responses={200: TemplateSummarySerializer(many=True), **errors(400)},
+    )
+    def get(self, request: Request) -> Response:
+        params = TemplateListQuerySerializer(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        queryset = EmailTemplate.objects.filter(organization_id=self.organization_id)
+        for name in ("status", "type"):
+            if params.validated_data.get(name):
+                queryset = queryset.filter(**{f"{name}__in": params.validated_data[name]})
+        if params.validated_data.get("search"):
+            queryset = queryset.filter(name__icontains=params.validated_data["search"])
+        page = self.paginate_queryset(queryset)
+        return self.get_paginated_response(TemplateSummarySerializer(page, many=True).data)
+
+    @extend_schema(
+        operation_id="templates_create",
+        summary="Create an email template",
+        description="A new template is a draft. Scope `templates:write`.",
+        request=TemplateWriteSerializer,
+        responses={201: envelope(TemplateSerializer), **errors(400)},
+    )
+    def post(self, request: Request) -> Response:
+        serializer = TemplateWriteSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        template = email_template_create(
+            organization_id=self.organization_id, actor=self.actor, fields=dict(serializer.validated_data)
+        )
+        return self.created(TemplateSerializer(template).data)
+
+
+@extend_schema(tags=["Templates"], parameters=[TEMPLATE_ID])
+class TemplateDetailView(ApiView):
+    required_scopes = {
+        "GET": "templates:read",
+        "PUT": "templates:write",
+        "PATCH": "templates:write",
+        "DELETE": "templates:write",
+    }
+
+    def get_template(self, template_id: str) -> EmailTemplate:
+        pk = require_uuid(template_id, "template")
+        template = EmailTemplate.objects.filter(pk=pk, organization_id=self.organization_id).first()
+        if template is None:
+            raise not_found("Template not found")
+        return template
+
+    @extend_schema(
+        operation_id="templates_retrieve",
+        summary="Get an email template",
+        description="With its content. Scope `templates:read`.",
+        responses={200: envelope(TemplateSerializer), **errors(400, 404)},
+    )
+    def get(self, request: Request, template_id: str) -> Response:
+        return self.ok(TemplateSerializer(self.get_template(template_id)).data)
+
+    @extend_schema(
+        operation_id="templates_update",
+        summary="Update an email template",
+        description="Only the keys sent change (PUT and PATCH alike); `status` changes through publish and "
+        "unpublish. Scope `templates:write`.",
+        request=TemplateWriteSerializer(partial=True),
+        responses={200: envelope(TemplateSerializer), **errors(400, 404)},
+    )
+    def put(self, request: Request, template_id: str) -> Response:
+        template = self.get_template(template_id)
+        serializer = TemplateWriteSerializer(data=request.data, partial=True)
+        serializer.is_valid(raise_exception=True)
+        template = email_template_update(
+            template=template, actor=self.actor, changes=dict(serializer.validated_data)
+        )
+        return self.ok(TemplateSerializer(template).data)
+
+    @extend_schema(
+        operation_id="templates_partial_update",
+        summary="Update an email template (partial)",
+        description="Same as PUT. Scope `templates:write`.",
+        request=TemplateWriteSerializer(partial=True),
+        responses={200: envelope(TemplateSerializer), **errors(400, 404)},
+    )
+    def patch(self, request: Request, template_id: str) -> Response:
+        return self.put(request, template_id)
+
+    @extend_schema(
+        operation_id="templates_destroy",
+        summary="Delete an email template",
+        description="Refused (422 `template_in_use`, with `usedBy`) while a campaign or automation uses it. "
+        "Scope `templates:write`.",
+        responses={200: envelope(DeletedSerializer, "Deleted"), **errors(400, 404, 422)},
+    )
+    def delete(self, request: Request, template_id: str) -> Response:
+        template = self.get_template(template_id)
+        used = template_in_use(self.organization_id, template.pk)
+        if used:
+            raise ApiError(
+                "invalid_state",
+                "Template is in use and cannot be deleted",
+                {"reason": "template_in_use", "usedBy": used},
+            )
+        email_template_delete(template=template, actor=self.actor)
+        return self.deleted(template_id)
+
+
+@extend_schema(tags=["Templates"], parameters=[TEMPLATE_ID], request=None)
+class TemplateTransitionView(ApiView):
+    required_scopes = {"POST": "templates:write"}
+    empty_body_methods = frozenset({"POST"})
+    target: str = ""
+
+    def post(self, request: Request, template_id: str) -> Response:
+        pk = require_uuid(template_id, "template")
+        outcome = email_template_set_status(
+            template_id=pk, to=self.target, actor=self.actor, organization_id=self.organization_id
+        )
+        if not outcome.ok:
+            if outcome.reason == "template_not_found":
+                raise not_found("Template not found")
+            raise outcome_error(outcome)
+        template = EmailTemplate.objects.get(pk=pk)
+        return self.ok(TemplateSerializer(template).data, transition=transition_object(outcome))
+
+
+class TemplatePublishView(TemplateTransitionView):
+    target = TemplateStatus.PUBLISHED
+
+    @extend_schema(
+        operation_id="templates_publish",
+        summary="Publish an email template",
+        description="Needs HTML content (422 `template_no_content` otherwise). Publishing a published "
+        "template is recorded, not an error. Scope `templates:write`.",
+        responses={200: transitioned_envelope(TemplateSerializer), **errors(400, 404, 422)},
+    )
+    def post(self, request: Request, template_id: str) -> Response:
+        return super().post(request, template_id)
+
+
+class TemplateUnpublishView(TemplateTransitionView):
+    target = TemplateStatus.DRAFT
+
+    @extend_schema(
+        operation_id="templates_unpublish",
+        summary="Unpublish an email template",
+        description="Back to draft. Scope `templates:write`.",
+        responses={200: transitioned_envelope(TemplateSerializer), **errors(400, 404, 422)},
+    )
+    def post(self, request: Request, template_id: str) -> Response:
+        return super().post(request, template_id)
