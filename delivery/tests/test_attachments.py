@@ -73,13 +73,18 @@ def test_fetch_refuses_plain_http(http_receiver):
 
 
 def test_api_refuses_a_local_attachment_url_naming_the_field():
-    from delivery.api import _attachments
-    from owlat.api.errors import ApiError
+    from rest_framework.exceptions import ValidationError
 
-    with pytest.raises(ApiError) as info:
-        _attachments([{"filename": "a.pdf", "url": "https://169.254.169.254/latest"}])
-    assert info.value.data["field"] == "attachments[0].url"
-    assert "is not allowed: 169.254.169.254 is not a public address" in info.value.message
+    from delivery.api.serializers import AttachmentsField
+    from owlat.api.errors import exception_handler
+
+    field = AttachmentsField()
+    field.bind("attachments", None)
+    with pytest.raises(ValidationError) as info:
+        field.run_validation([{"filename": "a.pdf", "url": "https://169.254.169.254/latest"}])
+    error = exception_handler(ValidationError({"attachments": info.value.detail})).data["error"]
+    assert error["data"]["field"] == "attachments[0].url"
+    assert "is not allowed: 169.254.169.254 is not a public address" in error["message"]
 
 
 @pytest.mark.django_db
