@@ -52,7 +52,7 @@ urlpatterns = [
     # the apps
     path("", include("delivery.api.urls")),
     path("", include("templates.api.urls")),
-    path("", include("automations.api_urls")),
+    path("", include("automations.api.urls")),
 ]
 
 # Campaigns and inbox: their `api/` package once it exists (until then their placeholder `api_urls.py`).

@@ -1,0 +1,336 @@
+"""Serializers of the automations API: events (AUT-30, API-21), automations and steps (API-27), runs and
+stats (API-28).
+
+The request serializers check the shape of the body (types, required keys, read-only keys, values `jsonb`
+can store); what a trigger or step config means is checked by `automations.services` (shared with the
+admin), whose refusals name the field too.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from automations.models import AutomationStatus, RunStatus, StepRunStatus, StepType, TriggerType
+from owlat.api.fields import (
+    InputSerializer,
+    JSONValueField,
+    StrictBooleanField,
+    StringField,
+    TimestampField,
+    json_value_problem,
+)
+from owlat.api.serializers import EmailAddressField
+from owlat.event_names import EVENT_NAME_MESSAGE, is_valid_event_name
+
+EVENT_PROPERTY_MESSAGE = "eventProperties values must be strings, numbers, booleans or null"
+READ_ONLY_KEYS = (
+    "id",
+    "status",
+    "stats",
+    "consecutiveRunFailures",
+    "activatedAt",
+    "pausedAt",
+    "createdAt",
+    "updatedAt",
+    "stepCount",
+)
+
+
+# --- fields whose meaning `automations.services` checks -------------------------------------------------------
+
+
+@extend_schema_field({"type": "string", "enum": TriggerType.values})
+class TriggerTypeField(JSONValueField):
+    pass
+
+
+@extend_schema_field(
+    {
+        "type": "object",
+        "additionalProperties": True,
+        "nullable": True,
+        "description": "Depends on `triggerType`: `eventName` for event_received, `topicId` for "
+        "topic_subscribed, `fields` for contact_updated, optional `filters` for every kind.",
+    }
+)
+class TriggerConfigField(JSONValueField):
+    pass
+
+
+@extend_schema_field({"type": "string", "enum": StepType.values})
+class StepTypeField(JSONValueField):
+    pass
+
+
+@extend_schema_field(
+    {
+        "type": "object",
+        "additionalProperties": True,
+        "description": "Depends on `stepType`: `templateId` (email), `duration` and `unit` (delay), "
+        "`conditions` and branch targets (condition).",
+    }
+)
+class StepConfigField(JSONValueField):
+    pass
+
+
+@extend_schema_field({"type": "integer", "minimum": 0})
+class StepIndexField(JSONValueField):
+    pass
+
+
+class StepInputSerializer(serializers.Serializer):
+    stepType = StepTypeField()
+    config = StepConfigField()
+
+
+@extend_schema_field(StepInputSerializer(many=True))
+class StepsField(JSONValueField):
+    def to_internal_value(self, data: Any) -> Any:
+        if not isinstance(data, list):
+            raise serializers.ValidationError("steps must be an array")
+        return super().to_internal_value(data)
+
+
+@extend_schema_field({"type": "array", "items": {"type": "string", "format": "uuid"}})
+class StepIdsField(JSONValueField):
+    pass
+
+
+# --- requests ------------------------------------------------------------------------------------------------
+
+
+class AutomationCreateSerializer(InputSerializer):
+    """A new automation (a draft), optionally with its steps."""
+
+    read_only_keys = READ_ONLY_KEYS
+
+    name = StringField(error_messages={"required": "name is required"}, help_text="At most 200 characters.")
+    triggerType = TriggerTypeField(error_messages={"required": "triggerType is required"})
+    description = StringField(required=False)
+    steps = StepsField(required=False)
+    triggerConfig = TriggerConfigField(required=False)
+
+
+class AutomationUpdateSerializer(InputSerializer):
+    """Name and description in any state; trigger type and config only in draft."""
+
+    read_only_keys = (*READ_ONLY_KEYS, "steps")
+
+    name = StringField(required=False)
+    description = StringField(required=False)
+    triggerType = TriggerTypeField(required=False)
+    triggerConfig = TriggerConfigField(required=False)
+
+
+class StepCreateSerializer(InputSerializer):
+    read_only_keys = ("id",)
+
+    stepType = StepTypeField(error_messages={"required": "stepType is required"})
+    config = StepConfigField(error_messages={"required": "config is required"})
+    stepIndex = StepIndexField(required=False, help_text="Insert at this position; default: append.")
+
+
+class StepUpdateSerializer(InputSerializer):
+    read_only_keys = ("id",)
+
+    stepType = StepTypeField(required=False)
+    config = StepConfigField(required=False)
+
+
+class StepReorderSerializer(InputSerializer):
+    stepIds = StepIdsField(
+        error_messages={"required": "stepIds is required"}, help_text="Every step id, in the new order."
+    )
+
+
+@extend_schema_field(
+    {
+        "type": "object",
+        "additionalProperties": {"oneOf": [{"type": "string"}, {"type": "number"}, {"type": "boolean"}]},
+        "description": "Data about the event: strings, numbers, booleans or null.",
+    }
+)
+class EventPropertiesField(serializers.Field):
+    def to_internal_value(self, data: Any) -> dict[str, Any]:
+        if not isinstance(data, dict):
+            raise serializers.ValidationError("eventProperties must be an object")
+        for key, value in data.items():
+            if value is not None and not isinstance(value, str | int | float | bool):
+                raise serializers.ValidationError({key: [EVENT_PROPERTY_MESSAGE]})
+        problem = json_value_problem(data, "eventProperties")
+        if problem:
+            raise serializers.ValidationError({problem[0].removeprefix("eventProperties."): [problem[1]]})
+        return data
+
+
+class EventNameField(StringField):
+    def to_internal_value(self, data: Any) -> str:
+        value = super().to_internal_value(data)
+        if not is_valid_event_name(value):
+            raise serializers.ValidationError(EVENT_NAME_MESSAGE)
+        return value
+
+
+class EventSerializer(InputSerializer):
+    """API-21: an event for the contact with this email."""
+
+    email = EmailAddressField(
+        error_messages={"required": "email is required", "type": "email must be a string"}
+    )
+    eventName = EventNameField(
+        error_messages={"required": "eventName is required"},
+        help_text="Starts with a letter; letters, digits, `_` and `-`; at most 100 characters.",
+    )
+    eventProperties = EventPropertiesField(required=False)
+    createContactIfNotExists = StrictBooleanField(
+        required=False, default=False, help_text="Create the contact when no contact has this email."
+    )
+
+
+# --- list queries --------------------------------------------------------------------------------------------
+
+
+class ChoiceListField(StringField):
+    """`?status=draft,active`: comma-separated allowed values ("Invalid status: <value>" otherwise)."""
+
+    def __init__(self, *, choices: list[str], **kwargs: Any) -> None:
+        self.allowed = choices
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> list[str]:
+        values = [v.strip() for v in super().to_internal_value(data).split(",") if v.strip()]
+        for value in values:
+            if value not in self.allowed:
+                raise serializers.ValidationError(f"Invalid {self.field_name}: {value}")
+        return values
+
+
+class AutomationListQuerySerializer(serializers.Serializer):
+    status = ChoiceListField(
+        choices=AutomationStatus.values, required=False, help_text="Comma-separated: draft, active, paused."
+    )
+    triggerType = ChoiceListField(
+        choices=TriggerType.values, required=False, help_text="Comma-separated trigger types."
+    )
+    search = StringField(required=False, trim_whitespace=True, help_text="Part of the name.")
+
+
+class RunListQuerySerializer(serializers.Serializer):
+    status = ChoiceListField(
+        choices=RunStatus.values, required=False, help_text="Comma-separated: running, completed, cancelled."
+    )
+    contactId = StringField(required=False, help_text="Only this contact's runs.")
+
+
+# --- responses -----------------------------------------------------------------------------------------------
+
+
+class StepSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    stepIndex = serializers.IntegerField(source="step_index")
+    stepType = serializers.ChoiceField(source="step_type", choices=StepType.choices)
+    config = StepConfigField()
+
+
+class AutomationStatsSerializer(serializers.Serializer):
+    entered = serializers.IntegerField(source="stats_entered")
+    active = serializers.IntegerField(source="stats_active")
+    completed = serializers.IntegerField(source="stats_completed")
+    cancelled = serializers.IntegerField(source="stats_cancelled")
+
+
+class AutomationSummarySerializer(serializers.Serializer):
+    """An automation in a list (without its steps)."""
+
+    id = serializers.CharField()
+    name = serializers.CharField()
+    description = serializers.CharField(allow_null=True)
+    triggerType = serializers.ChoiceField(source="trigger_type", choices=TriggerType.choices)
+    triggerConfig = TriggerConfigField(source="trigger_config")
+    status = serializers.ChoiceField(choices=AutomationStatus.choices)
+    stats = AutomationStatsSerializer(source="*")
+    consecutiveRunFailures = serializers.IntegerField(source="consecutive_run_failures")
+    activatedAt = TimestampField(source="activated_at", allow_null=True)
+    pausedAt = TimestampField(source="paused_at", allow_null=True)
+    createdAt = TimestampField(source="created_at")
+    updatedAt = TimestampField(source="updated_at")
+    stepCount = serializers.SerializerMethodField()
+
+    def get_stepCount(self, automation: Any) -> int:
+        count = getattr(automation, "step_count", None)
+        return automation.steps.count() if count is None else count
+
+
+class AutomationSerializer(AutomationSummarySerializer):
+    """An automation with its steps, in order."""
+
+    stepCount = None
+    steps = serializers.SerializerMethodField()
+
+    @extend_schema_field(StepSerializer(many=True))
+    def get_steps(self, automation: Any) -> list[dict[str, Any]]:
+        return StepSerializer(automation.steps.order_by("step_index"), many=True).data
+
+
+class RunSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    automationId = serializers.CharField(source="automation_id")
+    contactId = serializers.CharField(source="contact_id")
+    status = serializers.ChoiceField(choices=RunStatus.choices)
+    currentStepIndex = serializers.IntegerField(source="current_step_index")
+    stepsExecuted = serializers.IntegerField(source="steps_executed")
+    triggeredBy = serializers.CharField(source="triggered_by")
+    triggerData = JSONValueField(source="trigger_data", help_text="What started the run (event, changes).")
+    startedAt = TimestampField(source="started_at")
+    completedAt = TimestampField(source="completed_at", allow_null=True)
+    nextStepAt = TimestampField(source="next_step_at", allow_null=True)
+
+
+class StepRunSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    stepId = serializers.CharField(source="step_id", allow_null=True)
+    stepIndex = serializers.IntegerField(source="step_index")
+    stepType = serializers.ChoiceField(source="step_type", choices=StepType.choices)
+    status = serializers.ChoiceField(choices=StepRunStatus.choices)
+    scheduledAt = TimestampField(source="scheduled_at", allow_null=True)
+    startedAt = TimestampField(source="started_at", allow_null=True)
+    completedAt = TimestampField(source="completed_at", allow_null=True)
+    delayUntil = TimestampField(source="delay_until", allow_null=True)
+    emailSendId = serializers.CharField(source="email_send_id", allow_null=True)
+    errorMessage = serializers.CharField(source="error_message", allow_null=True)
+    retryCount = serializers.IntegerField(source="retry_count")
+    note = serializers.CharField(allow_null=True)
+
+
+class FunnelStepSerializer(serializers.Serializer):
+    stepId = serializers.CharField()
+    stepIndex = serializers.IntegerField()
+    stepType = serializers.CharField()
+    pending = serializers.IntegerField()
+    executing = serializers.IntegerField()
+    completed = serializers.IntegerField()
+    failed = serializers.IntegerField()
+    skipped = serializers.IntegerField()
+
+
+class AutomationCountersSerializer(serializers.Serializer):
+    """Counters and the step funnel (AUT-35)."""
+
+    entered = serializers.IntegerField()
+    active = serializers.IntegerField()
+    completed = serializers.IntegerField()
+    cancelled = serializers.IntegerField()
+    statsUpdatedAt = serializers.CharField(allow_null=True)
+    funnel = FunnelStepSerializer(many=True)
+
+
+class EventRecordedSerializer(serializers.Serializer):
+    eventId = serializers.CharField()
+    contactId = serializers.CharField()
+    eventName = serializers.CharField()
+    triggeredAutomations = serializers.IntegerField(help_text="How many automations this event started.")
+    contactCreated = serializers.BooleanField()
