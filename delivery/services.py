@@ -372,6 +372,12 @@ def automation_email_queue(
 # --- transactional API intake (DLV-14, API-22) ------------------------------------------------------------
 
 
+MAX_SUBJECT_LENGTH = 998  # the column, and RFC 5322's line limit
+SUBJECT_TOO_LONG = (
+    f"The subject rendered with these dataVariables is longer than {MAX_SUBJECT_LENGTH} characters"
+)
+
+
 class IntakeRejected(Exception):
     """A DLV-14 rejection: no row written. `category` per API-22."""
 
@@ -518,13 +524,16 @@ def transactional_send_create(
         )
         variables = contact_variables(contact, variables_in)
         prepared = prepare_template(template, resolved)
+        subject = prepared.subject.render(variables, single_line=True)
+        if len(subject) > MAX_SUBJECT_LENGTH:  # the data variables made it longer than a subject may be
+            raise IntakeRejected("subject_too_long", "invalid_input", SUBJECT_TOO_LONG)
         send = TransactionalSend.objects.create(
             organization_id=organization_id,
             kind=SendKind.TRANSACTIONAL,
             transactional_email=template,
             contact=contact,
             email=email.strip(),
-            subject=prepared.subject.render(variables, single_line=True),
+            subject=subject,
             language=prepared.language,
             data_variables=variables_in or None,
             from_email=sender.email,

@@ -175,7 +175,15 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "SCHEMA_PATH_PREFIX": "/api/v1",
     "COMPONENT_SPLIT_REQUEST": True,
-    "ENUM_NAME_OVERRIDES": {},
+    "ENUM_NAME_OVERRIDES": {
+        "AutomationStatusEnum": "automations.models.AutomationStatus",
+        "TriggerTypeEnum": "automations.models.TriggerType",
+        "StepTypeEnum": "automations.models.StepType",
+        "RunStatusEnum": "automations.models.RunStatus",
+        "StepRunStatusEnum": "automations.models.StepRunStatus",
+        "TemplateStatusEnum": "templates.models.TemplateStatus",
+        "TemplateTypeEnum": "templates.models.TemplateType",
+    },
 }
 # django-cors-headers, for /api/v1 only (API-01); the allowed origins are API_ALLOWED_ORIGINS (read by
 # owlat.api.middleware.ApiCorsMiddleware), so CORS_ALLOWED_ORIGINS stays unset.

@@ -30,6 +30,17 @@ else
 fi
 
 export OWLAT_TESTING=1
+echo "== OpenAPI schema (drf-spectacular --validate --fail-on-warn)"
+schema_log=$(mktemp /tmp/owlat-schema.XXXXXX)
+if ! .venv/bin/python manage.py spectacular --validate --fail-on-warn --file "$schema_log.yaml" >"$schema_log" 2>&1 ||
+  grep -qi "unable to guess serializer" "$schema_log"; then
+  cat "$schema_log"
+  echo "The OpenAPI schema has errors or warnings (above)." >&2
+  exit 1
+fi
+echo "   $(grep -c 'operationId:' "$schema_log.yaml") operations, valid"
+rm -f "$schema_log" "$schema_log.yaml"
+
 echo "== pytest on PostgreSQL${OWLAT_SLOW_TESTS:+ (with slow variants)}"
 set +e
 .venv/bin/python -m pytest -m "not sqlite_smoke" "$@"

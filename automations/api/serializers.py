@@ -42,7 +42,7 @@ READ_ONLY_KEYS = (
 # --- fields whose meaning `automations.services` checks -------------------------------------------------------
 
 
-@extend_schema_field({"type": "string", "enum": TriggerType.values})
+@extend_schema_field(serializers.ChoiceField(choices=TriggerType.choices))
 class TriggerTypeField(JSONValueField):
     pass
 
@@ -60,7 +60,7 @@ class TriggerConfigField(JSONValueField):
     pass
 
 
-@extend_schema_field({"type": "string", "enum": StepType.values})
+@extend_schema_field(serializers.ChoiceField(choices=StepType.choices))
 class StepTypeField(JSONValueField):
     pass
 
@@ -176,7 +176,7 @@ class EventNameField(StringField):
 
 
 class EventSerializer(InputSerializer):
-    """API-21: an event for the contact with this email."""
+    """An event for the contact with this email."""
 
     email = EmailAddressField(
         error_messages={"required": "email is required", "type": "email must be a string"}
@@ -318,7 +318,7 @@ class FunnelStepSerializer(serializers.Serializer):
 
 
 class AutomationCountersSerializer(serializers.Serializer):
-    """Counters and the step funnel (AUT-35)."""
+    """Run counters and the per-step funnel."""
 
     entered = serializers.IntegerField()
     active = serializers.IntegerField()

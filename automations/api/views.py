@@ -247,8 +247,8 @@ class AutomationTransitionView(AutomationsView):
 
 def transition_view(verb: str) -> type[AutomationTransitionView]:
     """`POST automations/{id}/<verb>` (AUT-13): 200 with `transition`, or 422 `invalid_state` with the reason."""
-    view = type(f"Automation{verb.title().replace('-', '')}View", (AutomationTransitionView,), {"verb": verb})
-    return extend_schema(
+
+    @extend_schema(
         operation_id=f"automations_{verb.replace('-', '_')}",
         summary=TRANSITIONS[verb].split(":")[0].split(".")[0],
         description=f"{TRANSITIONS[verb]} Doing it twice is recorded, not an error. Scope `automations:write`.",
@@ -256,7 +256,12 @@ def transition_view(verb: str) -> type[AutomationTransitionView]:
         parameters=[AUTOMATION_ID],
         request=None,
         responses={200: transitioned_envelope(AutomationSerializer), **errors(400, 404, 422)},
-    )(view)
+    )
+    def post(self: AutomationTransitionView, request: Request, automation_id: str) -> Response:
+        return AutomationTransitionView.post(self, request, automation_id)
+
+    name = f"Automation{verb.title().replace('-', '')}View"
+    return type(name, (AutomationTransitionView,), {"verb": verb, "post": post})
 
 
 # --- steps ----------------------------------------------------------------------------------------------------

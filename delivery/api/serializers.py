@@ -121,7 +121,7 @@ def _attachment(item: Any, at: str) -> tuple[AttachmentInput, int]:
 
 
 class TransactionalSendSerializer(InputSerializer):
-    """API-22: the recipient, the transactional email (`transactionalId` or `slug`) and its variables."""
+    """The recipient, the transactional email (`transactionalId` or `slug`) and its variables."""
 
     email = EmailAddressField(
         error_messages={"required": "email is required", "type": "email must be a string"},
@@ -150,7 +150,7 @@ class TransactionalQueuedSerializer(serializers.Serializer):
 
 
 class TransactionalSendStatusSerializer(serializers.Serializer):
-    """API-32: a transactional send read back."""
+    """A transactional send and its delivery progress."""
 
     id = serializers.CharField()
     email = serializers.CharField()

@@ -56,7 +56,10 @@ class TransactionalSendView(ApiView):
                 attachments=fields.get("attachments", []),
             )
         except IntakeRejected as exc:
-            raise ApiError(exc.category, exc.message, {"reason": exc.reason})
+            data = {"reason": exc.reason}
+            if exc.reason == "subject_too_long":
+                data.update(field="dataVariables", fields={"dataVariables": [exc.message]})
+            raise ApiError(exc.category, exc.message, data)
         return self.accepted(
             {
                 "status": "queued",

@@ -115,7 +115,7 @@ class _RollBack(Exception):
 
 
 class ApiView(GenericAPIView):
-    """An `/api/v1` endpoint: declare `required_scopes` (method → scope) and optionally `feature_flag`."""
+    # An `/api/v1` endpoint: declare `required_scopes` (method → scope) and optionally `feature_flag`.
 
     authentication_classes: ClassVar[list] = [ApiKeyAuthentication]
     permission_classes: ClassVar[list] = [HasScope, FeatureFlagEnabled]
@@ -264,7 +264,7 @@ class ApiView(GenericAPIView):
 
 
 class PublicApiView(ApiView):
-    """An `/api/v1` endpoint without key, rate limit or scope (health)."""
+    # An `/api/v1` endpoint without key, rate limit or scope (health).
 
     authentication_classes: ClassVar[list] = []
     permission_classes: ClassVar[list] = []

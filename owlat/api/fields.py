@@ -27,19 +27,19 @@ class StringField(serializers.CharField):
     def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("trim_whitespace", False)
         kwargs.setdefault("allow_blank", True)
-        max_length = kwargs.pop("max_length", None)
         super().__init__(**kwargs)
-        self.max_length = max_length  # checked below with the spec's message; shown in the schema
 
     def to_internal_value(self, data: Any) -> str:
         if not isinstance(data, str):
-            raise serializers.ValidationError(f"{self.field_name} must be a string")
-        value = super().to_internal_value(data)
-        if self.max_length is not None and len(value) > self.max_length:
+            raise serializers.ValidationError(
+                self.error_messages.get("type", f"{self.field_name} must be a string")
+            )
+        # the length as sent, with the spec's message (DRF's MaxLengthValidator stays, for the schema)
+        if self.max_length is not None and len(data) > self.max_length:
             raise serializers.ValidationError(
                 f"{self.field_name} must be at most {self.max_length} characters"
             )
-        return value
+        return super().to_internal_value(data)
 
 
 class StrictBooleanField(serializers.BooleanField):
@@ -124,7 +124,7 @@ class JSONValueField(serializers.JSONField):
 
 
 class InputSerializer(serializers.Serializer):
-    """Base of request serializers: keys listed in `read_only_keys` are refused ("<key> is read-only")."""
+    # Base of request serializers: keys listed in `read_only_keys` are refused ("<key> is read-only").
 
     read_only_keys: ClassVar[tuple[str, ...]] = ()
 
@@ -137,7 +137,7 @@ class InputSerializer(serializers.Serializer):
 
 
 class TimestampField(serializers.DateTimeField):
-    """API-05 output: ISO 8601 UTC with milliseconds and `Z` (`2026-02-17T14:00:00.000Z`)."""
+    """ISO 8601 UTC with milliseconds and `Z` (`2026-02-17T14:00:00.000Z`)."""
 
     def to_representation(self, value: Any) -> str | None:
         from owlat.api.base import iso

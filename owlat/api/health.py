@@ -5,9 +5,20 @@ from __future__ import annotations
 from django.db import connection
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
 from rest_framework.response import Response
 
 from owlat.api.base import PublicApiView, iso
+
+
+class HealthSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(choices=["ok", "error"])
+    timestamp = serializers.CharField(help_text="ISO 8601 UTC with milliseconds.")
+    database = serializers.ChoiceField(choices=["ok", "unavailable"])
+    workerHeartbeatAgeSeconds = serializers.FloatField(
+        allow_null=True, help_text="Seconds since a background worker last reported; null when none has."
+    )
 
 
 def _database_ok() -> bool:
@@ -21,8 +32,15 @@ def _database_ok() -> bool:
 
 
 class HealthView(PublicApiView):
-    @extend_schema(summary="Health check (no API key)", responses={200: dict, 503: dict})
-    def get(self, request):
+    @extend_schema(
+        operation_id="health",
+        summary="Health check",
+        description="Needs no API key and is not rate-limited. 503 when the database is unreachable.",
+        responses={200: HealthSerializer, 503: HealthSerializer},
+        tags=["Health"],
+        auth=[],
+    )
+    def get(self, request: Request) -> Response:
         database_ok = _database_ok()
         heartbeat_age = None
         if database_ok:

@@ -21,6 +21,7 @@ from rest_framework.parsers import BaseParser
 from owlat.api.errors import BODY_TOO_LARGE, INVALID_JSON, ApiError
 
 MAX_BODY_BYTES = 15 * 1024 * 1024
+INVALID_CONTENT_LENGTH = "Invalid Content-Length header"
 
 
 def max_body_bytes() -> int:
@@ -37,10 +38,14 @@ def _invalid() -> ApiError:
 
 def raw_body(request: HttpRequest) -> bytes:
     """The raw body bytes, refusing more than the 15 MiB limit with "Request body too large"."""
-    try:
-        length = int(request.META.get("CONTENT_LENGTH") or 0)
-    except ValueError:
-        length = 0
+    declared = str(request.META.get("CONTENT_LENGTH") or "0").strip()
+    if not declared.isdigit():  # Django would raise ValueError reading the body
+        raise ApiError(
+            "invalid_input",
+            INVALID_CONTENT_LENGTH,
+            {"field": "Content-Length", "fields": {"Content-Length": [INVALID_CONTENT_LENGTH]}},
+        )
+    length = int(declared)
     if length > max_body_bytes():
         raise _too_large()
     try:

@@ -20,7 +20,7 @@ def _error_serializer(name: str, category: str | None, data: serializers.Field |
         "message": serializers.CharField(help_text="A human-readable explanation."),
     }
     if category is not None:
-        body_fields["category"] = serializers.ChoiceField(choices=[category], help_text="DOM-04 category.")
+        body_fields["category"] = serializers.ChoiceField(choices=[category], help_text="The error category.")
     if data is not None:
         body_fields["data"] = data
     body = type(f"{name}Body", (serializers.Serializer,), body_fields)
@@ -104,7 +104,11 @@ def envelope(serializer_class: type[serializers.Serializer], name: str | None = 
 
 
 class ApiAutoSchema(AutoSchema):
-    """Adds the common error answers (401, 403, 429, 500) to every authenticated operation."""
+    """Adds the common error answers (401, 403, 429, 500) to every authenticated operation; bodies are JSON."""
+
+    def map_parsers(self) -> list[str]:
+        # JSONObjectParser reads any Content-Type as JSON (API-05); clients send application/json.
+        return ["application/json"]
 
     def _get_response_bodies(self, direction: Any = "response") -> dict[str, Any]:
         bodies = super()._get_response_bodies(direction)
@@ -124,7 +128,7 @@ class DeletedSerializer(serializers.Serializer):
 
 
 class TransitionSerializer(serializers.Serializer):
-    """API-24: what a state-changing `POST …/<verb>` did."""
+    """What a state-changing request did."""
 
     applied = serializers.ChoiceField(
         choices=["transitioned", "recorded"],

@@ -76,7 +76,7 @@ class TimezoneField(StringField):
     }
 )
 class ContactPropertiesField(serializers.Field):
-    """D-14 `properties`: an object of scalar values; errors name `properties.<key>`."""
+    """Custom properties: an object of scalar values; errors name `properties.<key>` (D-14)."""
 
     def to_internal_value(self, data: Any) -> dict[str, Any]:
         if not isinstance(data, dict):
@@ -111,7 +111,9 @@ def _name_field(**kwargs: Any) -> StringField:
 
 
 class ContactSerializer(serializers.Serializer):
-    """A contact (API-13): exactly the seven keys the SDKs know."""
+    """A contact."""
+
+    # API-13: exactly the seven keys the SDKs know
 
     id = serializers.CharField(read_only=True)
     email = serializers.CharField(read_only=True, allow_null=True)
@@ -185,7 +187,7 @@ class TopicMemberSerializer(serializers.Serializer):
 
 
 class TopicSubscribeSerializer(InputSerializer):
-    """API-19: `email` or `contactId`."""
+    """The contact to subscribe: `email` or `contactId`."""
 
     email = EmailAddressField(required=False, help_text="Either email or contactId is required.")
     contactId = serializers.UUIDField(required=False, error_messages={"invalid": "Invalid contactId format"})
@@ -229,7 +231,7 @@ class TopicUnsubscribedSerializer(serializers.Serializer):
     }
 )
 class SegmentFiltersField(JSONValueField):
-    """AUT-34 filters via `owlat.conditions.parse_filters`; errors name `filters.<path>`."""
+    """Segment filters, checked by `owlat.conditions.parse_filters`; errors name `filters.<path>`."""
 
     def to_internal_value(self, data: Any) -> dict[str, Any]:
         from owlat.conditions import ConditionError, TopicCondition, parse_filters

@@ -1,0 +1,216 @@
+"""Hostile input answers 400 naming the field, never 500: NUL bytes, lone surrogates, deep nesting, NaN and
+Infinity, values longer than their column, a malformed Content-Length."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+
+from delivery.models import TransactionalSend
+from owlat.models import Contact, Domain, DomainStatus
+from templates.models import TransactionalEmail
+from testsupport.api import ApiClient, error_of, make_key, make_org
+
+pytestmark = pytest.mark.django_db
+SCOPES = [
+    "contacts:read",
+    "contacts:write",
+    "events:write",
+    "transactional:send",
+    "topics:read",
+    "topics:manage",
+    "segments:write",
+    "templates:write",
+    "automations:write",
+]
+
+
+@pytest.fixture
+def org():
+    return make_org(default_from_email="hello@acme.test", default_from_name="Acme")
+
+
+@pytest.fixture
+def api(org):
+    return ApiClient(make_key(org, SCOPES)[1])
+
+
+@pytest.fixture
+def welcome(org, settings):
+    settings.EMAIL_PROVIDER = "smtp"
+    settings.EMAIL_URL = "smtp://127.0.0.1:2525"
+    Domain.objects.create(organization=org, domain="acme.test", status=DomainStatus.VERIFIED)
+    mail = TransactionalEmail.objects.create(
+        organization=org,
+        slug="welcome",
+        name="Welcome",
+        subject="Hi {{name}}",
+        html_content="<p>{{name}}</p>",
+    )
+    TransactionalEmail.objects.filter(pk=mail.pk).update(status="published")
+    return mail
+
+
+def bad(response, field, status=400):
+    assert response.status_code == status, response.content
+    error = error_of(response)
+    assert error["category"] == "invalid_input"
+    assert error["data"]["field"] == field, error
+    return error
+
+
+# --- NUL bytes and lone surrogates --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["Ja\x00ne", "Ja\ud800ne", "\udfff"])
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("/contacts", {"email": "a@example.com", "firstName": "{v}"}, "firstName"),
+        ("/contacts", {"email": "a@example.com", "properties": {"plan": "{v}"}}, "properties.plan"),
+        ("/topics", {"name": "{v}"}, "name"),
+        ("/segments", {"name": "{v}"}, "name"),
+        ("/templates", {"name": "{v}", "subject": "s"}, "name"),
+        ("/templates", {"name": "n", "subject": "s", "content": {"a": ["{v}"]}}, "content.a[0]"),
+        ("/automations", {"name": "{v}", "triggerType": "contact_created"}, "name"),
+        (
+            "/events",
+            {"email": "a@example.com", "eventName": "e", "eventProperties": {"k": "{v}"}},
+            "eventProperties.k",
+        ),
+    ],
+)
+def test_nul_and_surrogates_in_string_fields(api, path, body, field, value):
+    def fill(item):
+        if isinstance(item, dict):
+            return {k: fill(v) for k, v in item.items()}
+        if isinstance(item, list):
+            return [fill(v) for v in item]
+        return value if item == "{v}" else item
+
+    # json.dumps writes a lone surrogate as the escape "\ud800", exactly what a hostile client sends
+    bad(api.post(path, fill(body)), field)
+
+
+def test_nul_in_email_and_in_keys(api):
+    assert error_of(api.post("/contacts", {"email": "a\x00@example.com"}))["data"]["field"] == "email"
+    bad(api.post("/contacts", {"email": "a@example.com", "properties": {"p\x00": "x"}}), "properties.p\x00")
+    assert not Contact.objects.exists()
+
+
+def test_nul_in_search_and_path(api):
+    bad(api.get("/contacts?search=a%00b"), "search")
+    bad(api.get("/topics?search=%00"), "search")
+    response = api.get("/contacts/a%00b%40example.com")
+    assert response.status_code == 400
+    assert error_of(response)["message"] == "Invalid contact ID or email format"
+
+
+# --- nesting, NaN and Infinity ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("depth", [1000, 100_000])
+def test_json_nested_deeper_than_the_parser_goes_is_400(api, depth):
+    raw = (
+        '{"email": "a@example.com", "eventName": "e", "eventProperties": {"k": '
+        + "[" * depth
+        + "]" * depth
+        + "}}"
+    )
+    response = api.post("/events", raw=raw.encode())
+    assert response.status_code == 400
+    assert error_of(response)["category"] == "invalid_input"
+
+
+def test_nesting_deeper_than_jsonb_allows_names_the_field(api):
+    nested: object = "x"
+    for _ in range(40):
+        nested = {"a": nested}
+    error = bad(
+        api.post("/automations", {"name": "n", "triggerType": "contact_created", "triggerConfig": nested}),
+        "triggerConfig" + ".a" * 33,
+    )
+    assert "nested too deeply" in error["message"]
+
+
+@pytest.mark.parametrize("literal", ["NaN", "Infinity", "-Infinity"])
+def test_nan_and_infinity_are_refused_naming_the_field(api, welcome, literal):
+    raw = '{"email": "a@example.com", "eventName": "e", "eventProperties": {"score": LIT}}'.replace(
+        "LIT", literal
+    )
+    bad(api.post("/events", raw=raw.encode()), "eventProperties.score")
+    raw = '{"email": "a@example.com", "slug": "welcome", "dataVariables": {"name": LIT}}'.replace(
+        "LIT", literal
+    )
+    bad(api.post("/transactional", raw=raw.encode()), "dataVariables.name")
+    raw = '{"email": "a@example.com", "properties": {"n": LIT}}'.replace("LIT", literal)
+    bad(api.post("/contacts", raw=raw.encode()), "properties.n")
+    assert not TransactionalSend.objects.exists()
+
+
+# --- longer than the column ---------------------------------------------------------------------------------
+
+
+def test_rendered_subject_longer_than_998_is_400_naming_data_variables(api, welcome):
+    response = api.post(
+        "/transactional", {"email": "a@example.com", "slug": "welcome", "dataVariables": {"name": "x" * 998}}
+    )
+    error = bad(response, "dataVariables")
+    assert error["data"]["reason"] == "subject_too_long"
+    assert not TransactionalSend.objects.exists()
+    ok = api.post(
+        "/transactional", {"email": "a@example.com", "slug": "welcome", "dataVariables": {"name": "x" * 990}}
+    )
+    assert ok.status_code == 202
+
+
+@pytest.mark.parametrize(
+    ("attachment", "field"),
+    [
+        ({"filename": "a" * 256 + ".pdf", "content": "eA=="}, "attachments[0].filename"),
+        (
+            {"filename": "a.pdf", "content": "eA==", "contentType": "x/" + "y" * 300},
+            "attachments[0].contentType",
+        ),
+        ({"filename": "a.pdf", "url": "https://files.example.org/" + "a" * 2000}, "attachments[0].url"),
+        ({"filename": "a\x00.pdf", "content": "eA=="}, "attachments[0].filename"),
+    ],
+)
+def test_attachment_values_longer_than_their_column(api, welcome, attachment, field):
+    body = {"email": "a@example.com", "slug": "welcome", "attachments": [attachment]}
+    bad(api.post("/transactional", body), field)
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("/contacts", {"email": "a@example.com", "firstName": "x" * 201}, "firstName"),
+        ("/topics", {"name": "x" * 201}, "name"),
+        ("/templates", {"name": "n", "subject": "x" * 999}, "subject"),
+        ("/templates", {"name": "n", "subject": "s", "previewText": "x" * 501}, "previewText"),
+        ("/contacts", {"email": "a@example.com", "properties": {"k" * 101: 1}}, "properties." + "k" * 101),
+    ],
+)
+def test_strings_longer_than_their_column(api, path, body, field):
+    bad(api.post(path, body), field)
+
+
+# --- transport ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("length", ["abc", "-1", "1e3", " 12x", ""])
+def test_malformed_content_length_is_400(org, length):
+    _, raw = make_key(org, SCOPES)
+    response = Client().generic(
+        "POST",
+        "/api/v1/contacts",
+        b'{"email": "a@example.com"}',
+        content_type="application/json",
+        headers={"Authorization": f"Bearer {raw}"},
+        CONTENT_LENGTH=length,
+    )
+    assert response.status_code == 400, response.content
+    if length:
+        assert error_of(response)["data"]["field"] == "Content-Length"
+    else:  # no length: an empty body
+        assert error_of(response)["message"] == "Invalid JSON in request body"
