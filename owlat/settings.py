@@ -175,6 +175,7 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "SCHEMA_PATH_PREFIX": "/api/v1",
     "COMPONENT_SPLIT_REQUEST": True,
+    "PREPROCESSING_HOOKS": ["owlat.api.schema.exclude_legacy_endpoints"],
     "ENUM_NAME_OVERRIDES": {
         "AutomationStatusEnum": "automations.models.AutomationStatus",
         "TriggerTypeEnum": "automations.models.TriggerType",

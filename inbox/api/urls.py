@@ -1,7 +1,7 @@
 """`/api/v1` routes of the inbox app (API-33, API-34); every route is slash-optional."""
 
 from inbox.api import views
-from owlat.api.base import api_route
+from owlat.api.compat import api_route
 
 _ID = r"inbox/messages/(?P<message_id>[^/]+)"
 

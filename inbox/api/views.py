@@ -26,7 +26,8 @@ from inbox.review import (
     message_retry,
     pending_send_cancel,
 )
-from owlat.api.base import ApiView, outcome_error, require_uuid
+from owlat.api.base import outcome_error, require_uuid
+from owlat.api.compat import LegacyApiView as ApiView
 from owlat.api.errors import invalid_input, not_found
 
 
