@@ -1,7 +1,7 @@
 """`/api/v1` routes of campaigns (API-29 … API-31); every route is slash-optional."""
 
 from campaigns.api import views as v
-from owlat.api.base import api_route
+from owlat.api.compat import api_route
 
 _ID = r"campaigns/(?P<campaign_id>[^/]+)"
 

@@ -19,7 +19,9 @@ from campaigns.api.serializers import (
 )
 from campaigns.models import Campaign, CampaignStatus
 from campaigns.preflight import validate_ready_to_send
-from owlat.api.base import ApiView, outcome_error, parse_iso, require_uuid
+from owlat.api.base import outcome_error, require_uuid
+from owlat.api.compat import LegacyApiView as ApiView
+from owlat.api.compat import parse_iso
 from owlat.api.errors import ApiError, invalid_input, invalid_state, not_found
 
 

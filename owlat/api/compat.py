@@ -1,15 +1,17 @@
 """TRANSITIONAL: the helpers of the old hand-written view, for endpoints written before `owlat.api.base.ApiView`
-moved onto DRF's extension points (today: `inbox/api/`). Do not use in new code; see `owlat/api/__init__.py`.
+moved onto DRF's extension points (today: `campaigns/api/` and `inbox/api/`). Do not use in new code; see `owlat/api/__init__.py`.
 
 `LegacyApiView` is the new `ApiView` (same authentication, throttle, permissions, transaction, idempotency)
 plus the old spellings: `scopes` / `required_scope` instead of `required_scopes`, `self.body()` instead of
 `request.data`, `self.paginated(...)` instead of `paginate_queryset` + `get_paginated_response`,
-`self.query()` / `self.search_term()` instead of a query serializer, and `api_route` instead of `path()`.
+`self.query()` / `self.search_term()` instead of a query serializer, `parse_iso` instead of a serializer
+`DateTimeField`, and `api_route` instead of `path()`.
 Delete this module when no app imports it (`tests/test_api_layout.py` lists the importers).
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
@@ -19,10 +21,29 @@ from rest_framework import exceptions
 from rest_framework.response import Response
 
 from owlat.api.base import BODY_METHODS, ApiView
-from owlat.api.errors import INVALID_JSON
+from owlat.api.errors import INVALID_JSON, invalid_input
 from owlat.api.parsers import decode_json_object, raw_body
 
 _ALL_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
+
+
+def parse_iso(value: Any, *, field: str) -> dt.datetime:
+    """An ISO 8601 timestamp from a body; naive values are UTC; else 400 naming `field`."""
+    from django.utils.dateparse import parse_datetime
+
+    message = f"{field} must be an ISO 8601 timestamp"
+    if not isinstance(value, str) or "\x00" in value:
+        raise invalid_input(message, field=field)
+    text = value.strip()
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    try:
+        parsed = parse_datetime(text)
+    except ValueError:
+        parsed = None
+    if parsed is None:
+        raise invalid_input(message, field=field)
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=dt.UTC)
 
 
 def api_route(pattern: str, view: Any, name: str | None = None):
@@ -39,12 +60,14 @@ class LegacyApiView(ApiView):
     # the body is checked by `body()` when a handler reads it, as before
     empty_body_methods = frozenset(BODY_METHODS)
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        if cls.scopes:
-            cls.required_scopes = dict(cls.scopes)
-        elif cls.required_scope:
-            cls.required_scopes = dict.fromkeys(_ALL_METHODS, cls.required_scope)
+    def scope_for(self, method: str) -> str | None:
+        if self.scopes:
+            return self.scopes.get(method)
+        return self.required_scope
+
+    @property
+    def required_scopes(self) -> dict[str, str]:  # type: ignore[override]
+        return {method: scope for method in _ALL_METHODS if (scope := self.scope_for(method))}
 
     def body(self, *, required: bool = True, drop_nulls: bool = True) -> dict[str, Any]:
         if self.request.method not in BODY_METHODS:

@@ -18,7 +18,6 @@ from rest_framework.response import Response
 
 from owlat.api.base import ApiView, parse_uuid, require_uuid
 from owlat.api.errors import ApiError, already_exists, invalid_input, invalid_state, not_found
-from owlat.api.inuse import segment_in_use, topic_in_use
 from owlat.api.schema import DeletedSerializer, envelope, errors
 from owlat.api.serializers import (
     ContactCreateSerializer,
@@ -34,6 +33,7 @@ from owlat.api.serializers import (
     TopicUnsubscribedSerializer,
     TopicWriteSerializer,
 )
+from owlat.inuse import segment_in_use, topic_in_use
 from owlat.models import Contact, ContactTopic, Segment, Topic
 
 INVALID_CONTACT_PARAM = "Invalid contact ID or email format"
