@@ -12,6 +12,11 @@ class InboxConfig(AppConfig):
         # AGT-23: the agent-reply row's terminal edge drives the message
         register_completion_handler("agent_reply", agent_reply_completed)
 
+        from inbox.demo import inbox_demo_ensure
+        from owlat.registry import register_demo_hook
+
+        register_demo_hook(inbox_demo_ensure)
+
         from anymail.signals import inbound
 
         from inbox.views import anymail_inbound_received
