@@ -13,9 +13,9 @@ class InboxConfig(AppConfig):
         register_completion_handler("agent_reply", agent_reply_completed)
 
         from inbox.demo import inbox_demo_ensure
-        from owlat.registry import register_demo_hook
+        from owlat.registry import register_demo_data_hook
 
-        register_demo_hook(inbox_demo_ensure)
+        register_demo_data_hook(inbox_demo_ensure)
 
         from anymail.signals import inbound
 
