@@ -28,6 +28,11 @@ def test_demo_messages_in_several_states_and_idempotent(smtp_sink):
         InboundMessage.objects.get(organization=org, message_id="<demo-sent@example.com>").processing_status
         == "sent"
     )
-    assert smtp_sink.count_for("grace@example.com") == 1
+    replies = [
+        m
+        for m in smtp_sink.messages_for("grace@example.com")
+        if m["In-Reply-To"] == "<demo-sent@example.com>"
+    ]
+    assert len(replies) == 1  # (the campaigns demo may mail the sample contacts too)
     bootstrap(demo=True)
     assert InboundMessage.objects.filter(organization=org).count() == 3
