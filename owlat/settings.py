@@ -15,10 +15,11 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
 
 env = environ.Env()
-environ.Env.read_env(BASE_DIR / ".env", overwrite=False) if (BASE_DIR / ".env").exists() else None
+TESTING = "pytest" in sys.modules or env.bool("OWLAT_TESTING", default=False)
+if (BASE_DIR / ".env").exists() and not TESTING:  # make run's .env must not change what the tests see
+    environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 
 DEBUG = env.bool("DEBUG", default=False)
-TESTING = "pytest" in sys.modules or env.bool("OWLAT_TESTING", default=False)
 
 
 def _required(name: str, dev_default: str) -> str:

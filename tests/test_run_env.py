@@ -101,3 +101,9 @@ def test_manage_py_runs_with_such_a_file(tmp_path, command):
         [sys.executable, "manage.py", command], cwd=ROOT, capture_output=True, text=True, env=env
     )
     assert r.returncode == 0, r.stderr[-2000:]
+
+
+def test_the_tests_do_not_read_make_runs_env_file():
+    """A developer's .env (EMAIL_PROVIDER=local, DEBUG, SITE_URL …) must not change what the test suite sees."""
+    settings_source = (ROOT / "owlat" / "settings.py").read_text()
+    assert 'if (BASE_DIR / ".env").exists() and not TESTING:' in settings_source
