@@ -221,9 +221,15 @@ def run_system(world: dict, procs: Processes, timeout: float) -> tuple[int, floa
     from campaigns.orchestrator import start_campaign_send
     from campaigns.services import campaign_send_now
     from delivery.models import EmailSend
+    from owlat.permissions import Authority
 
     campaign = world["system"]
-    out = campaign_send_now(campaign_id=campaign.pk, organization_id=world["org"].pk, actor="system:bench")
+    out = campaign_send_now(
+        campaign_id=campaign.pk,
+        organization_id=world["org"].pk,
+        actor="system:bench",
+        authority=Authority.system("bench"),
+    )
     assert out.ok, out
     sampler = RssSampler(procs.procs["walker"].pid)
     sampler.start()

@@ -21,6 +21,7 @@ from campaigns.admin_forms import CampaignForm, RejectForm, ScheduleForm
 from campaigns.models import Campaign, CampaignReview, CampaignSendJob
 from campaigns.preflight import validate_ready_to_send
 from owlat.admin_tenancy import TenantModelAdmin, get_tenancy
+from owlat.permissions import Authority
 
 BUTTONS = {
     "draft": [("send", "Send now"), ("schedule", "Schedule…"), ("duplicate", "Duplicate")],
@@ -363,6 +364,10 @@ class CampaignAdmin(TenantModelAdmin):
         tenancy = get_tenancy(request)
         return None if tenancy.is_platform_staff else (tenancy.role or "")
 
+    def _authority(self, request: HttpRequest) -> Authority:
+        tenancy = get_tenancy(request)
+        return Authority.platform_staff() if tenancy.is_platform_staff else Authority.member(tenancy.role)
+
     def _back(self, campaign: Campaign) -> HttpResponseRedirect:
         return HttpResponseRedirect(reverse("admin:campaigns_campaign_change", args=[campaign.pk]))
 
@@ -394,7 +399,7 @@ class CampaignAdmin(TenantModelAdmin):
                 raise PermissionDenied
             outcome = abtest.ab_declare_winner(campaign_id=campaign.pk, winner=verb[-1], actor=actor)
         elif verb in services.ACTIONS:
-            outcome = services.ACTIONS[verb](**common, role=role)
+            outcome = services.ACTIONS[verb](**common, authority=self._authority(request))
         else:
             raise PermissionDenied
         if outcome.ok:
@@ -413,7 +418,7 @@ class CampaignAdmin(TenantModelAdmin):
                 campaign_id=campaign.pk,
                 organization_id=campaign.organization_id,
                 actor=self.actor(request),
-                role=self._role(request),
+                authority=self._authority(request),
                 scheduled_at=data["scheduled_at"],
                 use_recipient_timezone=data.get("use_recipient_timezone", False),
                 scheduled_hour=data.get("scheduled_hour"),

@@ -10,6 +10,7 @@ from typing import Any
 from django.utils import timezone
 
 from campaigns.models import Campaign
+from owlat.permissions import Authority
 
 logger = logging.getLogger(__name__)
 
@@ -71,7 +72,12 @@ def campaigns_demo_ensure(organization: Any) -> None:
     campaign = campaign_create(
         organization_id=organization.pk, actor=ACTOR, fields={"name": SENT_NAME, **fields}
     )
-    outcome = campaign_send_now(campaign_id=campaign.pk, organization_id=organization.pk, actor=ACTOR)
+    outcome = campaign_send_now(
+        campaign_id=campaign.pk,
+        organization_id=organization.pk,
+        actor=ACTOR,
+        authority=Authority.system("demo"),
+    )
     if not outcome.ok:
         logger.warning("demo campaign not sent: %s", outcome.message)
         return

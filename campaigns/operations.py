@@ -12,6 +12,7 @@ from campaigns import review, services
 from campaigns.lifecycle import LEGAL_EDGES
 from campaigns.models import STATS_FIELDS, Campaign
 from owlat.lifecycle import Outcome
+from owlat.permissions import Authority
 
 VERBS = ("send", "unschedule", "cancel", "approve", "reject", "declare-winner")
 
@@ -57,7 +58,10 @@ def campaign_transition_run(
         outcome = abtest.ab_declare_winner(campaign_id=campaign.pk, winner=winner, actor=actor)
     else:
         outcome = services.ACTIONS[verb](
-            campaign_id=campaign.pk, organization_id=campaign.organization_id, actor=actor
+            campaign_id=campaign.pk,
+            organization_id=campaign.organization_id,
+            actor=actor,
+            authority=Authority.operator(),
         )
     if outcome.ok:
         return TransitionPlan(True, f"{outcome.applied}: {outcome.from_state} → {outcome.to_state}", outcome)

@@ -25,6 +25,7 @@ from campaigns.lifecycle import (
 from campaigns.models import Campaign
 from campaigns.preflight import validate_ready_to_send
 from owlat.lifecycle import Outcome
+from owlat.permissions import Authority, authority_allows
 
 EDITABLE = (
     "name",
@@ -224,14 +225,14 @@ def _load(campaign_id: Any, organization_id: Any) -> Campaign | None:
         return None
 
 
-def _guard(organization_id: Any, role: str | None, permission: str, action: str) -> Outcome | None:
+def _guard(organization_id: Any, authority: Authority, permission: str, action: str) -> Outcome | None:
+    """`authority` is required (issue 13 item 10): a member's role, or an explicitly named upstream grant."""
     from owlat.flags import feature_disabled_message, flag_enabled
-    from owlat.permissions import has_permission
 
+    allowed = authority_allows(authority, permission)  # first: raises TypeError unless an Authority is given
     if organization_id is not None and not flag_enabled(organization_id, "campaigns"):
         return Outcome(ok=False, reason="feature_disabled", message=feature_disabled_message("campaigns"))
-    # `role` is given for organization members (admin screens); API keys and operators are checked upstream.
-    if role is not None and not has_permission(role, permission):
+    if not allowed:
         return Outcome(ok=False, reason="forbidden", message=f"You are not allowed to {action} campaigns")
     return None
 
@@ -249,11 +250,11 @@ def campaign_schedule(
     use_recipient_timezone: bool = False,
     scheduled_hour: int | None = None,
     scheduled_minute: int | None = None,
-    role: str | None = None,
+    authority: Authority,
     now: dt.datetime | None = None,
 ) -> Outcome:
     """draft → `scheduled` after pre-flight; on a `scheduled` campaign, the CMP-11 reschedule."""
-    refused = _guard(organization_id, role, "campaigns:schedule", "schedule")
+    refused = _guard(organization_id, authority, "campaigns:schedule", "schedule")
     if refused:
         return refused
     campaign = _load(campaign_id, organization_id)
@@ -332,9 +333,9 @@ def campaign_reschedule(
 
 
 def campaign_unschedule(
-    *, campaign_id: Any, organization_id: Any, actor: str, role: str | None = None
+    *, campaign_id: Any, organization_id: Any, actor: str, authority: Authority
 ) -> Outcome:
-    refused = _guard(organization_id, role, "campaigns:schedule", "unschedule")
+    refused = _guard(organization_id, authority, "campaigns:schedule", "unschedule")
     if refused:
         return refused
     campaign = _load(campaign_id, organization_id)
@@ -347,10 +348,8 @@ def campaign_unschedule(
     )
 
 
-def campaign_cancel(
-    *, campaign_id: Any, organization_id: Any, actor: str, role: str | None = None
-) -> Outcome:
-    refused = _guard(organization_id, role, "campaigns:schedule", "cancel")
+def campaign_cancel(*, campaign_id: Any, organization_id: Any, actor: str, authority: Authority) -> Outcome:
+    refused = _guard(organization_id, authority, "campaigns:schedule", "cancel")
     if refused:
         return refused
     campaign = _load(campaign_id, organization_id)
@@ -368,11 +367,11 @@ def campaign_send_now(
     campaign_id: Any,
     organization_id: Any,
     actor: str,
-    role: str | None = None,
+    authority: Authority,
     now: dt.datetime | None = None,
 ) -> Outcome:
     """draft or scheduled → `sending` after pre-flight (CMP-11)."""
-    refused = _guard(organization_id, role, "campaigns:send", "send")
+    refused = _guard(organization_id, authority, "campaigns:send", "send")
     if refused:
         return refused
     campaign = _load(campaign_id, organization_id)

@@ -23,6 +23,7 @@ from owlat.api.base import outcome_error, require_uuid
 from owlat.api.compat import LegacyApiView as ApiView
 from owlat.api.compat import parse_iso
 from owlat.api.errors import ApiError, invalid_input, invalid_state, not_found
+from owlat.permissions import Authority
 
 
 def _validated(serializer_class: type, body: dict[str, Any], *, partial: bool = False) -> dict[str, Any]:
@@ -151,7 +152,12 @@ class CampaignTransitionView(CampaignsView):
     @extend_schema(summary="Campaign transition (API-29)", request=dict, responses={200: dict})
     def post(self, request, campaign_id: str):
         campaign = self.campaign(campaign_id)
-        common = {"campaign_id": campaign.pk, "organization_id": self.organization_id, "actor": self.actor}
+        common = {
+            "campaign_id": campaign.pk,
+            "organization_id": self.organization_id,
+            "actor": self.actor,
+            "authority": Authority.api_key(self.required_scope),
+        }
         if self.verb == "schedule":
             body = self.body(required=False)
             if "scheduledAt" not in body:

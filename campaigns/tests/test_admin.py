@@ -7,6 +7,9 @@ from django.urls import reverse
 
 from campaigns.models import Campaign
 from owlat.models import Membership
+from owlat.permissions import Authority
+
+SYSTEM = Authority.system("test")
 
 
 def login(client, django_user_model, org, role="owner", username="ann", superuser=False):
@@ -104,7 +107,7 @@ def test_review_queue_is_platform_staff_only(
     template.save()
     make_contact(topic=topic)
     held = make_campaign()
-    campaign_send_now(campaign_id=held.pk, organization_id=org.pk, actor="u")
+    campaign_send_now(authority=SYSTEM, campaign_id=held.pk, organization_id=org.pk, actor="u")
     drain_queue(max_tasks=100)
     held.refresh_from_db()
     assert held.status == "pending_review"

@@ -19,6 +19,9 @@ from django.utils import timezone
 
 from campaigns.models import Campaign
 from delivery.models import EmailSend
+from owlat.permissions import Authority
+
+SYSTEM = Authority.system("test")
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
@@ -101,7 +104,9 @@ def world(settings):
 def _send(world):
     from campaigns.services import campaign_send_now
 
-    out = campaign_send_now(campaign_id=world["campaign"].pk, organization_id=world["org"].pk, actor="user-1")
+    out = campaign_send_now(
+        authority=SYSTEM, campaign_id=world["campaign"].pk, organization_id=world["org"].pk, actor="user-1"
+    )
     assert out.ok, out
 
 

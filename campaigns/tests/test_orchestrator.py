@@ -13,11 +13,14 @@ from campaigns.lifecycle import campaign_transition
 from campaigns.models import Campaign, CampaignSendJob, ContentScanResult
 from campaigns.services import campaign_send_now
 from delivery.models import EmailSend, LocalMessage
+from owlat.permissions import Authority
 from testsupport.queue import drain_queue, queued_tasks
+
+SYSTEM = Authority.system("test")
 
 
 def send_and_drain(campaign, org):
-    out = campaign_send_now(campaign_id=campaign.pk, organization_id=org.pk, actor="user-1")
+    out = campaign_send_now(authority=SYSTEM, campaign_id=campaign.pk, organization_id=org.pk, actor="user-1")
     assert out.ok, out
     ran = drain_queue(max_tasks=5000)
     campaign.refresh_from_db()
@@ -92,7 +95,7 @@ def test_one_pipeline_per_send(make_campaign, org, audience_world):
     from campaigns.orchestrator import start_campaign_send
 
     campaign = make_campaign()
-    assert campaign_send_now(campaign_id=campaign.pk, organization_id=org.pk, actor="u").ok
+    assert campaign_send_now(authority=SYSTEM, campaign_id=campaign.pk, organization_id=org.pk, actor="u").ok
     assert start_campaign_send(campaign.pk) == "send job opened"
     assert start_campaign_send(campaign.pk) == "skipped: Already running"  # a duplicated task
     drain_queue(max_tasks=5000)
@@ -106,7 +109,9 @@ def test_scheduled_run_only_moves_to_sending(make_campaign, org, audience_world)
 
     campaign = make_campaign()
     when = timezone.now() + dt.timedelta(minutes=10)
-    assert campaign_schedule(campaign_id=campaign.pk, organization_id=org.pk, actor="u", scheduled_at=when).ok
+    assert campaign_schedule(
+        authority=SYSTEM, campaign_id=campaign.pk, organization_id=org.pk, actor="u", scheduled_at=when
+    ).ok
     assert start_campaign_send(campaign.pk) == "skipped: Not yet due (rescheduled)"
     result = start_campaign_send(campaign.pk, now=when + dt.timedelta(seconds=1))
     assert result.startswith("moved to sending")
@@ -202,7 +207,7 @@ def test_a_crashed_page_resumes_from_the_checkpoint(make_campaign, org, topic, m
     monkeypatch.setattr(audience, "PAGE_SIZE", 4)
     contacts = [make_contact(topic=topic) for i in range(10)]
     campaign = make_campaign()
-    assert campaign_send_now(campaign_id=campaign.pk, organization_id=org.pk, actor="u").ok
+    assert campaign_send_now(authority=SYSTEM, campaign_id=campaign.pk, organization_id=org.pk, actor="u").ok
     drain_queue(queue="campaign", max_tasks=1)  # the orchestrator opens the job
     drain_queue(queue="campaign", max_tasks=1)  # page 1
     job = CampaignSendJob.objects.get(campaign=campaign)
@@ -235,7 +240,7 @@ def test_watchdog_redrives_a_stuck_walk(make_campaign, org, topic, make_contact)
 
     make_contact(topic=topic)
     campaign = make_campaign()
-    assert campaign_send_now(campaign_id=campaign.pk, organization_id=org.pk, actor="u").ok
+    assert campaign_send_now(authority=SYSTEM, campaign_id=campaign.pk, organization_id=org.pk, actor="u").ok
     drain_queue(queue="campaign", max_tasks=1)
     # the page hop got lost
     from django_q.models import OrmQ
@@ -254,7 +259,7 @@ def test_no_provider_at_hop_time_retries_in_five_minutes(make_campaign, org, top
 
     make_contact(topic=topic)
     campaign = make_campaign()
-    assert campaign_send_now(campaign_id=campaign.pk, organization_id=org.pk, actor="u").ok
+    assert campaign_send_now(authority=SYSTEM, campaign_id=campaign.pk, organization_id=org.pk, actor="u").ok
     drain_queue(queue="campaign", max_tasks=1)
     settings.EMAIL_PROVIDER = ""
     now = timezone.now()
@@ -362,7 +367,7 @@ def test_segment_audience_is_frozen_at_send(make_campaign, org, make_contact):
     }
     segment = Segment.objects.create(organization=org, name="Anns", filters=filters)
     campaign = make_campaign(audience={"kind": "segment", "segmentId": str(segment.pk)})
-    assert campaign_send_now(campaign_id=campaign.pk, organization_id=org.pk, actor="u").ok
+    assert campaign_send_now(authority=SYSTEM, campaign_id=campaign.pk, organization_id=org.pk, actor="u").ok
     drain_queue(queue="campaign", max_tasks=1)  # the orchestrator freezes
     campaign.refresh_from_db()
     assert campaign.audience["frozenFilters"] == filters
@@ -376,7 +381,7 @@ def test_segment_audience_is_frozen_at_send(make_campaign, org, make_contact):
 def test_archive_snapshot_and_public_page(make_campaign, org, topic, make_contact, client):
     contact = make_contact(topic=topic, first_name="Zed")
     campaign = make_campaign()
-    assert campaign_send_now(campaign_id=campaign.pk, organization_id=org.pk, actor="u").ok
+    assert campaign_send_now(authority=SYSTEM, campaign_id=campaign.pk, organization_id=org.pk, actor="u").ok
     drain_queue(queue="campaign", max_tasks=1)
     campaign.refresh_from_db()
     assert len(campaign.archive_token) == 24 and "Hello" in campaign.archive_html_content
@@ -430,7 +435,7 @@ def test_reconcile_cron_completes_and_rolls_up(make_campaign, org, topic, make_c
 
     make_contact(topic=topic)
     campaign = make_campaign()
-    assert campaign_send_now(campaign_id=campaign.pk, organization_id=org.pk, actor="u").ok
+    assert campaign_send_now(authority=SYSTEM, campaign_id=campaign.pk, organization_id=org.pk, actor="u").ok
     drain_queue(queue="campaign", max_tasks=2)  # orchestrator + page; the send job stays queued
     assert reconcile_sending_campaigns() == {"reconciled": 1, "completed": 0}
     assert any(t.func == "delivery.tasks.send_batch_task" for t in queued_tasks("campaign"))
@@ -446,9 +451,15 @@ def test_scheduled_campaign_cron_starts_due_campaigns_once(make_campaign, org, a
     due = make_campaign()
     later = make_campaign()
     soon = timezone.now() + dt.timedelta(minutes=1)
-    assert campaign_schedule(campaign_id=due.pk, organization_id=org.pk, actor="u", scheduled_at=soon).ok
     assert campaign_schedule(
-        campaign_id=later.pk, organization_id=org.pk, actor="u", scheduled_at=soon + dt.timedelta(hours=5)
+        authority=SYSTEM, campaign_id=due.pk, organization_id=org.pk, actor="u", scheduled_at=soon
+    ).ok
+    assert campaign_schedule(
+        authority=SYSTEM,
+        campaign_id=later.pk,
+        organization_id=org.pk,
+        actor="u",
+        scheduled_at=soon + dt.timedelta(hours=5),
     ).ok
     assert process_scheduled_campaigns(now=soon + dt.timedelta(seconds=5)) == 1
     due.refresh_from_db()

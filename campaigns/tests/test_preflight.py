@@ -8,6 +8,9 @@ import pytest
 from django.utils import timezone
 
 from campaigns.preflight import CHECK_ORDER, validate_ready_to_send
+from owlat.permissions import Authority
+
+SYSTEM = Authority.system("test")
 
 
 def test_a_complete_campaign_is_ready(make_campaign):
@@ -91,9 +94,10 @@ def test_wrappers_refuse_with_the_preflight_reason(make_campaign, org):
     from campaigns.services import campaign_schedule, campaign_send_now
 
     campaign = make_campaign(from_email=None)
-    out = campaign_send_now(campaign_id=campaign.pk, organization_id=org.pk, actor="u")
+    out = campaign_send_now(authority=SYSTEM, campaign_id=campaign.pk, organization_id=org.pk, actor="u")
     assert not out.ok and out.reason == "no_from_email"
     out = campaign_schedule(
+        authority=SYSTEM,
         campaign_id=make_campaign().pk,
         organization_id=org.pk,
         actor="u",
@@ -106,14 +110,15 @@ def test_wrapper_state_messages(make_campaign, org):
     from campaigns.services import campaign_cancel, campaign_schedule, campaign_send_now, campaign_unschedule
 
     campaign = make_campaign()
-    out = campaign_cancel(campaign_id=campaign.pk, organization_id=org.pk, actor="u")
+    out = campaign_cancel(authority=SYSTEM, campaign_id=campaign.pk, organization_id=org.pk, actor="u")
     assert (out.reason, out.message) == ("illegal_edge", "Only scheduled campaigns can be cancelled")
-    out = campaign_unschedule(campaign_id=campaign.pk, organization_id=org.pk, actor="u")
+    out = campaign_unschedule(authority=SYSTEM, campaign_id=campaign.pk, organization_id=org.pk, actor="u")
     assert out.reason == "illegal_edge"
-    assert campaign_send_now(campaign_id=campaign.pk, organization_id=org.pk, actor="u").ok
-    out = campaign_send_now(campaign_id=campaign.pk, organization_id=org.pk, actor="u")
+    assert campaign_send_now(authority=SYSTEM, campaign_id=campaign.pk, organization_id=org.pk, actor="u").ok
+    out = campaign_send_now(authority=SYSTEM, campaign_id=campaign.pk, organization_id=org.pk, actor="u")
     assert out.message == "Only draft or scheduled campaigns can be sent"
     out = campaign_schedule(
+        authority=SYSTEM,
         campaign_id=campaign.pk,
         organization_id=org.pk,
         actor="u",
@@ -129,10 +134,12 @@ def test_reschedule_is_not_a_transition(make_campaign, org):
     campaign = make_campaign()
     first = timezone.now() + dt.timedelta(hours=1)
     assert campaign_schedule(
-        campaign_id=campaign.pk, organization_id=org.pk, actor="u", scheduled_at=first
+        authority=SYSTEM, campaign_id=campaign.pk, organization_id=org.pk, actor="u", scheduled_at=first
     ).ok
     later = first + dt.timedelta(hours=1)
-    out = campaign_schedule(campaign_id=campaign.pk, organization_id=org.pk, actor="u", scheduled_at=later)
+    out = campaign_schedule(
+        authority=SYSTEM, campaign_id=campaign.pk, organization_id=org.pk, actor="u", scheduled_at=later
+    )
     assert out.ok and out.applied == "rescheduled"
     campaign.refresh_from_db()
     assert campaign.status == "scheduled" and campaign.scheduled_at == later
@@ -151,7 +158,9 @@ def test_drift_between_scheduling_and_firing_is_caught_at_fire_time(make_campaig
 
     campaign = make_campaign()
     when = timezone.now() + dt.timedelta(minutes=5)
-    assert campaign_schedule(campaign_id=campaign.pk, organization_id=org.pk, actor="u", scheduled_at=when).ok
+    assert campaign_schedule(
+        authority=SYSTEM, campaign_id=campaign.pk, organization_id=org.pk, actor="u", scheduled_at=when
+    ).ok
     if drift == "template_deleted":
         template.delete()
     elif drift == "org_suspended":
