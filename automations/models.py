@@ -13,11 +13,7 @@ from django.db.models import Q
 from django_fsm import FSMField, FSMModelMixin, transition
 
 from owlat.models import Contact, Organization
-
-
-def _apply_patch(obj: models.Model, patch: dict) -> None:
-    for key, value in patch.items():
-        setattr(obj, key, value)
+from owlat.transitions import apply_patch
 
 
 class TriggerType(models.TextChoices):
@@ -94,19 +90,19 @@ class Automation(FSMModelMixin, models.Model):
     # AUT-07 graph. Bodies are pure; the only caller is automations.lifecycle.
     @transition(field=status, source=AutomationStatus.DRAFT, target=AutomationStatus.ACTIVE)
     def activate(self, patch: dict) -> None:
-        _apply_patch(self, patch)
+        apply_patch(self, patch)
 
     @transition(field=status, source=AutomationStatus.ACTIVE, target=AutomationStatus.PAUSED)
     def pause(self, patch: dict) -> None:
-        _apply_patch(self, patch)
+        apply_patch(self, patch)
 
     @transition(field=status, source=AutomationStatus.PAUSED, target=AutomationStatus.ACTIVE)
     def resume(self, patch: dict) -> None:
-        _apply_patch(self, patch)
+        apply_patch(self, patch)
 
     @transition(field=status, source=AutomationStatus.PAUSED, target=AutomationStatus.DRAFT)
     def revert_to_draft(self, patch: dict) -> None:
-        _apply_patch(self, patch)
+        apply_patch(self, patch)
 
 
 class AutomationStep(models.Model):
@@ -171,11 +167,11 @@ class AutomationRun(FSMModelMixin, models.Model):
 
     @transition(field=status, source=RunStatus.RUNNING, target=RunStatus.COMPLETED)
     def complete(self, patch: dict) -> None:
-        _apply_patch(self, patch)
+        apply_patch(self, patch)
 
     @transition(field=status, source=RunStatus.RUNNING, target=RunStatus.CANCELLED)
     def cancel(self, patch: dict) -> None:
-        _apply_patch(self, patch)
+        apply_patch(self, patch)
 
 
 class AutomationStepRun(FSMModelMixin, models.Model):
@@ -230,19 +226,19 @@ class AutomationStepRun(FSMModelMixin, models.Model):
     # applied there as a compare-and-set by the set-based runner).
     @transition(field=status, source=StepRunStatus.EXECUTING, target=StepRunStatus.COMPLETED)
     def complete(self, patch: dict) -> None:
-        _apply_patch(self, patch)
+        apply_patch(self, patch)
 
     @transition(
         field=status, source=[StepRunStatus.PENDING, StepRunStatus.EXECUTING], target=StepRunStatus.FAILED
     )
     def fail(self, patch: dict) -> None:
-        _apply_patch(self, patch)
+        apply_patch(self, patch)
 
     @transition(field=status, source=StepRunStatus.PENDING, target=StepRunStatus.EXECUTING)
     def claim(self, patch: dict) -> None:
-        _apply_patch(self, patch)
+        apply_patch(self, patch)
 
     @transition(field=status, source=StepRunStatus.PENDING, target=StepRunStatus.SKIPPED)
     def skip(self, patch: dict) -> None:
         """AUT-23: a step bypassed by a forward branch (the row is written already skipped)."""
-        _apply_patch(self, patch)
+        apply_patch(self, patch)

@@ -17,11 +17,7 @@ from django.utils import timezone
 from django_fsm import FSMField, FSMModelMixin, transition
 
 from owlat.models import Contact, Organization
-
-
-def _apply_patch(obj: models.Model, patch: dict) -> None:
-    for key, value in patch.items():
-        setattr(obj, key, value)
+from owlat.transitions import apply_patch
 
 
 class SendStatus(models.TextChoices):
@@ -56,7 +52,8 @@ _ACCEPTED = [S.SENT, S.DELIVERED, S.OPENED, S.CLICKED]
 
 
 class SendRowFields(models.Model):
-    """The status, timestamp, bounce, engagement, error, provider and claim fields both tables share."""
+    """The status (with its DLV-06 graph), timestamp, bounce, engagement, error, provider and claim fields both
+    tables share."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
@@ -88,8 +85,39 @@ class SendRowFields(models.Model):
     dispatch_attempts = models.PositiveSmallIntegerField(default=0)
     deleted_at = models.DateTimeField(null=True, blank=True)
 
+    status = FSMField(default=S.QUEUED, choices=S.choices, protected=True, max_length=12)
+
     class Meta:
         abstract = True
+
+    # DLV-06 graph; bodies only apply the reducer's patch.
+    @transition(field=status, source=S.QUEUED, target=S.SENT)
+    def mark_sent(self, patch: dict) -> None:
+        apply_patch(self, patch)
+
+    @transition(field=status, source=[S.QUEUED, S.SENT], target=S.FAILED)
+    def mark_failed(self, patch: dict) -> None:
+        apply_patch(self, patch)
+
+    @transition(field=status, source=S.SENT, target=S.DELIVERED)
+    def mark_delivered(self, patch: dict) -> None:
+        apply_patch(self, patch)
+
+    @transition(field=status, source=[S.SENT, S.DELIVERED], target=S.OPENED)
+    def mark_opened(self, patch: dict) -> None:
+        apply_patch(self, patch)
+
+    @transition(field=status, source=[S.SENT, S.DELIVERED, S.OPENED], target=S.CLICKED)
+    def mark_clicked(self, patch: dict) -> None:
+        apply_patch(self, patch)
+
+    @transition(field=status, source=[*_ACCEPTED, S.BOUNCED], target=S.BOUNCED)
+    def mark_bounced(self, patch: dict) -> None:
+        apply_patch(self, patch)
+
+    @transition(field=status, source=[*_ACCEPTED, S.BOUNCED], target=S.COMPLAINED)
+    def mark_complained(self, patch: dict) -> None:
+        apply_patch(self, patch)
 
 
 class EmailSend(FSMModelMixin, SendRowFields):
@@ -108,7 +136,6 @@ class EmailSend(FSMModelMixin, SendRowFields):
     email_template = models.ForeignKey(
         "templates.EmailTemplate", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
-    status = FSMField(default=S.QUEUED, choices=S.choices, protected=True, max_length=12)
 
     send_kind = "campaign"
     ref_kind = "campaign"
@@ -130,35 +157,6 @@ class EmailSend(FSMModelMixin, SendRowFields):
     @property
     def recipient(self) -> str:
         return self.contact_email
-
-    # DLV-06 graph; bodies only apply the reducer's patch.
-    @transition(field=status, source=S.QUEUED, target=S.SENT)
-    def mark_sent(self, patch: dict) -> None:
-        _apply_patch(self, patch)
-
-    @transition(field=status, source=[S.QUEUED, S.SENT], target=S.FAILED)
-    def mark_failed(self, patch: dict) -> None:
-        _apply_patch(self, patch)
-
-    @transition(field=status, source=S.SENT, target=S.DELIVERED)
-    def mark_delivered(self, patch: dict) -> None:
-        _apply_patch(self, patch)
-
-    @transition(field=status, source=[S.SENT, S.DELIVERED], target=S.OPENED)
-    def mark_opened(self, patch: dict) -> None:
-        _apply_patch(self, patch)
-
-    @transition(field=status, source=[S.SENT, S.DELIVERED, S.OPENED], target=S.CLICKED)
-    def mark_clicked(self, patch: dict) -> None:
-        _apply_patch(self, patch)
-
-    @transition(field=status, source=[*_ACCEPTED, S.BOUNCED], target=S.BOUNCED)
-    def mark_bounced(self, patch: dict) -> None:
-        _apply_patch(self, patch)
-
-    @transition(field=status, source=[*_ACCEPTED, S.BOUNCED], target=S.COMPLAINED)
-    def mark_complained(self, patch: dict) -> None:
-        _apply_patch(self, patch)
 
 
 class TransactionalSend(FSMModelMixin, SendRowFields):
@@ -187,7 +185,6 @@ class TransactionalSend(FSMModelMixin, SendRowFields):
     html_body = models.TextField(null=True, blank=True)
     text_body = models.TextField(null=True, blank=True)
     extra_headers = models.JSONField(default=dict, blank=True)
-    status = FSMField(default=S.QUEUED, choices=S.choices, protected=True, max_length=12)
 
     ref_kind = "transactional"
 
@@ -216,34 +213,6 @@ class TransactionalSend(FSMModelMixin, SendRowFields):
     @property
     def contact_email(self) -> str:
         return self.email
-
-    @transition(field=status, source=S.QUEUED, target=S.SENT)
-    def mark_sent(self, patch: dict) -> None:
-        _apply_patch(self, patch)
-
-    @transition(field=status, source=[S.QUEUED, S.SENT], target=S.FAILED)
-    def mark_failed(self, patch: dict) -> None:
-        _apply_patch(self, patch)
-
-    @transition(field=status, source=S.SENT, target=S.DELIVERED)
-    def mark_delivered(self, patch: dict) -> None:
-        _apply_patch(self, patch)
-
-    @transition(field=status, source=[S.SENT, S.DELIVERED], target=S.OPENED)
-    def mark_opened(self, patch: dict) -> None:
-        _apply_patch(self, patch)
-
-    @transition(field=status, source=[S.SENT, S.DELIVERED, S.OPENED], target=S.CLICKED)
-    def mark_clicked(self, patch: dict) -> None:
-        _apply_patch(self, patch)
-
-    @transition(field=status, source=[*_ACCEPTED, S.BOUNCED], target=S.BOUNCED)
-    def mark_bounced(self, patch: dict) -> None:
-        _apply_patch(self, patch)
-
-    @transition(field=status, source=[*_ACCEPTED, S.BOUNCED], target=S.COMPLAINED)
-    def mark_complained(self, patch: dict) -> None:
-        _apply_patch(self, patch)
 
 
 class SendAttachment(models.Model):

@@ -12,11 +12,7 @@ from django.db import models
 from django_fsm import FSMField, FSMModelMixin, transition
 
 from owlat.models import Organization
-
-
-def _apply_patch(obj: models.Model, patch: dict) -> None:
-    for key, value in patch.items():
-        setattr(obj, key, value)
+from owlat.transitions import apply_patch
 
 
 class TemplateStatus(models.TextChoices):
@@ -79,11 +75,11 @@ class EmailTemplate(FSMModelMixin, LanguageContentMixin, models.Model):
 
     @transition(field=status, source=TemplateStatus.DRAFT, target=TemplateStatus.PUBLISHED)
     def publish(self, patch: dict) -> None:
-        _apply_patch(self, patch)
+        apply_patch(self, patch)
 
     @transition(field=status, source=TemplateStatus.PUBLISHED, target=TemplateStatus.DRAFT)
     def unpublish(self, patch: dict) -> None:
-        _apply_patch(self, patch)
+        apply_patch(self, patch)
 
 
 class TransactionalStatus(models.TextChoices):
@@ -125,7 +121,7 @@ class TransactionalEmail(FSMModelMixin, LanguageContentMixin, models.Model):
         target=TransactionalStatus.PUBLISHED,
     )
     def publish(self, patch: dict) -> None:
-        _apply_patch(self, patch)
+        apply_patch(self, patch)
 
     @transition(
         field=status,
@@ -133,8 +129,8 @@ class TransactionalEmail(FSMModelMixin, LanguageContentMixin, models.Model):
         target=TransactionalStatus.DRAFT,
     )
     def unpublish(self, patch: dict) -> None:
-        _apply_patch(self, patch)
+        apply_patch(self, patch)
 
     @transition(field=status, source=TransactionalStatus.DRAFT, target=TransactionalStatus.PENDING_REVIEW)
     def submit_for_review(self, patch: dict) -> None:
-        _apply_patch(self, patch)
+        apply_patch(self, patch)

@@ -10,6 +10,7 @@ from django.db.models import Q
 from django_fsm import FSMField, FSMModelMixin, transition
 
 from owlat.models.organizations import Organization
+from owlat.transitions import apply_patch
 
 
 class ContactSource(models.TextChoices):
@@ -70,18 +71,13 @@ class Contact(FSMModelMixin, models.Model):
     # DOI lifecycle (DOM-08); bodies are pure, the writer is owlat.topics.
     @transition(field=doi_status, source=DoiStatus.NOT_REQUIRED, target=DoiStatus.PENDING)
     def start_doi(self, patch: dict) -> None:
-        _apply_patch(self, patch)
+        apply_patch(self, patch)
 
     @transition(
         field=doi_status, source=[DoiStatus.PENDING, DoiStatus.NOT_REQUIRED], target=DoiStatus.CONFIRMED
     )
     def confirm_doi(self, patch: dict) -> None:
-        _apply_patch(self, patch)
-
-
-def _apply_patch(obj: models.Model, patch: dict) -> None:
-    for key, value in patch.items():
-        setattr(obj, key, value)
+        apply_patch(self, patch)
 
 
 class IdentityChannel(models.TextChoices):
