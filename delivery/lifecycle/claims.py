@@ -1,0 +1,194 @@
+"""D-07 claims and hand-off: compare-and-set writes of the claim fields; they never write `status`."""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from collections.abc import Iterable
+from typing import Any
+
+from django.db import connection, transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from delivery.lifecycle.effects import _run_completion
+from delivery.lifecycle.refs import CLAIM_LEASE, model_for
+from delivery.models import SendStatus as S
+
+
+def _table(model: type) -> str:
+    return model._meta.db_table
+
+
+def claim_sends(
+    kind: str, ids: Iterable[str], *, now: dt.datetime | None = None, lease: dt.timedelta = CLAIM_LEASE
+) -> tuple[uuid.UUID, list[str]]:
+    """Claim the given rows that are still `queued`, not handed off and not under a live claim. Returns the
+    claim token and the ids this caller won; a row is never claimed by two callers at once."""
+    model = model_for(kind)
+    now = now or timezone.now()
+    token = uuid.uuid4()
+    id_list = [uuid.UUID(str(i)) for i in ids]
+    if not id_list:
+        return token, []
+    expired = now - lease
+    if connection.vendor == "postgresql":
+        table = _table(model)
+        sql = (
+            f"UPDATE {table} SET claimed_at = %s, claim_token = %s, "  # table name is ours
+            "dispatch_attempts = dispatch_attempts + 1 "
+            f"WHERE id = ANY(ARRAY(SELECT id FROM {table} WHERE id = ANY(%s) AND status = 'queued' "
+            "AND handed_off_at IS NULL AND deleted_at IS NULL AND (claimed_at IS NULL OR claimed_at < %s) "
+            "ORDER BY id FOR UPDATE SKIP LOCKED)) RETURNING id"
+        )
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(sql, [now, token, id_list, expired])
+            won = [str(row[0]) for row in cursor.fetchall()]
+        return token, won
+    # SQLite form (D-16): writers are serialized (IMMEDIATE transactions), so a conditional UPDATE is a CAS.
+    with transaction.atomic():
+        model._default_manager.filter(
+            Q(claimed_at__isnull=True) | Q(claimed_at__lt=expired),
+            pk__in=id_list,
+            status=S.QUEUED,
+            handed_off_at__isnull=True,
+            deleted_at__isnull=True,
+        ).update(claimed_at=now, claim_token=token, dispatch_attempts=F("dispatch_attempts") + 1)
+        won = [
+            str(pk) for pk in model._default_manager.filter(claim_token=token).values_list("pk", flat=True)
+        ]
+    return token, won
+
+
+def claim_queued(
+    kind: str,
+    token: uuid.UUID,
+    *,
+    limit: int,
+    exclude: Iterable[str] = (),
+    now: dt.datetime | None = None,
+    lease: dt.timedelta = CLAIM_LEASE,
+) -> list[str]:
+    """Claim up to `limit` more claimable queued rows of `kind`, oldest first, under an existing claim token
+    (the transactional pool's jobs top their batch up with rows whose own job has not run yet). Uses the
+    partial index on queued rows; on PostgreSQL rows another worker is claiming are skipped, not waited for."""
+    if limit <= 0:
+        return []
+    model = model_for(kind)
+    now = now or timezone.now()
+    expired = now - lease
+    skip = [uuid.UUID(str(i)) for i in exclude]
+    if connection.vendor == "postgresql":
+        table = _table(model)
+        sql = (
+            f"UPDATE {table} SET claimed_at = %s, claim_token = %s, "  # table name is ours
+            "dispatch_attempts = dispatch_attempts + 1 "
+            f"WHERE id = ANY(ARRAY(SELECT id FROM {table} WHERE status = 'queued' AND NOT (id = ANY(%s)) "
+            "AND handed_off_at IS NULL AND deleted_at IS NULL AND outcome_unknown = false "
+            "AND (claimed_at IS NULL OR claimed_at < %s) AND queued_at <= %s "
+            "ORDER BY queued_at LIMIT %s FOR UPDATE SKIP LOCKED)) RETURNING id"
+        )
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(sql, [now, token, skip, expired, now, limit])
+            return [str(row[0]) for row in cursor.fetchall()]
+    with transaction.atomic():
+        candidates = list(
+            model._default_manager.filter(
+                Q(claimed_at__isnull=True) | Q(claimed_at__lt=expired),
+                status=S.QUEUED,
+                handed_off_at__isnull=True,
+                deleted_at__isnull=True,
+                outcome_unknown=False,
+                queued_at__lte=now,
+            )
+            .exclude(pk__in=skip)
+            .order_by("queued_at")
+            .values_list("pk", flat=True)[:limit]
+        )
+        model._default_manager.filter(
+            Q(claimed_at__isnull=True) | Q(claimed_at__lt=expired), pk__in=candidates, status=S.QUEUED
+        ).update(claimed_at=now, claim_token=token, dispatch_attempts=F("dispatch_attempts") + 1)
+        return [
+            str(pk)
+            for pk in model._default_manager.filter(pk__in=candidates, claim_token=token).values_list(
+                "pk", flat=True
+            )
+        ]
+
+
+def claim_orphans(
+    kind: str, *, limit: int = 100, now: dt.datetime | None = None, older_than: dt.timedelta = CLAIM_LEASE
+) -> list[str]:
+    """Ids of queued rows that no live job holds: never claimed for longer than the lease, or claimed but
+    not handed off with an expired lease (uses the partial index on queued rows). Read-only; the caller
+    enqueues a job for them and the job claims them."""
+    model = model_for(kind)
+    now = now or timezone.now()
+    cutoff = now - older_than
+    qs = model._default_manager.filter(
+        status=S.QUEUED, handed_off_at__isnull=True, deleted_at__isnull=True
+    ).filter(Q(claimed_at__isnull=True, queued_at__lt=cutoff) | Q(claimed_at__lt=now - CLAIM_LEASE))
+    return [str(pk) for pk in qs.order_by("pk").values_list("pk", flat=True)[:limit]]
+
+
+def release_claims(kind: str, ids: Iterable[str], token: uuid.UUID) -> int:
+    """Give back claimed rows that were not handed off (a batch ran out of time)."""
+    model = model_for(kind)
+    return model._default_manager.filter(
+        pk__in=list(ids), claim_token=token, handed_off_at__isnull=True, status=S.QUEUED
+    ).update(claimed_at=None, claim_token=None)
+
+
+def mark_handed_off(
+    kind: str, send_id: str, token: uuid.UUID, *, message_id: str, now: dt.datetime | None = None
+) -> bool:
+    """Set `handed_off_at` just before the message goes on the wire; False when the claim was lost.
+    One statement per message, so it is written without the ORM's per-call query compilation."""
+    model = model_for(kind)
+    qn = connection.ops.quote_name
+    sql = (
+        f"UPDATE {qn(_table(model))} SET handed_off_at = %s, message_id = %s "  # table name is ours
+        "WHERE id = %s AND claim_token = %s AND handed_off_at IS NULL AND status = 'queued'"
+    )
+    pk = uuid.UUID(str(send_id))
+    if connection.vendor != "postgresql":
+        return bool(
+            model._default_manager.filter(
+                pk=pk, claim_token=token, handed_off_at__isnull=True, status=S.QUEUED
+            ).update(handed_off_at=now or timezone.now(), message_id=message_id)
+        )
+    params: list[Any] = [now or timezone.now(), message_id, pk, token]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.rowcount == 1
+
+
+def mark_outcome_unknown(kind: str, send_id: str, *, error_code: str, error_message: str) -> bool:
+    """D-07: the message may have been accepted; keep the row `queued`, flagged, never re-sent automatically.
+    An outcome-unknown row counts as finished for campaign completion (CMP-13), so the completion handlers
+    run as for a row that left `queued`."""
+    model = model_for(kind)
+    with transaction.atomic():
+        updated = model._default_manager.filter(
+            pk=send_id, status=S.QUEUED, handed_off_at__isnull=False, outcome_unknown=False
+        ).update(outcome_unknown=True, error_code=error_code, error_message=error_message)
+        if updated:
+            send = model._default_manager.filter(pk=send_id).first()
+            if send is not None:
+                _run_completion(send)
+    return bool(updated)
+
+
+def reset_for_resend(kind: str, send_id: str) -> bool:
+    """Operator re-send of an outcome-unknown row (D-07, `resend_unknown`): clear hand-off and claim."""
+    model = model_for(kind)
+    return bool(
+        model._default_manager.filter(pk=send_id, status=S.QUEUED, outcome_unknown=True).update(
+            outcome_unknown=False,
+            handed_off_at=None,
+            claimed_at=None,
+            claim_token=None,
+            error_code=None,
+            error_message=None,
+        )
+    )

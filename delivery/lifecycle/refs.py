@@ -1,0 +1,75 @@
+"""Send references, the send-lifecycle constants and the handler registries that higher layers fill in
+their `AppConfig.ready()` (style.md, Layering)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from delivery.models import EmailSend, TransactionalSend
+from delivery.models import SendStatus as S
+
+RefKind = Literal["campaign", "transactional"]
+EVENTS = (S.SENT, S.FAILED, S.DELIVERED, S.OPENED, S.CLICKED, S.BOUNCED, S.COMPLAINED)
+SOFT_BOUNCE_SUPPRESSION_THRESHOLD = 5
+CLAIM_LEASE = dt.timedelta(minutes=5)  # D-07
+UNKNOWN_OUTCOME_DEADLINE = dt.timedelta(hours=24)  # D-07
+ACTOR = "system:delivery"
+
+
+@dataclass(frozen=True)
+class SendRef:
+    """DLV-05: `{kind: 'campaign', id}` → EmailSend, `{kind: 'transactional', id}` → TransactionalSend."""
+
+    kind: RefKind
+    id: str
+
+    @classmethod
+    def of(cls, send: EmailSend | TransactionalSend) -> SendRef:
+        return cls(send.ref_kind, str(send.pk))
+
+    def as_dict(self) -> dict[str, str]:
+        return {"kind": self.kind, "id": self.id}
+
+
+def model_for(kind: str) -> type[EmailSend] | type[TransactionalSend]:
+    if kind == "campaign":
+        return EmailSend
+    if kind == "transactional":
+        return TransactionalSend
+    raise ValueError(f"unknown send ref kind {kind!r}")
+
+
+# --- Registries filled by higher layers in AppConfig.ready() (style.md, Layering) ------------------------
+
+CompletionHandler = Callable[[Any], None]
+ComplaintHandler = Callable[[Any], None]
+_completion_handlers: dict[str, list[CompletionHandler]] = defaultdict(list)
+_complaint_handlers: dict[str, list[ComplaintHandler]] = defaultdict(list)
+
+
+def register_completion_handler(kind: str, fn: CompletionHandler) -> CompletionHandler:
+    """`fn(send)` runs inside the transaction of every applied transition of a `kind` row out of `queued`
+    (DLV-18): campaigns registers `try_complete_campaign` for `campaign`, the inbox its AGT-23 hook for
+    `agent_reply`. `kind` is the send kind (`campaign`, `transactional`, `automation`, `agent_reply`, `test`)."""
+    if fn not in _completion_handlers[kind]:
+        _completion_handlers[kind].append(fn)
+    return fn
+
+
+def register_complaint_handler(kind: str, fn: ComplaintHandler) -> ComplaintHandler:
+    """`fn(send)` runs when a `kind` row first becomes `complained` (DLV-11: the campaign's content-scan flag)."""
+    if fn not in _complaint_handlers[kind]:
+        _complaint_handlers[kind].append(fn)
+    return fn
+
+
+def completion_handlers(kind: str) -> tuple[CompletionHandler, ...]:
+    return tuple(_completion_handlers.get(kind, ()))
+
+
+def complaint_handlers(kind: str) -> tuple[ComplaintHandler, ...]:
+    return tuple(_complaint_handlers.get(kind, ()))
