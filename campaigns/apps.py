@@ -30,3 +30,9 @@ class CampaignsConfig(AppConfig):
         from owlat.registry import register_demo_data_hook
 
         register_demo_data_hook(campaigns_demo_ensure)
+
+        from campaigns.dashboard import held_for_review, stuck_sends
+        from owlat.admin.dashboard import register_attention_source
+
+        register_attention_source(held_for_review)  # CMP-12 held campaigns
+        register_attention_source(stuck_sends)  # CMP-36 send jobs with no progress

@@ -18,7 +18,7 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, QuerySet
 from django.utils import timezone
 
 from campaigns import audience as audience_module
@@ -287,17 +287,23 @@ def _finish_walk(campaign: Campaign, job: CampaignSendJob, now: dt.datetime) -> 
 # --- CMP-36: stuck-walk watchdog -----------------------------------------------------------------------------------
 
 
+def stuck_send_jobs(
+    *, now: dt.datetime | None = None, organization_id: Any = None
+) -> QuerySet[CampaignSendJob]:
+    """Send jobs still `resolving` with no progress for `STUCK_AFTER` (the `sendjob_phase_updated` index);
+    `organization_id` None = every organization. The watchdog re-drives them; the dashboard lists them."""
+    now = now or timezone.now()
+    qs = CampaignSendJob.objects.filter(phase=SendJobPhase.RESOLVING, updated_at__lt=now - STUCK_AFTER)
+    return qs if organization_id is None else qs.filter(organization_id=organization_id)
+
+
 def stuck_walks_redrive(*, now: dt.datetime | None = None) -> int:
     """Re-drive jobs still `resolving` with no progress for 10 minutes (their cursor's hop again; a hop
     still alive finds the cursor moved, so nothing runs twice)."""
     from owlat.jobs import enqueue
 
     now = now or timezone.now()
-    stuck = list(
-        CampaignSendJob.objects.filter(
-            phase=SendJobPhase.RESOLVING, updated_at__lt=now - STUCK_AFTER
-        ).values_list("campaign_id", "cursor")
-    )
+    stuck = list(stuck_send_jobs(now=now).values_list("campaign_id", "cursor"))
     for campaign_id, cursor in stuck:
         with transaction.atomic():
             touched = CampaignSendJob.objects.filter(
@@ -311,4 +317,11 @@ def stuck_walks_redrive(*, now: dt.datetime | None = None) -> int:
     return len(stuck)
 
 
-__all__ = ["PAGE_SIZE", "next_local_instant", "resolve_campaign_page", "stuck_walks_redrive", "zone_for"]
+__all__ = [
+    "PAGE_SIZE",
+    "next_local_instant",
+    "resolve_campaign_page",
+    "stuck_send_jobs",
+    "stuck_walks_redrive",
+    "zone_for",
+]
