@@ -16,9 +16,9 @@ from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
-from campaigns import abtest, review, services
-from campaigns.admin_forms import CampaignForm, RejectForm, ScheduleForm
-from campaigns.models import Campaign, CampaignReview, CampaignSendJob
+from campaigns import abtest, services
+from campaigns.admin_forms import CampaignForm, ScheduleForm
+from campaigns.models import Campaign, CampaignSendJob
 from campaigns.preflight import validate_ready_to_send
 from owlat.admin_tenancy import TenantModelAdmin, get_tenancy
 from owlat.permissions import Authority
@@ -456,148 +456,7 @@ class CampaignAdmin(TenantModelAdmin):
         )
 
 
-# --- the review queue (CMP-12): platform staff only ---------------------------------------------------------------
-
-
-@admin.register(CampaignReview)
-class CampaignReviewAdmin(TenantModelAdmin):
-    platform_only = True
-    read_only = False
-    list_display = ("name", "organization", "scan_level", "scan_score", "updated_at")
-    readonly_fields = (
-        "name",
-        "organization",
-        "subject",
-        "scan_level",
-        "scan_score",
-        "scan_flags",
-        "rendered",
-    )
-    fields = readonly_fields
-    change_form_template = "admin/campaigns/campaignreview/change_form.html"
-    actions = ["approve_selected"]
-
-    def get_queryset(self, request: HttpRequest):
-        from django.db.models import OuterRef, Subquery
-
-        from campaigns.models import ContentScanResult
-
-        latest = ContentScanResult.objects.filter(campaign=OuterRef("pk")).order_by("-scanned_at")
-        return (
-            super()
-            .get_queryset(request)
-            .filter(status="pending_review")
-            .select_related("organization", "email_template")
-            .annotate(
-                _scan_level=Subquery(latest.values("level")[:1]),
-                _scan_score=Subquery(latest.values("score")[:1]),
-            )
-        )
-
-    def has_add_permission(self, request: HttpRequest, *args: Any) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return get_tenancy(request).is_platform_staff
-
-    @admin.display(description="level")
-    def scan_level(self, obj: Campaign) -> str:
-        return getattr(obj, "_scan_level", None) or "—"
-
-    @admin.display(description="score")
-    def scan_score(self, obj: Campaign) -> str:
-        score = getattr(obj, "_scan_score", None)
-        return f"{score}/100" if score is not None else "—"
-
-    @admin.display(description="matched rules")
-    def scan_flags(self, obj: Campaign) -> str:
-        scan = review.latest_scan(obj)
-        if not scan:
-            return "—"
-        return format_html_join(
-            "",
-            "<li>[{}] {}: {}</li>",
-            ((f.get("severity"), f.get("rule"), f.get("description")) for f in scan.flags),
-        )
-
-    @admin.display(description="rendered content")
-    def rendered(self, obj: Campaign) -> str:
-        from campaigns.orchestrator import scan_input
-
-        if obj.email_template is None:
-            return "—"
-        subject, html = scan_input(obj, obj.email_template)
-        return format_html(
-            '<strong>{}</strong><iframe sandbox="" style="width:100%;height:420px;border:1px solid #ccc" srcdoc="{}">'
-            "</iframe>",
-            subject,
-            html,
-        )
-
-    @admin.action(description="Approve the selected campaigns (send them)")
-    def approve_selected(self, request: HttpRequest, queryset: Any) -> None:
-        for campaign in queryset:
-            outcome = review.review_approve(campaign_id=campaign.pk, actor=self.actor(request))
-            level = messages.SUCCESS if outcome.ok else messages.ERROR
-            self.message_user(
-                request, f'"{campaign.name}": {"approved" if outcome.ok else outcome.message}', level
-            )
-
-    def get_urls(self):
-        return [
-            path(
-                "<uuid:object_id>/decide/<str:decision>/",
-                self.admin_site.admin_view(self.decide_view),
-                name="campaigns_campaignreview_decide",
-            ),
-            *super().get_urls(),
-        ]
-
-    def decide_view(self, request: HttpRequest, object_id: Any, decision: str) -> HttpResponse:
-        if not get_tenancy(request).is_platform_staff:
-            raise PermissionDenied
-        campaign = get_object_or_404(Campaign, pk=object_id)
-        changelist = reverse("admin:campaigns_campaignreview_changelist")
-        if decision == "approve":
-            if request.method != "POST":
-                return HttpResponseNotAllowed(["POST"])
-            outcome = review.review_approve(campaign_id=campaign.pk, actor=self.actor(request))
-            (messages.success if outcome.ok else messages.error)(
-                request, "Approved: the campaign is sending." if outcome.ok else outcome.message
-            )
-            return HttpResponseRedirect(changelist)
-        if decision != "reject":
-            raise PermissionDenied
-        form = RejectForm(request.POST or None)
-        if request.method == "POST" and form.is_valid():
-            outcome = review.review_reject(
-                campaign_id=campaign.pk, actor=self.actor(request), reason=form.cleaned_data["reason"]
-            )
-            if outcome.ok:
-                messages.success(request, "Rejected: the campaign is back in draft with the reason.")
-                return HttpResponseRedirect(changelist)
-            form.add_error(None, outcome.message)
-        context = {
-            **self.admin_site.each_context(request),
-            "title": f"Reject {campaign.name}",
-            "form": form,
-            "campaign": campaign,
-            "opts": self.model._meta,
-        }
-        return TemplateResponse(request, "admin/campaigns/campaign/schedule.html", context)
-
-    def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
-        if obj is not None:
-            context["approve_url"] = reverse(
-                "admin:campaigns_campaignreview_decide", args=[obj.pk, "approve"]
-            )
-            context["reject_url"] = reverse("admin:campaigns_campaignreview_decide", args=[obj.pk, "reject"])
-        return super().render_change_form(
-            request, context, add=add, change=change, form_url=form_url, obj=obj
-        )
-
+# The review queue (CMP-12) lives in its own module; importing it registers it.
+from campaigns.admin_review import CampaignReviewAdmin  # noqa: E402
 
 __all__ = ["CampaignAdmin", "CampaignReviewAdmin"]
