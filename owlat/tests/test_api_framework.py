@@ -9,6 +9,7 @@ from django.test import Client, override_settings
 from django.urls import include, path
 from django.utils import timezone
 
+from owlat.api import auth
 from owlat.api.auth import take_request_token
 from owlat.api.base import ApiView, iso, outcome_error, transition_object
 from owlat.api.errors import ApiError, exception_handler, invalid_input
@@ -446,18 +447,23 @@ def test_check_order_auth_then_rate_then_scope_then_flag(org, settings):
 # --- rate limit (API-04) ------------------------------------------------------------------------------------
 
 
-def test_rate_limit_headers_on_success_and_errors(api, key):
+def test_rate_limit_headers_on_success_and_errors(api, key, monkeypatch):
+    # the limiter's clock stands still, so no token comes back between the requests however slow the machine
+    now = float(int(time.time()))
+    monkeypatch.setattr(auth, "clock", lambda: now)
     ok = api.get("/contacts")
     assert ok["X-RateLimit-Limit"] == "10"
     assert ok["X-RateLimit-Remaining"] == "14"
-    reset = int(ok["X-RateLimit-Reset"])
-    assert time.time() - 1 <= reset <= time.time() + 2
+    # one token short of 15 at 10 per second: full again 0.1 s later, rounded up to the next whole second
+    assert int(ok["X-RateLimit-Reset"]) == now + 1
     missing = api.get("/contacts/nobody%40example.com")
     assert missing.status_code == 404
     assert missing["X-RateLimit-Limit"] == "10"
-    assert int(missing["X-RateLimit-Remaining"]) <= 13
+    assert missing["X-RateLimit-Remaining"] == "13"
+    assert int(missing["X-RateLimit-Reset"]) == now + 1
     bad = api.post("/contacts", raw=b"not json")
-    assert bad.status_code == 400 and bad.has_header("X-RateLimit-Reset")
+    assert bad.status_code == 400
+    assert bad["X-RateLimit-Remaining"] == "12" and int(bad["X-RateLimit-Reset"]) == now + 1
 
 
 def test_empty_bucket_answers_429_with_retry_after(api, key):
