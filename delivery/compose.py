@@ -18,7 +18,7 @@ import re
 from typing import Any
 from urllib.parse import urlparse
 
-from delivery import tokens
+from delivery import tokens, verp
 from delivery.messages import Attachment, OutgoingMessage
 from templates.rendering import contact_variables, prepare_template, render_prepared, render_template
 
@@ -38,6 +38,11 @@ def message_domain(from_email: str | None) -> str:
         return domain
     host = urlparse(tokens.site_url()).hostname
     return host or "owlat.localhost"
+
+
+def return_path_for(send: Any) -> str:
+    """The row's VERP envelope sender (delivery.verp), or '' when no bounce domain is configured."""
+    return verp.verp_address(send.ref_kind, send.pk) or ""
 
 
 def message_id_for(send: Any, from_email: str | None) -> str:
@@ -198,6 +203,7 @@ def compose_campaign(send: Any, ctx: Any, *, postal_address: str = "") -> Outgoi
         organization_id=org_id,
         send_kind="campaign",
         send_id=send.pk,
+        return_path=return_path_for(send),
     )
 
 
@@ -259,4 +265,5 @@ def compose_transactional(send: Any, *, attachments: list[Attachment] | None = N
         organization_id=send.organization_id,
         send_kind=kind,
         send_id=send.pk,
+        return_path=return_path_for(send),
     )

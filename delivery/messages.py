@@ -64,11 +64,12 @@ class OutgoingMessage:
     organization_id: Any = None
     send_kind: str | None = None
     send_id: Any = None
+    return_path: str = ""  # the envelope sender (VERP, delivery.verp); empty → the From address
     _bytes: bytes | None = field(default=None, repr=False)
 
     @property
     def envelope_from(self) -> str:
-        return self.from_email
+        return self.return_path or self.from_email
 
     @property
     def recipients(self) -> list[str]:

@@ -271,6 +271,13 @@ ANYMAIL = {name: env.str(name) for name in _ANYMAIL_ENV_NAMES if env.str(name, d
 PROVIDER_WEBHOOKS_ALLOW_UNSIGNED = env.bool("PROVIDER_WEBHOOKS_ALLOW_UNSIGNED", default=False)
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="owlat@localhost")
 SERVER_EMAIL = DEFAULT_FROM_EMAIL
+# Bounces over plain SMTP (issue 11 item 3): the domain of the VERP return paths (its MX points at the bounce
+# intake, `manage.py run_bounce_server`); empty = no VERP. The intake listens on BOUNCE_SERVER_HOST:PORT.
+BOUNCE_DOMAIN = env.str("BOUNCE_DOMAIN", default="")
+BOUNCE_SERVER_HOST = env.str("BOUNCE_SERVER_HOST", default="127.0.0.1")
+BOUNCE_SERVER_PORT = env.int("BOUNCE_SERVER_PORT", default=2525)
+# Local parts (at any domain) that take feedback-loop reports (RFC 5965 ARF) which do not come to a VERP address.
+BOUNCE_FEEDBACK_LOCAL_PARTS = env.list("BOUNCE_FEEDBACK_LOCAL_PARTS", default=["fbl", "abuse", "complaints"])
 # Pacing per pool, messages/second (D-06); 0 = unlimited.
 DELIVERY_TRANSACTIONAL_RATE = env.float("DELIVERY_TRANSACTIONAL_RATE", default=30.0)
 DELIVERY_CAMPAIGN_RATE = env.float("DELIVERY_CAMPAIGN_RATE", default=20.0)

@@ -27,3 +27,14 @@ def email_arg(value: str) -> str:
     except ValidationError:
         raise argparse.ArgumentTypeError(f"{value!r} is not a valid email address") from None
     return value
+
+
+def port_arg(value: str) -> int:
+    """A TCP port number (1–65535)."""
+    try:
+        port = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a port number (1–65535)") from None
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a port number (1–65535)")
+    return port

@@ -1,0 +1,126 @@
+"""Applying a received bounce or complaint to its send row (DLV-12 through the send lifecycle).
+
+Which row: the VERP address the message came to (delivery.verp; a forged or altered address resolves to
+nothing and the message is ignored). Feedback-loop reports (RFC 5965) often come to a fixed address instead
+(`BOUNCE_FEEDBACK_LOCAL_PARTS`): their row is the VERP return path of the original message they quote, else the
+quoted `Message-ID` (it carries the row's random id) when the quoted recipient is the row's recipient.
+
+What it applies (`send_transition`, so DLV-12's suppression and soft-bounce counting are the lifecycle's
+effects): `hard` → bounced/hard (suppressed), `soft` → bounced/soft (counted; suppressed at the threshold),
+`complaint` → complained (suppressed). Delay warnings, auto-replies, challenge-response messages and anything
+else are acknowledged and ignored. A repeated report answers `duplicate`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from django.conf import settings
+
+from delivery import verp
+from delivery.bounces.parse import BounceReport, bounce_classify
+from delivery.lifecycle import SendRef, find_by_provider_message_id, model_for, send_transition
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class IntakeResult:
+    """`outcome`: applied | duplicate | refused (the lifecycle said no) | ignored (not a bounce/complaint) |
+    forged (a VERP-shaped address that does not verify) | unknown_send | not_ours (no VERP, no feedback address)."""
+
+    outcome: str
+    kind: str
+    ref: SendRef | None = None
+    detail: str = ""
+
+
+def feedback_local_parts() -> frozenset[str]:
+    return frozenset(p.lower() for p in getattr(settings, "BOUNCE_FEEDBACK_LOCAL_PARTS", []) or [])
+
+
+def recipient_accepted(address: str) -> bool:
+    """Whether the intake takes mail for `address`: a genuine VERP address or a feedback-loop address."""
+    if verp.is_verp_candidate(address):
+        return verp.parse_verp(address) is not None
+    local = (address or "").strip("<> ").rpartition("@")[0].lower()
+    return local in feedback_local_parts()
+
+
+def _ref(parsed: tuple[str, str] | None) -> SendRef | None:
+    if parsed is None:
+        return None
+    kind, send_id = parsed
+    return SendRef(kind, send_id)  # type: ignore[arg-type]
+
+
+def _bare(address: str | None) -> str:
+    from email.utils import parseaddr
+
+    return parseaddr(address or "")[1].strip().lower()
+
+
+def _ref_from_original(report: BounceReport) -> SendRef | None:
+    """A feedback report's row, from the message it quotes."""
+    if report.original_return_path and verp.is_verp_candidate(_bare(report.original_return_path)):
+        return _ref(verp.parse_verp(_bare(report.original_return_path)))
+    if not report.original_message_id:
+        return None
+    ref = find_by_provider_message_id(report.original_message_id)
+    if ref is None:
+        return None
+    quoted = {_bare(report.original_to), *(r.lower() for r in report.recipients)} - {""}
+    recipient = (
+        model_for(ref.kind)
+        .objects.filter(pk=ref.id)
+        .values_list("email" if ref.kind == "transactional" else "contact_email", flat=True)
+        .first()
+        or ""
+    ).lower()
+    return ref if recipient and recipient in quoted else None
+
+
+def _apply(ref: SendRef, report: BounceReport) -> IntakeResult:
+    if report.kind == "complaint":
+        outcome = send_transition(ref, "complained", {})
+    else:
+        outcome = send_transition(
+            ref, "bounced", {"bounce_type": report.kind, "bounce_message": report.summary}
+        )
+    if outcome.ok:
+        applied = "duplicate" if outcome.applied == "duplicate" else "applied"
+        return IntakeResult(applied, report.kind, ref, report.summary)
+    if outcome.reason == "send_not_found":
+        return IntakeResult("unknown_send", report.kind, ref)
+    return IntakeResult("refused", report.kind, ref, outcome.reason or "")
+
+
+def bounce_intake(*, rcpt_tos: Sequence[str], raw: bytes) -> list[IntakeResult]:
+    """Classify one received message and apply it to the send row of each recipient it came to."""
+    report = bounce_classify(raw)
+    results: list[IntakeResult] = []
+    for rcpt in rcpt_tos:
+        address = (rcpt or "").strip().strip("<>")
+        if verp.is_verp_candidate(address):
+            ref = _ref(verp.parse_verp(address))
+            if ref is None:
+                results.append(IntakeResult("forged", report.kind, None, address))
+                continue
+        elif address.rpartition("@")[0].lower() in feedback_local_parts():
+            ref = _ref_from_original(report) if report.kind == "complaint" else None
+            if ref is None:
+                outcome = "ignored" if report.kind != "complaint" else "unknown_send"
+                results.append(IntakeResult(outcome, report.kind, None, address))
+                continue
+        else:
+            results.append(IntakeResult("not_ours", report.kind, None, address))
+            continue
+        if report.kind not in ("hard", "soft", "complaint"):
+            results.append(IntakeResult("ignored", report.kind, ref, report.summary))
+            continue
+        results.append(_apply(ref, report))
+    for result in results:
+        logger.info("bounce intake: %s %s %s", result.outcome, result.kind, result.ref)
+    return results
