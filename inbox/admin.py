@@ -354,7 +354,30 @@ class AgentConfigAdmin(TenantModelAdmin):
         "daily_auto_reply_count",
         "max_daily_auto_replies",
     )
-    readonly_fields = ("inbound_endpoint", "daily_auto_reply_count", "daily_auto_reply_reset_at")
+    readonly_fields = (
+        "inbound_endpoint",
+        "daily_auto_reply_count",
+        "daily_auto_reply_reset_at",
+        "breakers_view",
+    )
+
+    @admin.display(description="circuit breakers (AGT-20)")
+    def breakers_view(self, obj: AgentConfig) -> str:
+        from inbox.breakers import open_breakers_qs
+
+        if not obj.pk:
+            return "—"
+        rows = list(open_breakers_qs(obj.organization_id))
+        if not rows:
+            return "All closed: auto-send is not paused."
+        return format_html_join(
+            "",
+            '<p><a href="{}">{}</a> is open until {}: {}</p>',
+            (
+                (reverse("admin:inbox_circuitbreaker_change", args=[b.pk]), b.kind, b.closes_at, b.reason)
+                for b in rows
+            ),
+        )
 
     @admin.display(description="shadow mode", boolean=True)
     def shadow(self, obj: AgentConfig) -> bool:
@@ -386,3 +409,6 @@ class KnowledgeEntryAdmin(TenantModelAdmin):
     list_display = ("title", "source", "updated_at")
     search_fields = ("title", "content")
     fields = ("title", "content", "source")
+
+
+from inbox import admin_breakers  # noqa: E402,F401 - registers the circuit breaker screen (AGT-20)

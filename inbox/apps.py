@@ -23,3 +23,10 @@ class InboxConfig(AppConfig):
 
         # django-anymail's inbound webhooks (signature checked by its views) → the receive path
         inbound.connect(anymail_inbound_received, dispatch_uid="inbox.anymail_inbound")
+
+        from inbox.dashboard import awaiting_review, open_breakers, quarantined_messages
+        from owlat.admin.dashboard import register_attention_source
+
+        register_attention_source(quarantined_messages)
+        register_attention_source(awaiting_review)
+        register_attention_source(open_breakers)  # AGT-20

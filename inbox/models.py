@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import secrets
 import uuid
+from typing import Any
 
 from django.db import models
 from django.db.models import Q
@@ -368,3 +369,38 @@ class QuarantinedMessage(InboundMessage):
         proxy = True
         verbose_name = "quarantined message"
         verbose_name_plural = "quarantine"
+
+
+class BreakerKind(models.TextChoices):
+    """AGT-20: the agent circuit breakers."""
+
+    LLM_FAILURE = "llm_failure", "model calls failing"
+    CONFIDENCE_DEGRADATION = "confidence_degradation", "draft quality degrading"
+    REJECTION_SPIKE = "rejection_spike", "drafts rejected by reviewers"
+
+
+class CircuitBreaker(models.Model):
+    """AGT-20: one row per organization and kind, written only by `inbox.breakers`. Open while `opened_at` is set
+    and `closes_at` is in the future; `samples` keeps the recent observations the trip rule looks at."""
+
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="circuit_breakers")
+    kind = models.CharField(max_length=24, choices=BreakerKind.choices)
+    opened_at = models.DateTimeField(null=True, blank=True)
+    closes_at = models.DateTimeField(null=True, blank=True)
+    reason = models.CharField(max_length=300, blank=True, default="")
+    trip_count = models.PositiveIntegerField(default=0)
+    samples = models.JSONField(default=list, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["organization", "kind"], name="uniq_breaker_kind")]
+        indexes = [models.Index(fields=["closes_at"], name="breaker_closes_at")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} breaker"
+
+    def is_open(self, now: Any = None) -> bool:
+        from django.utils import timezone
+
+        now = now or timezone.now()
+        return self.opened_at is not None and (self.closes_at is None or now < self.closes_at)

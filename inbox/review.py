@@ -8,6 +8,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from inbox.breakers import review_decision_record
 from inbox.lifecycle import clamp_undo_delay_ms, message_record, message_transition_locked
 from inbox.models import AgentAction, AgentConfig, InboundMessage
 from inbox.models import ProcessingStatus as P
@@ -38,6 +39,14 @@ def _refuse(reason: str, message: InboundMessage | None = None) -> Outcome:
         object_id=message.pk if message else None,
         obj=message,
     )
+
+
+def agent_drafted(m: InboundMessage) -> bool:
+    """The draft under review came from the agent (a human's verdict on it feeds the rejection breaker)."""
+    revisions = m.draft_revisions or []
+    if revisions:
+        return revisions[0].get("savedBy") == "agent"
+    return bool((m.draft_response or "").strip())
 
 
 def _lock(message_id: Any, organization_id: Any) -> InboundMessage | None:
@@ -134,12 +143,15 @@ def message_approve(
             return _refuse("no_draft", m)
         config, _ = AgentConfig.objects.get_or_create(organization_id=m.organization_id)
         delay = clamp_undo_delay_ms(config.human_approve_undo_delay_ms, 15_000)
-        return message_transition_locked(
+        outcome = message_transition_locked(
             m,
             P.APPROVED,
             actor=actor,
             input={"source": "human", "send_delay_ms": delay, "audit": "inbound.draft_approved"},
         )
+        if outcome.ok and agent_drafted(m):
+            review_decision_record(m.organization_id, "approved")
+        return outcome
 
 
 def message_reject(
@@ -149,12 +161,16 @@ def message_reject(
         m = _lock(message_id, organization_id)
         if m is None:
             return _refuse("message_not_found")
-        return message_transition_locked(
+        drafted = agent_drafted(m)
+        outcome = message_transition_locked(
             m,
             P.REJECTED,
             actor=actor,
             input={"audit": "inbound.draft_rejected", "audit_details": {"reason": reason or ""}},
         )
+        if outcome.ok and drafted:
+            review_decision_record(m.organization_id, "rejected")  # AGT-20 `rejection_spike` breaker
+        return outcome
 
 
 def message_archive(*, message_id: Any, organization_id: Any, actor: str, reason: str = "manual") -> Outcome:
@@ -254,14 +270,13 @@ def pending_send_cancel(
         )
 
 
-def auto_sends_cancel_all(*, organization_id: Any, actor: str) -> int:
-    """AGT-31: turning auto-reply off cancels every pending autonomous send (`kill_switch`)."""
+def auto_sends_cancel_all(*, organization_id: Any, actor: str, reason: str = "kill_switch") -> int:
+    """AGT-31: turning auto-reply off cancels every pending autonomous send (`kill_switch`); so does a circuit
+    breaker tripping (`circuit_breaker`, AGT-20)."""
     ids = InboundMessage.objects.filter(
         organization_id=organization_id,
         processing_status=P.APPROVED,
         approval_source="auto",
         pending_auto_send__isnull=False,
     ).values_list("pk", flat=True)
-    return sum(
-        1 for pk in list(ids) if pending_send_cancel(message_id=pk, reason="kill_switch", actor=actor).ok
-    )
+    return sum(1 for pk in list(ids) if pending_send_cancel(message_id=pk, reason=reason, actor=actor).ok)

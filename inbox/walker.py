@@ -16,6 +16,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from inbox.breakers import llm_failure_record
 from inbox.lifecycle import (
     action_claim,
     action_complete,
@@ -24,6 +25,7 @@ from inbox.lifecycle import (
     message_transition,
     message_transition_locked,
 )
+from inbox.llm import LlmError
 from inbox.models import ActionStatus, AgentAction, AgentConfig, InboundMessage, StepKind
 from inbox.models import ProcessingStatus as P
 from inbox.steps import Route, StepContext, step_module
@@ -98,6 +100,8 @@ def step_run(message_id: Any, action_id: Any, *, now: dt.datetime | None = None)
         )
         if not outcome.ok:
             action_fail(action.pk, error=error[:2000])
+        if isinstance(exc, LlmError):
+            llm_failure_record(message.organization_id)  # AGT-20 `llm_failure` breaker
         return f"failed: {error[:200]}"
 
 

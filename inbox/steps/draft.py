@@ -7,6 +7,7 @@ import logging
 from typing import Any
 
 from inbox import llm
+from inbox.breakers import draft_quality_record
 from inbox.lifecycle import message_record
 from inbox.models import ProcessingStatus as P
 from inbox.steps import Route, StepContext
@@ -87,6 +88,8 @@ def execute(ctx: StepContext, input: dict[str, Any]) -> dict[str, Any]:
         draft_revisions=[],
         is_draft_edited=False,
     )
+    # AGT-20 `confidence_degradation` breaker: every scored draft (no score counts as 0, as route scores it)
+    draft_quality_record(ctx.message.organization_id, (quality or {}).get("score"))
     return {"draftResponse": text, "draftSubject": subject, "draftQuality": quality}
 
 

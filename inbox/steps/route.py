@@ -9,6 +9,7 @@ import datetime as dt
 import zoneinfo
 from typing import Any
 
+from inbox.breakers import open_breaker
 from inbox.lifecycle import daily_limit_reached
 from inbox.models import AgentConfig, InboundMessage
 from inbox.models import ProcessingStatus as P
@@ -56,6 +57,13 @@ def decide(
     classification = classification or message.classification or {}
     flags = message.security_flags or {}
     draft = message.draft_response or ""
+    breaker = open_breaker(message.organization_id, now)
+    if breaker is not None:
+        return (
+            "human_review",
+            f"Circuit breaker {breaker.kind} is open: {breaker.reason} Routing to human review.",
+            score,
+        )
     if not config.is_auto_reply_enabled:
         return "human_review", "Auto-reply is disabled. Routing to human review.", score
     if score < threshold:

@@ -8,6 +8,7 @@ import datetime as dt
 import pytest
 from django.utils import timezone
 
+from inbox.breakers import llm_failure_record
 from inbox.models import AgentAction, AgentConfig, InboundMessage
 from inbox.retry import failed_actions_retry
 from inbox.review import message_approve, message_edit, message_release
@@ -161,6 +162,10 @@ GATES = {
         lambda c, s, kw: s.answers.__setitem__("draft", "Your password: hunter2hunter2 is reset."),
     ),
     "shadow_mode": ("Shadow mode: would have sent", lambda c, s, kw: setattr(c, "is_shadow_mode", None)),
+    "circuit_breaker": (
+        "Circuit breaker llm_failure is open: 5 model calls failed",
+        lambda c, s, kw: [llm_failure_record(c.organization_id) for _ in range(5)],
+    ),
 }
 
 

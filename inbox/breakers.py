@@ -1,0 +1,145 @@
+"""Agent circuit breakers (AGT-20 decision step 1): while one is open, no draft is auto-sent — the route step
+sends every message to human review with the breaker's reason.
+
+What trips them (per organization; the decisions this project made, the spec only names the three):
+
+* `llm_failure` — `LLM_FAILURE_TRIP` (5) pipeline steps failed on a model call (timeout, connection, bad answer)
+  within `LLM_FAILURE_WINDOW` (10 minutes).
+* `confidence_degradation` — the mean draft-quality score of the last `QUALITY_WINDOW` (20) drafts falls below
+  `QUALITY_TRIP_MEAN` (0.5), once at least `QUALITY_MIN_SAMPLES` (10) drafts were scored (a draft whose
+  self-check failed counts as 0, as the route step scores it).
+* `rejection_spike` — `REJECTION_TRIP` (5) or more of the last `REJECTION_WINDOW` (10) human decisions on
+  drafts (approve / reject) were rejections.
+
+What pauses: auto-send only. Messages are still scanned, classified and drafted; the route step routes them to
+human review ("Circuit breaker … is open"), and tripping cancels the organization's pending autonomous sends
+(undo windows, AGT-26) back to `draft_ready`. Human approvals are unaffected.
+
+How they reset: automatically after `COOLDOWN` (30 minutes; `closes_at`), half-open — the recent samples stay,
+so one more bad observation trips it again at once; or by an operator ("Close breaker" in the admin), which also
+clears the samples so the rule starts from fresh evidence.
+
+This module is the only writer of `CircuitBreaker` rows (row lock per organization and kind)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Q, QuerySet
+from django.utils import timezone
+
+from inbox.models import BreakerKind, CircuitBreaker
+
+logger = logging.getLogger(__name__)
+
+COOLDOWN = dt.timedelta(minutes=30)
+LLM_FAILURE_TRIP = 5
+LLM_FAILURE_WINDOW = dt.timedelta(minutes=10)
+QUALITY_WINDOW = 20
+QUALITY_MIN_SAMPLES = 10
+QUALITY_TRIP_MEAN = 0.5
+REJECTION_WINDOW = 10
+REJECTION_TRIP = 5
+
+
+def open_breakers_qs(organization_id: Any, now: dt.datetime | None = None) -> QuerySet[CircuitBreaker]:
+    """Open breakers of one organization (None: of every organization)."""
+    now = now or timezone.now()
+    qs = CircuitBreaker.objects.filter(opened_at__isnull=False).filter(
+        Q(closes_at__isnull=True) | Q(closes_at__gt=now)
+    )
+    if organization_id is not None:
+        qs = qs.filter(organization_id=organization_id)
+    return qs.order_by("kind")
+
+
+def open_breaker(organization_id: Any, now: dt.datetime | None = None) -> CircuitBreaker | None:
+    """The first open breaker of the organization (the route gate), or None."""
+    return open_breakers_qs(organization_id, now).first()
+
+
+def _locked(organization_id: Any, kind: str) -> CircuitBreaker:
+    row, _ = CircuitBreaker.objects.get_or_create(organization_id=organization_id, kind=kind)
+    return CircuitBreaker.objects.select_for_update().get(pk=row.pk)
+
+
+def _trip(row: CircuitBreaker, reason: str, now: dt.datetime) -> None:
+    row.opened_at = now
+    row.closes_at = now + COOLDOWN
+    row.reason = reason
+    row.trip_count += 1
+    logger.warning("inbox circuit breaker %s opened for %s: %s", row.kind, row.organization_id, reason)
+    organization_id = row.organization_id
+
+    def cancel_pending() -> None:
+        from inbox.review import auto_sends_cancel_all
+
+        auto_sends_cancel_all(
+            organization_id=organization_id, actor=f"system:breaker:{row.kind}", reason="circuit_breaker"
+        )
+
+    transaction.on_commit(cancel_pending)
+
+
+def _observe(organization_id: Any, kind: str, sample: Any, now: dt.datetime | None) -> bool:
+    """Append one observation and trip the breaker if its rule says so. Returns whether it is open now."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        row = _locked(organization_id, kind)
+        samples = list(row.samples or [])
+        samples.append(sample)
+        reason = None
+        if kind == BreakerKind.LLM_FAILURE:
+            since = (now - LLM_FAILURE_WINDOW).isoformat()
+            samples = [s for s in samples if s >= since][-LLM_FAILURE_TRIP * 4 :]
+            if len(samples) >= LLM_FAILURE_TRIP:
+                reason = f"{len(samples)} model calls failed within {int(LLM_FAILURE_WINDOW.seconds // 60)} minutes."
+        elif kind == BreakerKind.CONFIDENCE_DEGRADATION:
+            samples = samples[-QUALITY_WINDOW:]
+            mean = sum(samples) / len(samples)
+            if len(samples) >= QUALITY_MIN_SAMPLES and mean < QUALITY_TRIP_MEAN:
+                reason = f"Mean draft quality {mean:.2f} over the last {len(samples)} drafts is below {QUALITY_TRIP_MEAN}."
+        else:
+            samples = samples[-REJECTION_WINDOW:]
+            rejected = samples.count("rejected")
+            if rejected >= REJECTION_TRIP:
+                reason = f"{rejected} of the last {len(samples)} reviewed drafts were rejected."
+        row.samples = samples
+        already_open = row.is_open(now)
+        if reason and not already_open:
+            _trip(row, reason, now)
+        row.save()
+        return row.is_open(now)
+
+
+def llm_failure_record(organization_id: Any, now: dt.datetime | None = None) -> bool:
+    now = now or timezone.now()
+    return _observe(organization_id, BreakerKind.LLM_FAILURE, now.isoformat(), now)
+
+
+def draft_quality_record(organization_id: Any, score: float | None, now: dt.datetime | None = None) -> bool:
+    return _observe(organization_id, BreakerKind.CONFIDENCE_DEGRADATION, float(score or 0.0), now)
+
+
+def review_decision_record(organization_id: Any, decision: str, now: dt.datetime | None = None) -> bool:
+    """`decision`: "approved" or "rejected" (a human's verdict on an agent draft)."""
+    return _observe(organization_id, BreakerKind.REJECTION_SPIKE, decision, now)
+
+
+def breaker_close(breaker_id: Any, *, organization_id: Any = None) -> bool:
+    """Operator reset: close the breaker and forget its samples."""
+    with transaction.atomic():
+        qs = CircuitBreaker.objects.select_for_update().filter(pk=breaker_id)
+        if organization_id is not None:
+            qs = qs.filter(organization_id=organization_id)
+        row = qs.first()
+        if row is None:
+            return False
+        row.opened_at = None
+        row.closes_at = None
+        row.samples = []
+        row.save(update_fields=["opened_at", "closes_at", "samples", "updated_at"])
+    return True
