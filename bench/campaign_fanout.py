@@ -100,6 +100,7 @@ def build(size: int) -> dict:
     from campaigns.services import campaign_create
     from owlat.models import Domain, DomainStatus, Topic
     from owlat.organizations import organization_create
+    from owlat.permissions import Authority
     from templates.models import EmailTemplate
 
     org = organization_create(name="Bench", default_from_email="news@bench.test", default_from_name="Bench")
@@ -135,10 +136,16 @@ def build(size: int) -> dict:
         "audience": {"kind": "topic", "topicId": str(topic.pk)},
     }
     system = campaign_create(
-        organization_id=org.pk, actor="system:bench", fields={"name": "system", **fields}
+        organization_id=org.pk,
+        actor="system:bench",
+        fields={"name": "system", **fields},
+        authority=Authority.system("bench"),
     )
     baseline = campaign_create(
-        organization_id=org.pk, actor="system:bench", fields={"name": "baseline", **fields}
+        organization_id=org.pk,
+        actor="system:bench",
+        fields={"name": "baseline", **fields},
+        authority=Authority.system("bench"),
     )
     return {"org": org, "topic": topic, "template": template, "system": system, "baseline": baseline}
 

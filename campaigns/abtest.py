@@ -8,9 +8,11 @@ from typing import Any
 from django.db import transaction
 
 from campaigns.ab_lifecycle import TESTING, WINNER_SELECTED, AbLifecycle
+from campaigns.authz import WINNER_FORBIDDEN, refusal
 from campaigns.lifecycle import ACTOR_AUTO_WINNER, DRAFT
 from campaigns.models import Campaign
 from owlat.lifecycle import Outcome
+from owlat.permissions import Authority
 
 SPLIT_MIN, SPLIT_MAX = 10, 50
 
@@ -93,8 +95,14 @@ def ab_config_clean(organization_id: Any, raw: dict[str, Any]) -> dict[str, Any]
     return config
 
 
-def ab_enable(*, campaign: Campaign, config: dict[str, Any], actor: str) -> Outcome:
-    """Draft only; A/B lifecycle none → `pending` (a config change on an enabled test replaces the config)."""
+def ab_enable(*, campaign: Campaign, config: dict[str, Any], actor: str, authority: Authority) -> Outcome:
+    """Draft only; A/B lifecycle none → `pending` (a config change on an enabled test replaces the config).
+    `campaigns:manage` (CMP-11)."""
+    refused = refusal(
+        campaign.organization_id, authority, "campaigns:manage", "You are not allowed to change A/B tests"
+    )
+    if refused:
+        return refused
     with transaction.atomic():
         locked = Campaign.objects.select_for_update().get(pk=campaign.pk)
         if locked.status != DRAFT:
@@ -107,7 +115,13 @@ def ab_enable(*, campaign: Campaign, config: dict[str, Any], actor: str) -> Outc
         return lifecycle.transition_locked(locked, "pending", actor=actor, input={"config": config})
 
 
-def ab_disable(*, campaign: Campaign, actor: str) -> Outcome:
+def ab_disable(*, campaign: Campaign, actor: str, authority: Authority) -> Outcome:
+    """Draft only; A/B lifecycle → none. `campaigns:manage` (CMP-11)."""
+    refused = refusal(
+        campaign.organization_id, authority, "campaigns:manage", "You are not allowed to change A/B tests"
+    )
+    if refused:
+        return refused
     with transaction.atomic():
         locked = Campaign.objects.select_for_update().get(pk=campaign.pk)
         if locked.status != DRAFT:
@@ -159,8 +173,13 @@ def pick_winner(criteria: str | None, a: dict[str, Any], b: dict[str, Any]) -> s
 # --- CMP-18 / CMP-19: declaring the winner ----------------------------------------------------------------------
 
 
-def ab_declare_winner(*, campaign_id: Any, winner: str, actor: str, organization_id: Any = None) -> Outcome:
-    """CMP-18 manual winner (permission checked by the caller)."""
+def ab_declare_winner(
+    *, campaign_id: Any, winner: str, actor: str, authority: Authority, organization_id: Any = None
+) -> Outcome:
+    """CMP-18 manual winner: `campaigns:manage`; `organization_id` scopes the lookup (None: operator/staff)."""
+    refused = refusal(organization_id, authority, "campaigns:manage", WINNER_FORBIDDEN)
+    if refused:
+        return refused
     with transaction.atomic():
         qs = Campaign.objects.select_for_update().filter(pk=campaign_id)
         if organization_id is not None:

@@ -147,42 +147,57 @@ class CampaignAdmin(TenantModelAdmin):
     def get_queryset(self, request: HttpRequest):
         return super().get_queryset(request).select_related("email_template")
 
+    def _may_manage(self, request: HttpRequest) -> bool:
+        """`campaigns:manage` (CMP-11) for the buttons; the services check it again on every write."""
+        return self._authority(request).allows("campaigns:manage")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return super().has_add_permission(request) and self._may_manage(request)
+
     def has_change_permission(self, request: HttpRequest, obj: Campaign | None = None) -> bool:
-        return super().has_change_permission(request, obj)
+        return super().has_change_permission(request, obj) and self._may_manage(request)
 
     def has_delete_permission(self, request: HttpRequest, obj: Campaign | None = None) -> bool:
         if obj is not None and obj.status == "sending":
             return False
-        return super().has_delete_permission(request, obj)
+        return super().has_delete_permission(request, obj) and self._may_manage(request)
 
     # -- saving through the services -------------------------------------------------------------------------------
     def save_model(self, request: HttpRequest, obj: Campaign, form: Any, change: bool) -> None:
         fields = form.service_fields()
-        actor = self.actor(request)
+        actor, authority = self.actor(request), self._authority(request)
         if not change:
             org = get_tenancy(request).organization or obj.organization
-            created = services.campaign_create(organization_id=org.pk, actor=actor, fields=fields)
+            created = services.campaign_create(
+                organization_id=org.pk, actor=actor, fields=fields, authority=authority
+            )
             obj.pk, obj._state.adding = created.pk, False
             campaign = created
         else:
-            campaign = services.campaign_update(campaign=obj, actor=actor, changes=fields)
+            campaign = services.campaign_update(
+                campaign=obj, actor=actor, changes=fields, authority=authority
+            )
         if form.cleaned_data.get("ab_enabled") and form.cleaned_data.get("ab_config"):
             if campaign.ab_config() != form.cleaned_data["ab_config"]:
                 outcome = abtest.ab_enable(
-                    campaign=campaign, config=form.cleaned_data["ab_config"], actor=actor
+                    campaign=campaign, config=form.cleaned_data["ab_config"], actor=actor, authority=authority
                 )
                 if not outcome.ok:
                     messages.error(request, outcome.message)
         elif campaign.is_ab_test:
-            abtest.ab_disable(campaign=campaign, actor=actor)
+            outcome = abtest.ab_disable(campaign=campaign, actor=actor, authority=authority)
+            if not outcome.ok:
+                messages.error(request, outcome.message)
 
     def delete_model(self, request: HttpRequest, obj: Campaign) -> None:
-        services.campaign_delete(campaign=obj, actor=self.actor(request))
+        services.campaign_delete(campaign=obj, actor=self.actor(request), authority=self._authority(request))
 
     def delete_queryset(self, request: HttpRequest, queryset: Any) -> None:
         for campaign in queryset:
             try:
-                services.campaign_delete(campaign=campaign, actor=self.actor(request))
+                services.campaign_delete(
+                    campaign=campaign, actor=self.actor(request), authority=self._authority(request)
+                )
             except services.CampaignError as exc:
                 messages.error(request, f'"{campaign.name}": {exc.message}')
 
@@ -360,10 +375,6 @@ class CampaignAdmin(TenantModelAdmin):
             raise PermissionDenied
         return campaign
 
-    def _role(self, request: HttpRequest) -> str | None:
-        tenancy = get_tenancy(request)
-        return None if tenancy.is_platform_staff else (tenancy.role or "")
-
     def _authority(self, request: HttpRequest) -> Authority:
         tenancy = get_tenancy(request)
         return Authority.platform_staff() if tenancy.is_platform_staff else Authority.member(tenancy.role)
@@ -388,18 +399,20 @@ class CampaignAdmin(TenantModelAdmin):
         if request.method != "POST":
             return HttpResponseNotAllowed(["POST"])
         campaign = self._campaign(request, object_id)
-        actor, role = self.actor(request), self._role(request)
+        actor, authority = self.actor(request), self._authority(request)
         common = {"campaign_id": campaign.pk, "organization_id": campaign.organization_id, "actor": actor}
         if verb == "duplicate":
-            copy = services.campaign_duplicate(campaign=campaign, actor=actor)
+            try:
+                copy = services.campaign_duplicate(campaign=campaign, actor=actor, authority=authority)
+            except services.CampaignError as exc:
+                messages.error(request, exc.message)
+                return self._back(campaign)
             messages.success(request, f'Created "{copy.name}".')
             return HttpResponseRedirect(reverse("admin:campaigns_campaign_change", args=[copy.pk]))
         if verb.startswith("winner-"):
-            if role is not None and not self.has_change_permission(request, None):
-                raise PermissionDenied
-            outcome = abtest.ab_declare_winner(campaign_id=campaign.pk, winner=verb[-1], actor=actor)
+            outcome = abtest.ab_declare_winner(**common, winner=verb[-1], authority=authority)
         elif verb in services.ACTIONS:
-            outcome = services.ACTIONS[verb](**common, authority=self._authority(request))
+            outcome = services.ACTIONS[verb](**common, authority=authority)
         else:
             raise PermissionDenied
         if outcome.ok:

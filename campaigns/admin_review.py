@@ -16,6 +16,7 @@ from campaigns import review
 from campaigns.admin_forms import RejectForm
 from campaigns.models import Campaign, CampaignReview
 from owlat.admin_tenancy import TenantModelAdmin, get_tenancy
+from owlat.permissions import Authority
 
 # --- the review queue (CMP-12): platform staff only ---------------------------------------------------------------
 
@@ -54,6 +55,11 @@ class CampaignReviewAdmin(TenantModelAdmin):
                 _scan_score=Subquery(latest.values("score")[:1]),
             )
         )
+
+    def _authority(self, request: HttpRequest) -> Authority:
+        """The review services refuse anyone but platform staff whatever the admin shows (CMP-12)."""
+        tenancy = get_tenancy(request)
+        return Authority.platform_staff() if tenancy.is_platform_staff else Authority.member(tenancy.role)
 
     def has_add_permission(self, request: HttpRequest, *args: Any) -> bool:
         return False
@@ -101,7 +107,9 @@ class CampaignReviewAdmin(TenantModelAdmin):
     @admin.action(description="Approve the selected campaigns (send them)")
     def approve_selected(self, request: HttpRequest, queryset: Any) -> None:
         for campaign in queryset:
-            outcome = review.review_approve(campaign_id=campaign.pk, actor=self.actor(request))
+            outcome = review.review_approve(
+                campaign_id=campaign.pk, actor=self.actor(request), authority=self._authority(request)
+            )
             level = messages.SUCCESS if outcome.ok else messages.ERROR
             self.message_user(
                 request, f'"{campaign.name}": {"approved" if outcome.ok else outcome.message}', level
@@ -125,7 +133,9 @@ class CampaignReviewAdmin(TenantModelAdmin):
         if decision == "approve":
             if request.method != "POST":
                 return HttpResponseNotAllowed(["POST"])
-            outcome = review.review_approve(campaign_id=campaign.pk, actor=self.actor(request))
+            outcome = review.review_approve(
+                campaign_id=campaign.pk, actor=self.actor(request), authority=self._authority(request)
+            )
             (messages.success if outcome.ok else messages.error)(
                 request, "Approved: the campaign is sending." if outcome.ok else outcome.message
             )
@@ -135,7 +145,10 @@ class CampaignReviewAdmin(TenantModelAdmin):
         form = RejectForm(request.POST or None)
         if request.method == "POST" and form.is_valid():
             outcome = review.review_reject(
-                campaign_id=campaign.pk, actor=self.actor(request), reason=form.cleaned_data["reason"]
+                campaign_id=campaign.pk,
+                actor=self.actor(request),
+                reason=form.cleaned_data["reason"],
+                authority=self._authority(request),
             )
             if outcome.ok:
                 messages.success(request, "Rejected: the campaign is back in draft with the reason.")

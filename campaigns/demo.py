@@ -63,14 +63,22 @@ def campaigns_demo_ensure(organization: Any) -> None:
         "audience": {"kind": "topic", "topicId": str(topic.pk)},
     }
     if not Campaign.objects.filter(organization=organization, name=DRAFT_NAME).exists():
-        campaign_create(organization_id=organization.pk, actor=ACTOR, fields={"name": DRAFT_NAME, **fields})
+        campaign_create(
+            organization_id=organization.pk,
+            actor=ACTOR,
+            fields={"name": DRAFT_NAME, **fields},
+            authority=Authority.system("demo"),
+        )
     if (
         Campaign.objects.filter(organization=organization, name=SENT_NAME).exists()
         or not delivery_configured()
     ):
         return
     campaign = campaign_create(
-        organization_id=organization.pk, actor=ACTOR, fields={"name": SENT_NAME, **fields}
+        organization_id=organization.pk,
+        actor=ACTOR,
+        fields={"name": SENT_NAME, **fields},
+        authority=Authority.system("demo"),
     )
     outcome = campaign_send_now(
         campaign_id=campaign.pk,

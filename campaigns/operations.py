@@ -51,11 +51,15 @@ def campaign_transition_run(
         verdict = "would move" if legal else "would be refused:"
         return TransitionPlan(legal, f"{verdict} {campaign.status} → {to} (actor {actor})")
     if verb == "approve":
-        outcome = review.review_approve(campaign_id=campaign.pk, actor=actor)
+        outcome = review.review_approve(campaign_id=campaign.pk, actor=actor, authority=Authority.operator())
     elif verb == "reject":
-        outcome = review.review_reject(campaign_id=campaign.pk, actor=actor, reason=reason)
+        outcome = review.review_reject(
+            campaign_id=campaign.pk, actor=actor, reason=reason, authority=Authority.operator()
+        )
     elif verb == "declare-winner":
-        outcome = abtest.ab_declare_winner(campaign_id=campaign.pk, winner=winner, actor=actor)
+        outcome = abtest.ab_declare_winner(
+            campaign_id=campaign.pk, winner=winner, actor=actor, authority=Authority.operator()
+        )
     else:
         outcome = services.ACTIONS[verb](
             campaign_id=campaign.pk,

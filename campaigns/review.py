@@ -12,9 +12,11 @@ from typing import Any
 
 from django.db import transaction
 
+from campaigns.authz import staff_refusal
 from campaigns.lifecycle import DRAFT, PENDING_REVIEW, SENDING, campaign_transition_locked
 from campaigns.models import Campaign, ContentScanResult
 from owlat.lifecycle import Outcome
+from owlat.permissions import Authority
 
 
 def _refused(campaign: Campaign, to: str) -> Outcome:
@@ -39,10 +41,14 @@ def latest_scan(campaign: Campaign) -> ContentScanResult | None:
     return ContentScanResult.objects.filter(campaign=campaign).order_by("-scanned_at").first()
 
 
-def review_approve(*, campaign_id: Any, actor: str) -> Outcome:
+def review_approve(*, campaign_id: Any, actor: str, authority: Authority) -> Outcome:
+    """Platform staff only (CMP-12)."""
     from campaigns.orchestrator import scan_input
     from campaigns.scanner import content_fingerprint
 
+    refused = staff_refusal(authority)
+    if refused:
+        return refused
     with transaction.atomic():
         campaign = (
             Campaign.objects.select_for_update(of=("self",))
@@ -61,7 +67,11 @@ def review_approve(*, campaign_id: Any, actor: str) -> Outcome:
         return campaign_transition_locked(campaign, SENDING, actor=actor)
 
 
-def review_reject(*, campaign_id: Any, actor: str, reason: str) -> Outcome:
+def review_reject(*, campaign_id: Any, actor: str, reason: str, authority: Authority) -> Outcome:
+    """Platform staff only (CMP-12); a reason is required."""
+    refused = staff_refusal(authority)
+    if refused:
+        return refused
     reason = (reason or "").strip()
     if not reason:
         return Outcome(

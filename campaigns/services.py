@@ -10,6 +10,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from campaigns.authz import refusal
 from campaigns.lifecycle import (
     CANCELLED,
     DRAFT,
@@ -25,7 +26,7 @@ from campaigns.lifecycle import (
 from campaigns.models import Campaign
 from campaigns.preflight import validate_ready_to_send
 from owlat.lifecycle import Outcome
-from owlat.permissions import Authority, authority_allows
+from owlat.permissions import Authority
 
 EDITABLE = (
     "name",
@@ -96,14 +97,23 @@ def _clean_fields(organization_id: Any, fields: dict[str, Any]) -> dict[str, Any
     return values
 
 
-def campaign_create(*, organization_id: Any, actor: str, fields: dict[str, Any]) -> Campaign:
+def _authorize(organization_id: Any, authority: Authority, verb: str) -> None:
+    """`campaigns:manage` (CMP-11) and the `campaigns` flag, else `CampaignError` (category `forbidden`)."""
+    refused = refusal(
+        organization_id, authority, "campaigns:manage", f"You are not allowed to {verb} campaigns"
+    )
+    if refused:
+        raise CampaignError(refused.reason or "forbidden", refused.message or "", category="forbidden")
+
+
+def campaign_create(
+    *, organization_id: Any, actor: str, fields: dict[str, Any], authority: Authority
+) -> Campaign:
     """CMP-01: a `draft`; audit `campaign.created`, analytics `campaign_created` (not for `system:` actors)."""
     from owlat.analytics import capture
     from owlat.audit import audit_write
-    from owlat.flags import feature_disabled_message, flag_enabled
 
-    if not flag_enabled(organization_id, "campaigns"):
-        raise CampaignError("feature_disabled", feature_disabled_message("campaigns"), category="forbidden")
+    _authorize(organization_id, authority, "create")
     values = _clean_fields(organization_id, fields)
     if not values.get("name"):
         raise CampaignError("invalid_input", "Name is required", field="name", category="invalid_input")
@@ -122,10 +132,13 @@ def campaign_create(*, organization_id: Any, actor: str, fields: dict[str, Any])
     return campaign
 
 
-def campaign_update(*, campaign: Campaign, actor: str, changes: dict[str, Any]) -> Campaign:
+def campaign_update(
+    *, campaign: Campaign, actor: str, changes: dict[str, Any], authority: Authority
+) -> Campaign:
     """Draft only (CMP-11)."""
     from owlat.audit import audit_write
 
+    _authorize(campaign.organization_id, authority, "edit")
     values = _clean_fields(campaign.organization_id, changes)
     with transaction.atomic():
         locked = Campaign.objects.select_for_update().get(pk=campaign.pk)
@@ -147,10 +160,11 @@ def campaign_update(*, campaign: Campaign, actor: str, changes: dict[str, Any]) 
     return locked
 
 
-def campaign_delete(*, campaign: Campaign, actor: str) -> None:
+def campaign_delete(*, campaign: Campaign, actor: str, authority: Authority) -> None:
     """Not while `sending` (CMP-11); audit `campaign.deleted`."""
     from owlat.audit import audit_write
 
+    _authorize(campaign.organization_id, authority, "delete")
     with transaction.atomic():
         locked = Campaign.objects.select_for_update().get(pk=campaign.pk)
         if locked.status == SENDING:
@@ -166,14 +180,16 @@ def campaign_delete(*, campaign: Campaign, actor: str) -> None:
         locked.delete()
 
 
-def campaign_duplicate(*, campaign: Campaign, actor: str) -> Campaign:
+def campaign_duplicate(*, campaign: Campaign, actor: str, authority: Authority) -> Campaign:
     """A new draft "Copy of <name>" with template, sender, subject and audience (unfrozen)."""
+    _authorize(campaign.organization_id, authority, "duplicate")
     audience = dict(campaign.audience) if isinstance(campaign.audience, dict) else None
     if audience:
         audience.pop("frozenFilters", None)
     return campaign_create(
         organization_id=campaign.organization_id,
         actor=actor,
+        authority=authority,
         fields={
             "name": f"Copy of {campaign.name}"[:200],
             "email_template_id": campaign.email_template_id,
@@ -227,14 +243,7 @@ def _load(campaign_id: Any, organization_id: Any) -> Campaign | None:
 
 def _guard(organization_id: Any, authority: Authority, permission: str, action: str) -> Outcome | None:
     """`authority` is required (issue 13 item 10): a member's role, or an explicitly named upstream grant."""
-    from owlat.flags import feature_disabled_message, flag_enabled
-
-    allowed = authority_allows(authority, permission)  # first: raises TypeError unless an Authority is given
-    if organization_id is not None and not flag_enabled(organization_id, "campaigns"):
-        return Outcome(ok=False, reason="feature_disabled", message=feature_disabled_message("campaigns"))
-    if not allowed:
-        return Outcome(ok=False, reason="forbidden", message=f"You are not allowed to {action} campaigns")
-    return None
+    return refusal(organization_id, authority, permission, f"You are not allowed to {action} campaigns")
 
 
 def _not_found() -> Outcome:

@@ -80,9 +80,23 @@ class Authority:
             return True
         return has_permission(self.role, perm)
 
+    def is_platform(self) -> bool:
+        """Platform staff, an operator's command or the system — never an organization member or an API key
+        (DOM-02: platform staff operate the campaign review queue and abuse status)."""
+        return self.granted_by in ("platform staff", "operator command") or self.granted_by.startswith(
+            "system:"
+        )
+
 
 def authority_allows(authority: Authority, perm: str) -> bool:
     """The check a lifecycle action runs; anything but an `Authority` is a programming error (fails closed)."""
     if not isinstance(authority, Authority):
         raise TypeError(f"an owlat.permissions.Authority is required, got {type(authority).__name__}")
     return authority.allows(perm)
+
+
+def platform_authority_allows(authority: Authority) -> bool:
+    """The check of a platform-staff-only action; anything but an `Authority` is a programming error."""
+    if not isinstance(authority, Authority):
+        raise TypeError(f"an owlat.permissions.Authority is required, got {type(authority).__name__}")
+    return authority.is_platform()

@@ -89,7 +89,10 @@ class CampaignListView(CampaignsView):
         fields = _validated(CampaignInputSerializer, body)
         try:
             campaign = services.campaign_create(
-                organization_id=self.organization_id, actor=self.actor, fields=fields
+                organization_id=self.organization_id,
+                actor=self.actor,
+                fields=fields,
+                authority=Authority.api_key("campaigns:write"),
             )
         except services.CampaignError as exc:
             raise _service_error(exc) from exc
@@ -119,7 +122,12 @@ class CampaignDetailView(CampaignsView):
         if campaign.status != CampaignStatus.DRAFT:
             raise invalid_state(services.NOT_DRAFT_MESSAGE, "not_draft")
         try:
-            campaign = services.campaign_update(campaign=campaign, actor=self.actor, changes=fields)
+            campaign = services.campaign_update(
+                campaign=campaign,
+                actor=self.actor,
+                changes=fields,
+                authority=Authority.api_key("campaigns:write"),
+            )
         except services.CampaignError as exc:
             raise _service_error(exc) from exc
         return self.ok(campaign_data(campaign))
@@ -130,7 +138,9 @@ class CampaignDetailView(CampaignsView):
     def delete(self, request, campaign_id: str):
         campaign = self.campaign(campaign_id)
         try:
-            services.campaign_delete(campaign=campaign, actor=self.actor)
+            services.campaign_delete(
+                campaign=campaign, actor=self.actor, authority=Authority.api_key("campaigns:write")
+            )
         except services.CampaignError as exc:
             raise _service_error(exc) from exc
         return self.deleted(campaign.pk)
@@ -141,7 +151,11 @@ class CampaignDuplicateView(CampaignsView):
 
     @extend_schema(summary="Duplicate a campaign (API-29)", request=None, responses={201: dict})
     def post(self, request, campaign_id: str):
-        copy = services.campaign_duplicate(campaign=self.campaign(campaign_id), actor=self.actor)
+        copy = services.campaign_duplicate(
+            campaign=self.campaign(campaign_id),
+            actor=self.actor,
+            authority=Authority.api_key(self.required_scope),
+        )
         return self.created(campaign_data(copy))
 
 
@@ -196,15 +210,18 @@ class AbTestView(CampaignsView):
     @extend_schema(summary="A/B test action (API-30)", request=dict, responses={200: dict})
     def post(self, request, campaign_id: str):
         campaign = self.campaign(campaign_id)
+        authority = Authority.api_key(self.scope_for("POST") or "")
         if self.action == "enable":
             body = self.body()
             try:
                 config = abtest.ab_config_clean(self.organization_id, body)
             except abtest.AbConfigError as exc:
                 raise invalid_input(exc.message, field=exc.field) from exc
-            outcome = abtest.ab_enable(campaign=campaign, config=config, actor=self.actor)
+            outcome = abtest.ab_enable(
+                campaign=campaign, config=config, actor=self.actor, authority=authority
+            )
         elif self.action == "disable":
-            outcome = abtest.ab_disable(campaign=campaign, actor=self.actor)
+            outcome = abtest.ab_disable(campaign=campaign, actor=self.actor, authority=authority)
         else:
             fields = _validated(DeclareWinnerInputSerializer, self.body())
             outcome = abtest.ab_declare_winner(
@@ -212,6 +229,7 @@ class AbTestView(CampaignsView):
                 winner=fields["winner"],
                 actor=self.actor,
                 organization_id=self.organization_id,
+                authority=authority,
             )
         if not outcome.ok:
             raise outcome_error(outcome)

@@ -6,6 +6,8 @@ import itertools
 
 import pytest
 
+from owlat.permissions import Authority
+
 _counter = itertools.count()
 
 
@@ -88,6 +90,8 @@ def make_campaign(org, template, topic):
             "audience": audience,
             **fields,
         }
-        return campaign_create(organization_id=organization.pk, actor="user-1", fields=values)
+        return campaign_create(
+            organization_id=organization.pk, actor="user-1", fields=values, authority=Authority.system("test")
+        )
 
     return make

@@ -15,6 +15,7 @@ from campaigns.abtest import (
     pick_winner,
     variant_for_hash,
 )
+from owlat.permissions import Authority
 
 
 @pytest.mark.parametrize(
@@ -94,11 +95,15 @@ def test_manual_winner_refusals(make_campaign, org):
     from campaigns.abtest import ab_declare_winner, ab_enable
 
     campaign = make_campaign()
-    out = ab_declare_winner(campaign_id=campaign.pk, winner="A", actor="u")
+    out = ab_declare_winner(
+        campaign_id=campaign.pk, winner="A", actor="u", authority=Authority.member("owner")
+    )
     assert (out.reason, out.message) == ("not_ab_test", "Campaign is not an A/B test")
     cfg = {"testType": "subject", "variantBSubject": "B", "splitPercentage": 20, "winnerCriteria": "manual"}
-    ab_enable(campaign=campaign, config=cfg, actor="u")
-    out = ab_declare_winner(campaign_id=campaign.pk, winner="A", actor="u")
+    ab_enable(campaign=campaign, config=cfg, actor="u", authority=Authority.member("owner"))
+    out = ab_declare_winner(
+        campaign_id=campaign.pk, winner="A", actor="u", authority=Authority.member("owner")
+    )
     assert (out.reason, out.message) == ("not_testing", "A/B test is not in testing phase")
 
 

@@ -90,6 +90,7 @@ def world(settings):
     campaign = campaign_create(
         organization_id=org.pk,
         actor="user-1",
+        authority=Authority.member("editor"),
         fields={
             "name": "March",
             "email_template_id": template.pk,

@@ -18,6 +18,7 @@ from campaigns.lifecycle import (
     campaign_transition,
 )
 from owlat.lifecycle import Analytics, Audit, Call, Enqueue
+from owlat.permissions import Authority
 
 AT = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)
 STATES = ["draft", "scheduled", "sending", "sent", "cancelled", "pending_review"]
@@ -382,7 +383,7 @@ def test_ab_lifecycle_on_the_database(make_campaign):
     from campaigns.abtest import ab_disable, ab_enable
 
     campaign = make_campaign()
-    assert ab_enable(campaign=campaign, config=CONFIG, actor="u").ok
+    assert ab_enable(campaign=campaign, config=CONFIG, actor="u", authority=Authority.member("owner")).ok
     campaign.refresh_from_db()
     assert campaign.ab_test_status == "pending" and campaign.is_ab_test
     # → sending kicks the A/B test into testing (CMP-07), with the auto-winner due task
@@ -397,7 +398,7 @@ def test_ab_lifecycle_on_the_database(make_campaign):
     out = ab_transition(campaign_id=campaign.pk, to="testing", actor="u")
     assert out.ok and out.applied == "recorded"
     # disable is draft-only in the wrapper, but the lifecycle edge any → none exists
-    assert not ab_disable(campaign=campaign, actor="u").ok
+    assert not ab_disable(campaign=campaign, actor="u", authority=Authority.member("owner")).ok
     out = ab_transition(campaign_id=campaign.pk, to=None, actor="u")
     assert out.ok and out.applied == "transitioned"
     campaign.refresh_from_db()

@@ -169,7 +169,7 @@ def test_suspicious_then_approved_sends_and_is_not_held_again(make_campaign, org
     send_and_drain(campaign, org)
     assert campaign.status == "pending_review" and not rows(campaign).exists()
     assert ContentScanResult.objects.get(campaign=campaign).level == "suspicious"
-    out = review_approve(campaign_id=campaign.pk, actor="staff-1")
+    out = review_approve(campaign_id=campaign.pk, actor="staff-1", authority=Authority.platform_staff())
     assert out.ok
     drain_queue(max_tasks=5000)
     campaign.refresh_from_db()
@@ -178,7 +178,7 @@ def test_suspicious_then_approved_sends_and_is_not_held_again(make_campaign, org
 
     assert AuditLog.objects.get(action="campaign.review_approved").user_id == "staff-1"
     # idempotent: acting again shows the reason and changes nothing
-    again = review_approve(campaign_id=campaign.pk, actor="staff-1")
+    again = review_approve(campaign_id=campaign.pk, actor="staff-1", authority=Authority.platform_staff())
     assert not again.ok and "not pending review" in again.message
 
 
@@ -191,8 +191,15 @@ def test_reject_returns_to_draft_with_reason(make_campaign, org, template, audie
     campaign = make_campaign()
     send_and_drain(campaign, org)
     assert campaign.status == "pending_review"
-    assert not review_reject(campaign_id=campaign.pk, actor="staff-1", reason=" ").ok
-    assert review_reject(campaign_id=campaign.pk, actor="staff-1", reason="Shortened links").ok
+    assert not review_reject(
+        campaign_id=campaign.pk, actor="staff-1", reason=" ", authority=Authority.platform_staff()
+    ).ok
+    assert review_reject(
+        campaign_id=campaign.pk,
+        actor="staff-1",
+        reason="Shortened links",
+        authority=Authority.platform_staff(),
+    ).ok
     campaign.refresh_from_db()
     assert campaign.status == "draft"
     assert campaign.content_block_reason == "Rejected in review: Shortened links"
@@ -285,7 +292,7 @@ def test_ab_test_phases_never_mail_the_test_cohort_twice(make_campaign, org, top
         "winnerCriteria": "open_rate",
         "testDuration": 2,
     }
-    assert ab_enable(campaign=campaign, config=cfg, actor="u").ok
+    assert ab_enable(campaign=campaign, config=cfg, actor="u", authority=Authority.member("owner")).ok
     send_and_drain(campaign, org)
     assert campaign.status == "sending" and campaign.ab_test_status == "testing"
     tf = cohort_fraction(20)
@@ -328,12 +335,14 @@ def test_content_test_uses_the_b_template(make_campaign, org, topic, make_contac
         "splitPercentage": 50,
         "winnerCriteria": "manual",
     }
-    assert ab_enable(campaign=campaign, config=cfg, actor="u").ok
+    assert ab_enable(campaign=campaign, config=cfg, actor="u", authority=Authority.member("owner")).ok
     send_and_drain(campaign, org)
     b_rows = rows(campaign).filter(ab_variant="B")
     assert b_rows.exists() and all(r.email_template_id == b.pk for r in b_rows)
     assert all(r.personalized_subject == "B subject" for r in b_rows)
-    assert ab_declare_winner(campaign_id=campaign.pk, winner="A", actor="u").ok
+    assert ab_declare_winner(
+        campaign_id=campaign.pk, winner="A", actor="u", authority=Authority.member("owner")
+    ).ok
     drain_queue(max_tasks=5000)
     campaign.refresh_from_db()
     assert campaign.status == "sent" and rows(campaign).count() == 40
@@ -418,7 +427,7 @@ def test_complaint_appends_a_flag_to_the_stored_scan(make_campaign, org, templat
     make_contact(topic=topic)
     campaign = make_campaign()
     send_and_drain(campaign, org)
-    review_approve(campaign_id=campaign.pk, actor="staff")
+    review_approve(campaign_id=campaign.pk, actor="staff", authority=Authority.platform_staff())
     drain_queue(max_tasks=5000)
     row = rows(campaign).get()
     send_transition(SendRef("campaign", str(row.pk)), "complained", {"at": timezone.now()})
@@ -490,5 +499,7 @@ def test_creating_needs_the_campaigns_flag(org, template):
 
     OrganizationSettings.objects.filter(organization=org).update(feature_flags={"campaigns": False})
     with pytest.raises(CampaignError) as exc:
-        campaign_create(organization_id=org.pk, actor="u", fields={"name": "x"})
+        campaign_create(
+            organization_id=org.pk, actor="u", fields={"name": "x"}, authority=Authority.member("owner")
+        )
     assert exc.value.category == "forbidden"
