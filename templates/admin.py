@@ -14,6 +14,16 @@ from django.urls import path, reverse
 
 from owlat.admin_tenancy import TenantModelAdmin, get_tenancy
 from owlat.models import Contact
+from templates.admin_forms import (
+    HTML,
+    SUBJECT,
+    TemplateLanguagesForm,
+    form_with_languages,
+    language_name,
+    pretty_json,
+    requested_languages,
+    translation_field,
+)
 from templates.lifecycle import email_template_set_status, transactional_email_set_status
 from templates.models import EmailTemplate, TransactionalEmail
 from templates.rendering import contact_variables, render_template, resolve_language
@@ -47,9 +57,52 @@ class TemplateAdminMixin:
 
     manage_permission = "templates:manage"
     change_form_template = "admin/templates/change_form.html"
-    readonly_fields = ("status", "created_at", "updated_at")
+    form = TemplateLanguagesForm
+    readonly_fields = ("status", "created_at", "updated_at", "html_translations_json")
     actions = ("publish", "unpublish")
     kind: str = ""
+    main_fields: tuple[str, ...] = ()
+    json_fields: tuple[str, ...] = ("html_translations_json",)
+
+    def get_fieldsets(self, request: HttpRequest, obj: Any = None):
+        languages = requested_languages(request.POST if request.method == "POST" else None, obj)
+        fieldsets: list[tuple[str | None, dict[str, Any]]] = [
+            (None, {"fields": self.main_fields}),
+            ("Languages", {"fields": ("default_language", "supported_languages")}),
+        ]
+        for lang in languages:
+            fieldsets.append(
+                (
+                    f"Translation: {language_name(lang)} ({lang})",
+                    {"fields": (translation_field(lang, SUBJECT), translation_field(lang, HTML))},
+                )
+            )
+        if obj is not None:
+            fieldsets.append(
+                (
+                    "Stored JSON (read-only)",
+                    {"fields": self.json_fields, "classes": ("collapse",)},
+                )
+            )
+            fieldsets.append((None, {"fields": ("created_at", "updated_at")}))
+        return fieldsets
+
+    def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any):
+        languages = requested_languages(request.POST if request.method == "POST" else None, obj)
+        kwargs["form"] = form_with_languages(self.form, languages)
+        return super().get_form(request, obj, change=change, **kwargs)
+
+    @admin.display(description="Translations (as stored)")
+    def html_translations_json(self, obj: Any) -> str:
+        return pretty_json(obj.html_translations if obj else None)
+
+    @admin.display(description="Editor text overrides (translations)")
+    def translations_json(self, obj: Any) -> str:
+        return pretty_json(obj.translations if obj else None)
+
+    @admin.display(description="Editor document (content)")
+    def content_json(self, obj: Any) -> str:
+        return pretty_json(getattr(obj, "content", None) if obj else None)
 
     def get_urls(self):
         info = self.model._meta.app_label, self.model._meta.model_name
@@ -196,22 +249,9 @@ class EmailTemplateAdmin(TemplateAdminMixin, TenantModelAdmin):
     list_display = ("name", "subject", "type", "status", "default_language", "updated_at")
     list_filter = ("status", "type")
     search_fields = ("name", "subject")
-    fields = (
-        "name",
-        "type",
-        "status",
-        "subject",
-        "preview_text",
-        "html_content",
-        "plain_text_content",
-        "default_language",
-        "supported_languages",
-        "translations",
-        "html_translations",
-        "content",
-        "created_at",
-        "updated_at",
-    )
+    readonly_fields = (*TemplateAdminMixin.readonly_fields, "content_json", "translations_json")
+    main_fields = ("name", "type", "status", "subject", "preview_text", "html_content", "plain_text_content")
+    json_fields = ("content_json", "translations_json", "html_translations_json")
 
 
 @admin.register(TransactionalEmail)
@@ -221,17 +261,6 @@ class TransactionalEmailAdmin(TemplateAdminMixin, TenantModelAdmin):
     list_display = ("slug", "name", "subject", "status", "default_language", "updated_at")
     list_filter = ("status",)
     search_fields = ("slug", "name", "subject")
-    fields = (
-        "slug",
-        "name",
-        "status",
-        "subject",
-        "html_content",
-        "plain_text_content",
-        "default_language",
-        "supported_languages",
-        "translations",
-        "html_translations",
-        "created_at",
-        "updated_at",
-    )
+    readonly_fields = (*TemplateAdminMixin.readonly_fields, "translations_json")
+    main_fields = ("slug", "name", "status", "subject", "html_content", "plain_text_content")
+    json_fields = ("translations_json", "html_translations_json")

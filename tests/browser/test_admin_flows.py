@@ -3,8 +3,6 @@ segment with the condition builder and read its live count."""
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
 from tests.browser.conftest import login, screenshot
@@ -28,20 +26,27 @@ def test_create_and_publish_a_template(page, live_server, operator):
     page.fill("#id_name", "Welcome")
     page.fill("#id_subject", "Welcome, {{firstName|'friend'}}!")
     page.fill("#id_html_content", "<p>Hi {{firstName}}, welcome to Acme.</p>")
+    # the language picker (a searchable multi-select, no JSON): German, then its subject and HTML
+    page.locator("#id_supported_languages + .select2").click()
+    page.keyboard.type("German")
+    page.keyboard.press("Enter")
     page.click("[name=_continue]")
     page.wait_for_load_state()
     template = EmailTemplate.objects.get(name="Welcome")
-    publish = page.locator("button, input[type=submit], a").filter(has_text=re.compile(r"^\s*Publish\s*$"))
-    if publish.count():
-        publish.first.click()
-    else:  # the bulk action
-        page.goto(f"{live_server.url}/admin/templates/emailtemplate/")
-        page.check(f"input[name=_selected_action][value='{template.pk}']")
-        page.select_option("select[name=action]", "publish")
-        page.click("button[name=index], button[type=submit][title]")
+    assert template.supported_languages == ["en", "de"]
+    page.fill("#id_translation_de_subject", "Willkommen, {{firstName|'Freund'}}!")
+    page.fill("#id_translation_de_html", "<p>Hallo {{firstName}}, willkommen bei Acme.</p>")
+    page.click("[name=_continue]")
+    page.wait_for_load_state()
+    template.refresh_from_db()
+    assert template.html_translations["de"]["subject"] == "Willkommen, {{firstName|'Freund'}}!"
+    page.click("#template-status-form button[name=publish]")  # the Publish button of the change page
     page.wait_for_load_state()
     template.refresh_from_db()
     assert template.status == "published"
+    assert (
+        "/change/" in page.url and page.locator("#template-status-form button[name=unpublish]").count() == 1
+    )
     screenshot(page, "02-template-published")
 
 
