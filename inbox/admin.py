@@ -19,6 +19,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join, linebreaks
 
 from inbox import review
+from inbox.clarification import message_clarify, questions_of
 from inbox.models import (
     AgentAction,
     AgentConfig,
@@ -44,6 +45,7 @@ VERBS = {
     "retry": (review.message_retry, "Retry", (P.FAILED,)),
     "undo": (review.pending_send_cancel, "Undo send", (P.APPROVED,)),
     "block-sender": (review.message_block_sender, "Block sender", (P.DRAFT_READY, P.QUARANTINED, P.RECEIVED)),
+    "answer": (message_clarify, "Answer and draft", (P.AWAITING_CLARIFICATION,)),
 }
 
 
@@ -86,6 +88,7 @@ class InboundMessageAdmin(TenantModelAdmin):
         "agent_note",
         "error_message",
         "context_view",
+        "clarification_view",
         "timeline",
     )
     fieldsets = (
@@ -106,6 +109,7 @@ class InboundMessageAdmin(TenantModelAdmin):
             },
         ),
         ("Message (rendered as text; hidden content removed)", {"fields": ("body_sanitized",)}),
+        ("Questions for you (AGT-18)", {"fields": ("clarification_view",)}),
         ("Analysis", {"fields": ("flags_view", "classification_view", "decision_view", "context_view")}),
         ("Draft", {"fields": ("draft_subject", "draft_response")}),
         ("Step timeline", {"fields": ("timeline",)}),
@@ -155,6 +159,28 @@ class InboundMessageAdmin(TenantModelAdmin):
         if obj.context_tier:
             data["tier"] = obj.context_tier
         return _pairs(data)
+
+    @admin.display(description="questions")
+    def clarification_view(self, obj: InboundMessage) -> str:
+        questions = questions_of(obj)
+        if not questions:
+            return "—"
+        answers = (obj.draft_options or {}).get("answers") or []
+        if obj.processing_status != P.AWAITING_CLARIFICATION:
+            return format_html_join(
+                "",
+                "<p><b>{}</b><br>{}</p>",
+                (
+                    (q.get("question"), answers[i] if i < len(answers) else "(not answered)")
+                    for i, q in enumerate(questions)
+                ),
+            )
+        return format_html_join(
+            "",
+            '<p><label for="answer_{0}"><b>{1}</b></label><br><small>The agent considered: {2}</small><br>'
+            '<input type="text" id="answer_{0}" name="answer_{0}" size="80" required></p>',
+            ((i, q.get("question"), ", ".join(q.get("candidates") or [])) for i, q in enumerate(questions)),
+        ) + format_html("<p>{}</p>", "Answer every question, then press “Answer and draft”.")
 
     @admin.display(description="steps")
     def timeline(self, obj: InboundMessage) -> str:
@@ -239,6 +265,8 @@ class InboundMessageAdmin(TenantModelAdmin):
             "organization_id": obj.organization_id,
             "actor": self.actor(request),
         }
+        if verb == "answer":
+            kwargs["answers"] = [request.POST.get(f"answer_{i}", "") for i in range(len(questions_of(obj)))]
         if verb == "approve" and request.POST.get("draft_response"):
             kwargs["draft_response"] = request.POST["draft_response"]
             kwargs["draft_subject"] = request.POST.get("draft_subject") or None
@@ -312,6 +340,8 @@ class AgentConfigForm(forms.ModelForm):
             "signature_template",
             "auto_send_delay_ms",
             "human_approve_undo_delay_ms",
+            "is_clarification_enabled",
+            "clarification_timeout_ms",
             "is_working_hours_enabled",
             "working_hours_timezone",
             "working_hours_start_minute",

@@ -89,9 +89,18 @@ def message_reduce(*, message_id: str, frm: str, to: str, input: dict[str, Any],
         classification = input.get("classification") or {}
         patch["classification"] = classification
         patch["confidence_score"] = classification.get("confidence")
+        if frm == P.AWAITING_CLARIFICATION:  # AGT-18 resume: the owner's answers, or the timeout's guess
+            patch["draft_options"] = {
+                "questions": input.get("questions") or [],
+                "answers": input.get("answers") or [],
+                "clarificationTimedOut": bool(input.get("clarification_timeout")),
+            }
+            if input.get("clarification_timeout"):
+                patch["is_auto_send_blocked"] = True
     elif to == P.AWAITING_CLARIFICATION:
         patch["classification"] = input.get("classification")
-        patch["draft_options"] = {"questions": input.get("questions") or []}
+        patch["confidence_score"] = (input.get("classification") or {}).get("confidence")
+        patch["draft_options"] = {"questions": input.get("questions") or [], "askedAt": at.isoformat()}
     elif to == P.DRAFT_READY:
         if "classification" in input:
             patch["classification"] = input["classification"]

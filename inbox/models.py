@@ -60,11 +60,12 @@ class ActionStatus(models.TextChoices):
 
 
 class StepKind(models.TextChoices):
-    """AGT-12 (clarify, AGT-18, is not built)."""
+    """AGT-12; `clarify` (AGT-18) runs between classify and draft when the organization switched it on."""
 
     SECURITY_SCAN = "security_scan"
     CONTEXT_RETRIEVAL = "context_retrieval"
     CLASSIFY = "classify"
+    CLARIFY = "clarify"
     DRAFT = "draft"
     ROUTE = "route"
 
@@ -96,7 +97,15 @@ class AgentConfig(models.Model):
     signature_template = models.TextField(null=True, blank=True)
     auto_send_delay_ms = models.PositiveIntegerField(default=60_000)
     human_approve_undo_delay_ms = models.PositiveIntegerField(default=15_000)
-    clarification_timeout_ms = models.PositiveIntegerField(default=24 * 3600 * 1000)
+    is_clarification_enabled = models.BooleanField(
+        default=False,
+        help_text="Ask the mailbox owner before drafting when a reply needs facts only the owner knows "
+        "(AGT-18; one more model call per message).",
+    )
+    clarification_timeout_ms = models.PositiveIntegerField(
+        default=24 * 3600 * 1000,
+        help_text="Unanswered questions time out after this long: the agent drafts its best guess, never auto-sent.",
+    )
     is_shadow_mode = models.BooleanField(
         null=True, blank=True, help_text="Unset counts as on: auto decisions are logged, not sent."
     )

@@ -9,4 +9,8 @@ SCHEDULES = [
     ScheduleSpec(
         "reconcile stuck approved inbox messages", "inbox.tasks.reconcile_stuck_approved_task", "*/5 * * * *"
     ),
+    # AGT-18: unanswered clarification questions time out (the draft becomes a guess, never auto-sent)
+    ScheduleSpec(
+        "time out unanswered inbox clarifications", "inbox.tasks.clarification_timeouts_task", "*/30 * * * *"
+    ),
 ]

@@ -34,3 +34,9 @@ def reconcile_stuck_approved_task() -> str:
     from inbox.sending import stuck_approved_reconcile
 
     return f"re-enqueued {stuck_approved_reconcile()} stuck sends"
+
+
+def clarification_timeouts_task() -> str:
+    from inbox.clarification import clarification_timeouts_resume
+
+    return f"resumed {clarification_timeouts_resume()} unanswered clarifications"

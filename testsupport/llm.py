@@ -2,7 +2,7 @@
 `llm_server` fixture.
 
 The real `openai` client talks to it over HTTP. Answers are chosen per task from the `TASK: <name>` marker that
-the inbox's prompts carry in their system message (`guard`, `classify`, `draft`, `quality`); set
+the inbox's prompts carry in their system message (`guard`, `classify`, `clarify`, `draft`, `quality`); set
 `server.answers[task]` to a dict (JSON answer), a string, or a callable `fn(request_json) -> dict | str`;
 `server.delays[task]` (seconds) makes a task slow (client timeouts); `server.statuses[task]` answers an HTTP
 error. Every request body is recorded in `server.requests`.
@@ -31,6 +31,7 @@ DEFAULT_ANSWERS: dict[str, Any] = {
     },
     "draft": "Hello,\n\nthank you for your message. You can download every invoice under Billing → Invoices.",
     "quality": {"score": 0.93, "complete": True, "grounded": True, "flags": []},
+    "clarify": {"slots": []},
 }
 _TASK = re.compile(r"TASK:\s*([a-z_]+)")
 

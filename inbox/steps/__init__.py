@@ -1,6 +1,6 @@
 """The five step kinds of the walker (AGT-12): each module has `RUNS_IN` (the status it runs in), `execute(ctx,
 input) -> output` (may call the model; runs outside any transaction) and the pure `route(output, input, ctx) ->
-Route` (AGT-11). Clarify (AGT-18) is not built."""
+Route` (AGT-11). `clarify` (AGT-18) sits between classify and draft when switched on."""
 
 from __future__ import annotations
 
@@ -55,12 +55,13 @@ class Route:
 
 
 def step_module(kind: str) -> ModuleType:
-    from inbox.steps import classify, context, draft, route, scan
+    from inbox.steps import clarify, classify, context, draft, route, scan
 
     modules = {
         "security_scan": scan,
         "context_retrieval": context,
         "classify": classify,
+        "clarify": clarify,
         "draft": draft,
         "route": route,
     }

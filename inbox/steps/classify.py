@@ -79,9 +79,9 @@ def route(output: dict[str, Any], input: dict[str, Any], ctx: StepContext) -> Ro
     classification = output["classification"]
     if classification["category"] == "spam":
         return Route.transition(P.ARCHIVED, {"reason": "classifier_spam"})
+    next_input = {"briefing": input.get("briefing", ""), "classification": classification}
+    if ctx.config.is_clarification_enabled:
+        return Route.in_state("clarify", next_input)  # AGT-12: in_state → clarify
     return Route.transition(
-        P.DRAFTING,
-        {"classification": classification},
-        next_step="draft",
-        next_input={"briefing": input.get("briefing", ""), "classification": classification},
+        P.DRAFTING, {"classification": classification}, next_step="draft", next_input=next_input
     )

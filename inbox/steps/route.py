@@ -81,6 +81,12 @@ def decide(
         )
     if config.is_working_hours_enabled and not within_working_hours(config, now):
         return "human_review", "Outside working hours. Routing to human review.", score
+    if (message.draft_options or {}).get("clarificationTimedOut"):
+        return (
+            "human_review",
+            "The owner did not answer the clarification questions; the draft is a guess. Routing to human review.",
+            score,
+        )
     if message.is_auto_send_blocked:
         return "human_review", "Auto-send is blocked for this message. Routing to human review.", score
     if classification.get("category") == "complaint":

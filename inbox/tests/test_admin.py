@@ -92,6 +92,8 @@ def test_agent_configuration_form(staff, org, make_message):
         "signature_template": "— Acme",
         "auto_send_delay_ms": "60000",
         "human_approve_undo_delay_ms": "15000",
+        "clarification_timeout_ms": "86400000",
+        "is_clarification_enabled": "on",
         "working_hours_timezone": "Europe/Berlin",
         "working_hours_start_minute": "480",
         "working_hours_end_minute": "1020",
@@ -105,6 +107,7 @@ def test_agent_configuration_form(staff, org, make_message):
     assert (
         config.working_days == [1, 3] and config.is_shadow_mode is False and not config.is_auto_reply_enabled
     )
+    assert config.is_clarification_enabled
     assert InboundMessage.objects.get(pk=auto.pk).processing_status == "draft_ready"  # kill switch
     bad = staff.post(url, {**data, "confidence_threshold": "3"})
     assert "Between 0 and 1." in bad.content.decode()

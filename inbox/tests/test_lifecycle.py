@@ -98,6 +98,20 @@ def test_patches_per_target():
     assert d.patch["is_auto_send_blocked"] is True and d.patch["released_content_hash"] == "h"
     d = message_reduce(message_id="m", frm="approved", to="draft_ready", input={}, at=AT)
     assert d.patch["pending_auto_send"] is None
+    d = message_reduce(
+        message_id="m", frm="classifying", to="awaiting_clarification", input={"questions": [{"q": 1}]}, at=AT
+    )
+    assert d.patch["draft_options"] == {"questions": [{"q": 1}], "askedAt": AT.isoformat()}
+    d = message_reduce(
+        message_id="m",
+        frm="awaiting_clarification",
+        to="drafting",
+        input={"questions": [{"q": 1}], "answers": [], "clarification_timeout": True},
+        at=AT,
+    )
+    assert (
+        d.patch["is_auto_send_blocked"] is True and d.patch["draft_options"]["clarificationTimedOut"] is True
+    )
 
 
 def _names(decision):
