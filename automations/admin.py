@@ -173,6 +173,7 @@ class AutomationAdmin(TenantModelAdmin):
     fieldsets = (
         (None, {"fields": ("name", "description", "status", "activated_at", "paused_at")}),
         ("Trigger", {"fields": ("trigger_type", "trigger_settings", "trigger_config_json")}),
+        ("Email", {"fields": ("unsubscribe_footer", "track_engagement")}),
         ("Statistics", {"fields": ("counters", "consecutive_run_failures", "runs_link", "step_funnel")}),
     )
     actions = ["duplicate_automations"]

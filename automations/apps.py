@@ -29,3 +29,8 @@ class AutomationsConfig(AppConfig):
 
         register_attention_source(breaker_paused_automations)
         register_funnel_source(automation_funnels)
+
+        from automations.mail_options import automation_mail_options_lookup
+        from delivery.mail_options import register_automation_mail_options
+
+        register_automation_mail_options(automation_mail_options_lookup)

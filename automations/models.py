@@ -66,6 +66,20 @@ class Automation(FSMModelMixin, models.Model):
     stats_cancelled = models.PositiveIntegerField(default=0)
     stats_updated_at = models.DateTimeField(null=True, blank=True)
     consecutive_run_failures = models.PositiveIntegerField(default=0)
+    # Issue 11 item 4: what the email steps' mail carries (read by delivery through delivery.mail_options).
+    unsubscribe_footer = models.BooleanField(
+        "Unsubscribe footer",
+        default=True,
+        help_text="Add a footer with the unsubscribe link to this automation's email, unless the template "
+        "already contains {{unsubscribeUrl}}. Turn off only for purely transactional flows (password resets, "
+        "receipts); the List-Unsubscribe header is sent either way.",
+    )
+    track_engagement = models.BooleanField(
+        "Track opens and clicks",
+        default=False,
+        help_text="Add an open-tracking pixel and rewrite links for click tracking, as campaigns do "
+        "(needs SITE_URL). Off by default.",
+    )
     activated_at = models.DateTimeField(null=True, blank=True)
     paused_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)

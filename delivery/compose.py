@@ -3,10 +3,15 @@
 - campaign: the row's template in its language, personalized from the row's snapshot; open pixel and signed
   click links when tracking is on (DLV-20); `List-Unsubscribe` + one-click, `Precedence: bulk`,
   `Auto-Submitted: auto-generated`, `List-Id` (topic campaigns), `Feedback-ID` (DLV-23); a footer with the
-  unsubscribe and preference links (topic campaigns) and the organization's postal address;
-- automation: the template personalized for the contact, no tracking, no footer, one-click
-  `List-Unsubscribe` headers (AUT-31, DLV-21);
+  unsubscribe link (topic and segment campaigns, issue 11 item 4), the preference link (topic campaigns) and the
+  organization's postal address — a link the template already has through `{{unsubscribeUrl}}` /
+  `{{preferencesUrl}}` is not repeated;
+- automation: the template personalized for the contact, one-click `List-Unsubscribe` headers (AUT-31,
+  DLV-21), and — per automation (delivery.mail_options) — the footer with the unsubscribe link (on by default,
+  not repeated when the template has `{{unsubscribeUrl}}`) and open/click tracking (off by default);
 - transactional: the transactional template with the request's data variables, attachments;
+- every template of a row with a contact can use `{{unsubscribeUrl}}` and `{{preferencesUrl}}`;
+- the envelope sender is the row's VERP return path when `BOUNCE_DOMAIN` is set (delivery.verp);
 - agent_reply: the given body, `Auto-Submitted: auto-replied` and threading headers, no List-Unsubscribe;
 - test: the given content or template, subject prefixed "[Test] ".
 """
@@ -19,8 +24,12 @@ from typing import Any
 from urllib.parse import urlparse
 
 from delivery import tokens, verp
+from delivery.mail_options import DEFAULT_OPTIONS, AutomationMailOptions
 from delivery.messages import Attachment, OutgoingMessage
-from templates.rendering import contact_variables, prepare_template, render_prepared, render_template
+from templates.rendering import contact_variables, prepare_template, prepared_uses, render_prepared
+
+UNSUBSCRIBE_VARIABLE = "unsubscribeUrl"
+PREFERENCES_VARIABLE = "preferencesUrl"
 
 
 class ComposeError(Exception):
@@ -105,11 +114,13 @@ def _insert_before_body_end(markup: str, snippet: str) -> str:
 
 def footer_html(*, unsubscribe: str | None, preferences: str | None, postal_address: str) -> str:
     parts: list[str] = []
+    links = []
     if unsubscribe:
-        links = f'<a href="{html_lib.escape(unsubscribe)}" data-no-track>Unsubscribe</a>'
-        if preferences:
-            links += f' · <a href="{html_lib.escape(preferences)}" data-no-track>Manage preferences</a>'
-        parts.append(f"<p>{links}</p>")
+        links.append(f'<a href="{html_lib.escape(unsubscribe)}" data-no-track>Unsubscribe</a>')
+    if preferences:
+        links.append(f'<a href="{html_lib.escape(preferences)}" data-no-track>Manage preferences</a>')
+    if links:
+        parts.append(f"<p>{' · '.join(links)}</p>")
     if postal_address.strip():
         address = "<br />".join(html_lib.escape(line) for line in postal_address.strip().splitlines())
         parts.append(f"<p>{address}</p>")
@@ -126,8 +137,8 @@ def footer_text(*, unsubscribe: str | None, preferences: str | None, postal_addr
     lines: list[str] = []
     if unsubscribe:
         lines.append(f"Unsubscribe: {unsubscribe}")
-        if preferences:
-            lines.append(f"Manage preferences: {preferences}")
+    if preferences:
+        lines.append(f"Manage preferences: {preferences}")
     if postal_address.strip():
         lines.append(postal_address.strip())
     return ("\n\n-- \n" + "\n".join(lines)) if lines else ""
@@ -149,13 +160,6 @@ def compose_campaign(send: Any, ctx: Any, *, postal_address: str = "") -> Outgoi
     prepared = prepare_template(template, send.language)
     if not prepared.has_html:
         raise ComposeError("TEMPLATE_NO_CONTENT", "Email template has no HTML content")
-    variables = {
-        "email": send.contact_email,
-        "firstName": send.contact_first_name or "",
-        "lastName": send.contact_last_name or "",
-    }
-    rendered = render_prepared(prepared, variables)
-    subject = send.personalized_subject or rendered.subject
     org_id = send.organization_id
     site = tokens.site_url()
     unsubscribe = preferences = None
@@ -169,22 +173,36 @@ def compose_campaign(send: Any, ctx: Any, *, postal_address: str = "") -> Outgoi
         label = re.sub(r"[^\w .-]", "", ctx.topic_name or "").strip()
         list_id = f"{ctx.topic_id}.{domain}"
         headers["List-Id"] = f"{label} <{list_id}>" if label else f"<{list_id}>"
+    uses_unsubscribe = prepared_uses(prepared, UNSUBSCRIBE_VARIABLE)
+    uses_preferences = prepared_uses(prepared, PREFERENCES_VARIABLE)
     if site and send.contact_id:
         unsubscribe = tokens.unsubscribe_url(
             organization_id=org_id, contact_id=send.contact_id, send_kind="campaign", send_id=send.pk
         )
         headers.update(list_unsubscribe_headers(unsubscribe))
-        if ctx.topic_id:
+        if ctx.topic_id or uses_preferences:
             preferences = tokens.preferences_url(organization_id=org_id, contact_id=send.contact_id)
-    # Segment campaigns carry the unsubscribe link in the header only (DLV-21).
-    body_unsubscribe = unsubscribe if ctx.topic_id else None
-    html = rendered.html
+    variables = {
+        "email": send.contact_email,
+        "firstName": send.contact_first_name or "",
+        "lastName": send.contact_last_name or "",
+        UNSUBSCRIBE_VARIABLE: unsubscribe or "",
+        PREFERENCES_VARIABLE: preferences or "",
+    }
+    rendered = render_prepared(prepared, variables)
+    subject = send.personalized_subject or rendered.subject
+    # Topic and segment campaigns alike carry a visible unsubscribe link (issue 11 item 4 overrides DLV-21's
+    # "segment campaigns: header only"), once: not in the footer when the template has {{unsubscribeUrl}}.
+    body_unsubscribe = None if uses_unsubscribe else unsubscribe
+    body_preferences = preferences if ctx.topic_id and not uses_preferences else None
     html = _insert_before_body_end(
-        html,
-        footer_html(unsubscribe=body_unsubscribe, preferences=preferences, postal_address=postal_address),
+        rendered.html,
+        footer_html(
+            unsubscribe=body_unsubscribe, preferences=body_preferences, postal_address=postal_address
+        ),
     )
     text = rendered.text + footer_text(
-        unsubscribe=body_unsubscribe, preferences=preferences, postal_address=postal_address
+        unsubscribe=body_unsubscribe, preferences=body_preferences, postal_address=postal_address
     )
     if site and ctx.track:
         no_track = tuple(u for u in (unsubscribe, preferences, ctx.view_in_browser_url) if u)
@@ -207,12 +225,40 @@ def compose_campaign(send: Any, ctx: Any, *, postal_address: str = "") -> Outgoi
     )
 
 
-def compose_transactional(send: Any, *, attachments: list[Attachment] | None = None) -> OutgoingMessage:
-    """A `TransactionalSend` of any kind; `from_email` was snapshotted on the row at intake."""
+def _contact_links(send: Any, *, with_preferences: bool) -> tuple[str | None, str | None]:
+    """The row's unsubscribe (attributed to it) and preference-centre URLs; None without SITE_URL/contact."""
+    if not (tokens.site_url() and send.contact_id):
+        return None, None
+    unsubscribe = tokens.unsubscribe_url(
+        organization_id=send.organization_id,
+        contact_id=send.contact_id,
+        send_kind="transactional",
+        send_id=send.pk,
+    )
+    preferences = (
+        tokens.preferences_url(organization_id=send.organization_id, contact_id=send.contact_id)
+        if with_preferences
+        else None
+    )
+    return unsubscribe, preferences
+
+
+def compose_transactional(
+    send: Any,
+    *,
+    attachments: list[Attachment] | None = None,
+    options: AutomationMailOptions | None = None,
+    postal_address: str = "",
+) -> OutgoingMessage:
+    """A `TransactionalSend` of any kind; `from_email` was snapshotted on the row at intake. `options` are the
+    automation's mail switches (automation rows; defaults when None), `postal_address` the organization's."""
     kind = send.kind
+    options = options or DEFAULT_OPTIONS
     headers: dict[str, str] = {}
     variables = dict(send.data_variables or {})
     subject = send.subject or ""
+    unsubscribe = preferences = None
+    uses_unsubscribe = uses_preferences = False
     html: str | None
     text: str | None
     if kind == "agent_reply" or (send.html_body or send.text_body):
@@ -227,7 +273,19 @@ def compose_transactional(send: Any, *, attachments: list[Attachment] | None = N
             raise ComposeError("TEMPLATE_NOT_FOUND", "Email template not found")
         if kind == "transactional" and send.contact is not None:
             variables = contact_variables(send.contact, variables)
-        rendered = render_template(template, variables=variables, language=send.language)
+        prepared = prepare_template(template, send.language)
+        uses_unsubscribe = prepared_uses(prepared, UNSUBSCRIBE_VARIABLE)
+        uses_preferences = prepared_uses(prepared, PREFERENCES_VARIABLE)
+        if kind in ("automation", "transactional"):
+            unsubscribe, preferences = _contact_links(
+                send, with_preferences=kind == "automation" or uses_preferences
+            )
+            links = {UNSUBSCRIBE_VARIABLE: unsubscribe or "", PREFERENCES_VARIABLE: preferences or ""}
+            if kind == "automation":
+                variables.update(links)
+            else:  # the API caller's own data variables win
+                variables = {**links, **variables}
+        rendered = render_prepared(prepared, variables)
         if not rendered.html.strip():
             raise ComposeError("TEMPLATE_NO_CONTENT", "Email template has no HTML content")
         html, text = rendered.html, rendered.text
@@ -239,17 +297,31 @@ def compose_transactional(send: Any, *, attachments: list[Attachment] | None = N
         subject = f"[Test] {subject}"
     for name, value in (send.extra_headers or {}).items():
         headers[str(name)] = str(value).replace("\r", " ").replace("\n", " ")
-    if kind == "automation" and tokens.site_url() and send.contact_id:
-        headers.update(
-            list_unsubscribe_headers(
-                tokens.unsubscribe_url(
-                    organization_id=send.organization_id,
-                    contact_id=send.contact_id,
-                    send_kind="transactional",
-                    send_id=send.pk,
-                )
+    if kind == "automation":
+        if unsubscribe is None:
+            unsubscribe, preferences = _contact_links(send, with_preferences=True)
+        if unsubscribe:
+            headers.update(list_unsubscribe_headers(unsubscribe))
+        if options.footer and html is not None:
+            # Issue 11 item 4 (overrides AUT-31 step 5's "no footer"): the visible link, once.
+            body_unsubscribe = None if uses_unsubscribe else unsubscribe
+            body_preferences = None if uses_preferences else preferences
+            html = _insert_before_body_end(
+                html,
+                footer_html(
+                    unsubscribe=body_unsubscribe, preferences=body_preferences, postal_address=postal_address
+                ),
             )
-        )
+            text = (text or "") + footer_text(
+                unsubscribe=body_unsubscribe, preferences=body_preferences, postal_address=postal_address
+            )
+        if options.track and tokens.site_url() and html:
+            # Optional per automation (off by default), the campaign tracking (DLV-20 extended by issue 11).
+            no_track = tuple(u for u in (unsubscribe, preferences) if u)
+            html = rewrite_links(
+                html, organization_id=send.organization_id, send_id=send.pk, no_track=no_track
+            )
+            html = add_open_pixel(html, organization_id=send.organization_id, send_id=send.pk)
     from_email = send.from_email or ""
     return OutgoingMessage(
         from_email=from_email,

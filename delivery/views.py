@@ -20,7 +20,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from delivery import pages, tokens
 from delivery.lifecycle import SendRef, send_transition
-from delivery.models import EmailSend
+from delivery.models import EmailSend, SendKind, TransactionalSend
 from owlat.models import Contact
 
 logger = logging.getLogger(__name__)
@@ -54,11 +54,18 @@ def _uuid(value: str) -> uuid.UUID | None:
         return None
 
 
-def _campaign_send(organization_id: str, send_id: str) -> EmailSend | None:
+def _campaign_send(organization_id: str, send_id: str) -> EmailSend | TransactionalSend | None:
+    """The tracked row: a campaign send, or an automation send of an automation with tracking on (issue 11
+    item 4); only those carry tracking links."""
     org_pk, send_pk = _uuid(organization_id), _uuid(send_id)
     if org_pk is None or send_pk is None:
         return None
-    return EmailSend.objects.filter(pk=send_pk, organization_id=org_pk, deleted_at__isnull=True).first()
+    send = EmailSend.objects.filter(pk=send_pk, organization_id=org_pk, deleted_at__isnull=True).first()
+    if send is not None:
+        return send
+    return TransactionalSend.objects.filter(
+        pk=send_pk, organization_id=org_pk, kind=SendKind.AUTOMATION, deleted_at__isnull=True
+    ).first()
 
 
 # --- tracking (DLV-20) -------------------------------------------------------------------------------------

@@ -41,6 +41,7 @@ from delivery.lifecycle import (
     send_transition,
     send_transition_many,
 )
+from delivery.mail_options import automation_mail_options
 from delivery.models import CampaignSendSettings, SendStatus
 from delivery.providers import (
     AMBIGUOUS_TIMEOUT,
@@ -229,6 +230,9 @@ def dispatch_batch(
             str(c.campaign_id): c for c in CampaignSendSettings.objects.filter(campaign_id__in=campaign_ids)
         }
     blocked, unsubscribed = _suppressed_sets(rows, kind)
+    mail_options = automation_mail_options(
+        (r.organization_id, r.automation_id) for r in rows if getattr(r, "kind", None) == "automation"
+    )
     from owlat.contacts import normalize_email
 
     transport: Transport | None = None
@@ -305,7 +309,7 @@ def dispatch_batch(
                 summary.failed += 1
                 continue
             try:
-                message = _compose(row, contexts)
+                message = _compose(row, contexts, mail_options)
             except ComposeError as exc:
                 record(ref, SendStatus.FAILED, error_code=exc.code, error_message=exc.message)
                 summary.failed += 1
@@ -377,13 +381,19 @@ def _flush(results: list[Completion]) -> None:
             logger.info("send result not applied: %s", outcome.reason)
 
 
-def _compose(row: Any, contexts: dict[str, Any]) -> Any:
+def _compose(row: Any, contexts: dict[str, Any], mail_options: dict[str, Any]) -> Any:
     if row.ref_kind == "campaign":
         ctx = contexts.get(str(row.campaign_id))
         if ctx is None:
             raise ComposeError("WORKPOOL_FAILED", "Campaign send settings missing")
         return compose_campaign(row, ctx, postal_address=row.organization.postal_address or "")
     files = attachment_fetch.load_attachments(row) if row.kind == "transactional" else []
+    if row.kind == "automation":
+        return compose_transactional(
+            row,
+            options=mail_options.get(str(row.automation_id)),
+            postal_address=row.organization.postal_address or "",
+        )
     return compose_transactional(row, attachments=files)
 
 

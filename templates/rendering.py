@@ -231,6 +231,11 @@ def _prepare(template: Any, language: str | None) -> PreparedTemplate:
     )
 
 
+def prepared_uses(prepared: PreparedTemplate, name: str) -> bool:
+    """Whether the template's HTML or text personalizes `{{name}}` (e.g. `unsubscribeUrl`: no footer link then)."""
+    return any(slot == name for compiled in (prepared.html, prepared.text) for slot, _ in compiled.slots)
+
+
 _CACHE_SIZE = 256
 _cache: OrderedDict[tuple, PreparedTemplate] = OrderedDict()
 _cache_lock = threading.Lock()

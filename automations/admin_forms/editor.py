@@ -26,7 +26,7 @@ class AutomationForm(forms.ModelForm):
 
     class Meta:
         model = Automation
-        fields = ("name", "description", "trigger_type")
+        fields = ("name", "description", "trigger_type", "unsubscribe_footer", "track_engagement")
         widgets = {"description": forms.Textarea(attrs={"rows": 2})}
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
