@@ -122,7 +122,7 @@ def start_campaign_send(campaign_id: Any, *, now: dt.datetime | None = None) -> 
     if campaign.status == SENDING and _already_running(campaign):
         return "skipped: Already running"
     # CMP-24
-    preflight = validate_ready_to_send(campaign, now=now)
+    preflight = validate_ready_to_send(campaign, now=now, check_capacity=False)
     if not preflight.ready:
         return f"skipped: Pre-flight failed: {preflight.message}"
     template = campaign.email_template

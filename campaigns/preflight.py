@@ -28,7 +28,7 @@ MESSAGES = {
     "scheduled_in_past": "Scheduled time must be in the future",
 }
 
-#: The CMP-21 order (capacity planning, #9, is not built).
+#: The CMP-21 order.
 CHECK_ORDER = (
     "no_template",
     "no_audience",
@@ -38,6 +38,7 @@ CHECK_ORDER = (
     "domain_not_verified",
     "sender_not_allowed",
     "scheduled_in_past",
+    "exceeds_sending_capacity",
 )
 STALE_VERIFICATION = dt.timedelta(days=30)
 
@@ -90,9 +91,14 @@ def _template_exists(campaign: Campaign) -> bool:
 
 
 def validate_ready_to_send(
-    campaign: Campaign, *, scheduled_at: dt.datetime | None = None, now: dt.datetime | None = None
+    campaign: Campaign,
+    *,
+    scheduled_at: dt.datetime | None = None,
+    now: dt.datetime | None = None,
+    check_capacity: bool = True,
 ) -> PreflightResult:
-    """CMP-21 checks 1–8 in order, without side effects."""
+    """CMP-21 checks 1–9 in order, without side effects. The orchestrator passes `check_capacity=False`
+    (CMP-24: the capacity check, #9, is skipped at fire time; see `campaigns.capacity`)."""
     from delivery.providers import delivery_configured
     from delivery.services import sender_domain_problem
     from owlat.models import AbuseStatus, Domain
@@ -128,4 +134,10 @@ def validate_ready_to_send(
         )
     if scheduled_at is not None and scheduled_at <= now:
         return _fail("scheduled_in_past", MESSAGES["scheduled_in_past"], warnings)
+    if check_capacity:
+        from campaigns.capacity import assess_capacity
+
+        plan = assess_capacity(campaign.organization_id, campaign.audience, now=now, starts_at=scheduled_at)
+        if plan is not None and not plan.fits:
+            return _fail("exceeds_sending_capacity", plan.message(), warnings)
     return PreflightResult(ready=True, warnings=warnings)

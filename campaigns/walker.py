@@ -171,6 +171,20 @@ def _send_context(campaign: Campaign) -> Any:
     )
 
 
+def _count_daily_sends(organization_id: Any, enqueued: int, now: dt.datetime) -> None:
+    """The org's daily send count [orig], per UTC day: `daily_send_count_reset_at` is the start of the day the
+    count belongs to (the capacity check, CMP-21 #9, reads today's)."""
+    from campaigns.capacity import day_start
+    from owlat.models import OrganizationSettings
+
+    today = day_start(now)
+    rows = OrganizationSettings.objects.filter(organization_id=organization_id)
+    if not rows.filter(daily_send_count_reset_at__gte=today).update(
+        daily_send_count=F("daily_send_count") + enqueued
+    ):
+        rows.update(daily_send_count=enqueued, daily_send_count_reset_at=today)
+
+
 def _enqueue_chunks(send_ids: list[str], at: dt.datetime | None) -> int:
     """DLV-16: one pool job per chunk of `CAMPAIGN_ENQUEUE_CHUNK_SIZE` rows, delayed to `at` (CMP-34)."""
     from delivery.services import sends_enqueue
@@ -191,7 +205,6 @@ def resolve_campaign_page(
     from delivery.providers import delivery_configured
     from delivery.services import create_batch
     from owlat.jobs import enqueue
-    from owlat.models import OrganizationSettings
     from owlat.organizations import organization_settings
 
     now = now or timezone.now()
@@ -252,9 +265,7 @@ def resolve_campaign_page(
             _enqueue_chunks(ids, at)
         enqueued = len(inserted)
         if enqueued:
-            OrganizationSettings.objects.filter(organization_id=campaign.organization_id).update(
-                daily_send_count=F("daily_send_count") + enqueued
-            )
+            _count_daily_sends(campaign.organization_id, enqueued, now)
         job.cursor = page.next_cursor
         job.enqueued_count += enqueued
         job.total_candidates += len(page.eligible)

@@ -281,6 +281,8 @@ BOUNCE_FEEDBACK_LOCAL_PARTS = env.list("BOUNCE_FEEDBACK_LOCAL_PARTS", default=["
 # Pacing per pool, messages/second (D-06); 0 = unlimited.
 DELIVERY_TRANSACTIONAL_RATE = env.float("DELIVERY_TRANSACTIONAL_RATE", default=30.0)
 DELIVERY_CAMPAIGN_RATE = env.float("DELIVERY_CAMPAIGN_RATE", default=20.0)
+# Warm-up capacity, campaign messages per UTC day for the install (CMP-21 #9 pre-flight); 0 = not planned.
+CAMPAIGN_DAILY_SEND_CAPACITY = env.int("CAMPAIGN_DAILY_SEND_CAPACITY", default=0)
 
 # --- Analytics (DOM-16) ---------------------------------------------------------------------------------
 POSTHOG_API_KEY = env.str("POSTHOG_API_KEY", default="")
