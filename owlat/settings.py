@@ -278,6 +278,18 @@ BOUNCE_SERVER_HOST = env.str("BOUNCE_SERVER_HOST", default="127.0.0.1")
 BOUNCE_SERVER_PORT = env.int("BOUNCE_SERVER_PORT", default=2525)
 # Local parts (at any domain) that take feedback-loop reports (RFC 5965 ARF) which do not come to a VERP address.
 BOUNCE_FEEDBACK_LOCAL_PARTS = env.list("BOUNCE_FEEDBACK_LOCAL_PARTS", default=["fbl", "abuse", "complaints"])
+# Sending-domain verification and DKIM (DOM-12, issue 11; owlat/domains). Every DNS query goes through the
+# resolver built from these: DNS_NAMESERVERS as "ip" or "ip:port" (empty: the system's resolv.conf).
+DNS_NAMESERVERS = env.list("DNS_NAMESERVERS", default=[])
+DNS_TIMEOUT_SECONDS = env.float("DNS_TIMEOUT_SECONDS", default=3.0)
+# The SPF mechanism that authorizes this installation's outgoing mail (e.g. "include:_spf.mailhost.example" or
+# "ip4:203.0.113.7"); empty: "a:<host of SITE_URL>".
+DOMAIN_SPF_MECHANISM = env.str("DOMAIN_SPF_MECHANISM", default="")
+# Return-path domain of a sending domain: "<RETURN_PATH_SUBDOMAIN>.<domain>", published as a CNAME to
+# BOUNCE_DOMAIN (empty: the host of SITE_URL), so bounces to it reach the bounce intake.
+RETURN_PATH_SUBDOMAIN = env.str("RETURN_PATH_SUBDOMAIN", default="bounces")
+# A verification older than this is flagged stale (a warning, DOM-12); the cron re-check runs every 6 hours.
+DOMAIN_VERIFICATION_STALE_HOURS = env.int("DOMAIN_VERIFICATION_STALE_HOURS", default=24)
 # Pacing per pool, messages/second (D-06); 0 = unlimited.
 DELIVERY_TRANSACTIONAL_RATE = env.float("DELIVERY_TRANSACTIONAL_RATE", default=30.0)
 DELIVERY_CAMPAIGN_RATE = env.float("DELIVERY_CAMPAIGN_RATE", default=20.0)

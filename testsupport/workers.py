@@ -205,6 +205,7 @@ def worker_environment(overrides: dict[str, Any] | None = None) -> dict[str, str
             "SITE_URL": settings.SITE_URL,
             "EMAIL_PROVIDER": settings.EMAIL_PROVIDER or "",
             "EMAIL_URL": settings.EMAIL_URL or "",
+            "DNS_NAMESERVERS": ",".join(settings.DNS_NAMESERVERS),
             "DELIVERY_TRANSACTIONAL_RATE": str(settings.DELIVERY_TRANSACTIONAL_RATE),
             "DELIVERY_CAMPAIGN_RATE": str(settings.DELIVERY_CAMPAIGN_RATE),
             "POSTHOG_API_KEY": settings.POSTHOG_API_KEY or "",

@@ -11,6 +11,7 @@ from owlat.admin import (  # noqa: F401  (importing registers the screens)
     apikeys,
     audit,
     contacts,
+    domains,
     infrastructure,
     organizations,
     senders,

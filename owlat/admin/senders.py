@@ -1,4 +1,4 @@
-"""Sending domains and campaign senders (DOM-12)."""
+"""Campaign senders (DOM-12); sending domains are in `owlat.admin.domains`."""
 
 from __future__ import annotations
 
@@ -13,25 +13,7 @@ from django.http import HttpRequest
 from owlat.admin_tenancy import (
     TenantModelAdmin,
 )
-from owlat.models import (
-    CampaignSender,
-    Domain,
-)
-
-# --- domains and senders (DOM-12) ----------------------------------------------------------------------------
-
-
-@admin.register(Domain)
-class DomainAdmin(TenantModelAdmin):
-    manage_permission = "settings:manage"
-    list_display = ("domain", "status", "last_verified_at", "provider_type", "created_at")
-    list_filter = ("status",)
-    search_fields = ("domain",)
-    readonly_fields = ("status", "dns_records", "last_verified_at", "created_at")
-
-    def get_fields(self, request: HttpRequest, obj: Any = None):
-        fields = ["organization", "domain", "provider_type"]
-        return fields if obj is None else [*fields, *self.readonly_fields]
+from owlat.models import CampaignSender
 
 
 class CampaignSenderForm(forms.ModelForm):

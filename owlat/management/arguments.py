@@ -38,3 +38,13 @@ def port_arg(value: str) -> int:
     if not 1 <= port <= 65535:
         raise argparse.ArgumentTypeError(f"{value!r} is not a port number (1–65535)")
     return port
+
+
+def domain_arg(value: str) -> str:
+    """A DNS domain name (e.g. mail.example.com), returned lower-cased."""
+    from owlat.domains.records import valid_domain_name
+
+    name = value.strip().rstrip(".").lower()
+    if not valid_domain_name(name):
+        raise argparse.ArgumentTypeError(f"{value!r} is not a domain name (expected e.g. mail.example.com)")
+    return name

@@ -45,6 +45,7 @@ from owlat.models.organizations import (
 )
 from owlat.models.sending import (
     CampaignSender,
+    DkimKey,
     Domain,
     DomainStatus,
     SendingStat,
@@ -70,6 +71,7 @@ __all__ = [
     "ContactPropertyValue",
     "ContactSource",
     "ContactTopic",
+    "DkimKey",
     "DoiStatus",
     "Domain",
     "DomainStatus",

@@ -7,8 +7,10 @@ import uuid
 
 from django.db import models
 from django.db.models import Q
+from django_fsm import FSMField, FSMModelMixin, transition
 
 from owlat.models.organizations import Organization
+from owlat.transitions import apply_patch
 
 
 class DomainStatus(models.TextChoices):
@@ -18,15 +20,23 @@ class DomainStatus(models.TextChoices):
     FAILED = "failed"
 
 
-class Domain(models.Model):
-    """DOM-12 sending domain."""
+class Domain(FSMModelMixin, models.Model):
+    """DOM-12 sending domain. `status` is written only by `owlat.domains.lifecycle` (the verification lifecycle,
+    DOM-20); `dns_records` is what the operator must publish, `dns_checks` what the last DNS check found."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="domains")
     domain = models.CharField(max_length=253)
-    status = models.CharField(max_length=12, choices=DomainStatus.choices, default=DomainStatus.PENDING)
-    dns_records = models.JSONField(default=dict, blank=True)
+    status = FSMField(
+        max_length=12, choices=DomainStatus.choices, default=DomainStatus.REGISTERING, protected=True
+    )
+    dns_records = models.JSONField(default=list, blank=True)
+    dns_checks = models.JSONField(default=dict, blank=True)
+    verification_token = models.CharField(max_length=64, blank=True, default="")
     last_verified_at = models.DateTimeField(null=True, blank=True)
+    last_checked_at = models.DateTimeField(null=True, blank=True)
+    #: Set when platform staff marked the domain verified without DNS (local setups); audited.
+    verification_overridden_at = models.DateTimeField(null=True, blank=True)
     provider_type = models.CharField(max_length=20, null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -35,6 +45,48 @@ class Domain(models.Model):
 
     def __str__(self) -> str:
         return self.domain
+
+    # Verification lifecycle (DOM-12, DOM-20); bodies are pure, the writer is owlat.domains.lifecycle.
+    @transition(field=status, source=DomainStatus.REGISTERING, target=DomainStatus.PENDING)
+    def register(self, patch: dict) -> None:
+        apply_patch(self, patch)
+
+    @transition(
+        field=status,
+        source=[DomainStatus.REGISTERING, DomainStatus.PENDING, DomainStatus.FAILED],
+        target=DomainStatus.VERIFIED,
+    )
+    def verify(self, patch: dict) -> None:
+        apply_patch(self, patch)
+
+    @transition(
+        field=status, source=[DomainStatus.PENDING, DomainStatus.VERIFIED], target=DomainStatus.FAILED
+    )
+    def fail(self, patch: dict) -> None:
+        apply_patch(self, patch)
+
+
+class DkimKey(models.Model):
+    """A DKIM key of a sending domain (issue 11 item 2). The private key is stored encrypted
+    (`owlat.domains.keys`). Rotation with overlap: a new key is published next to the old one; the old one signs
+    until the new one's DNS record verifies, then it is retired (its record is no longer required)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="dkim_keys")
+    domain = models.ForeignKey(Domain, on_delete=models.CASCADE, related_name="dkim_keys")
+    selector = models.CharField(max_length=63)
+    public_key = models.TextField(help_text="Base64 of the DER SubjectPublicKeyInfo, as published in p=.")
+    private_key_encrypted = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+    verified_at = models.DateTimeField(null=True, blank=True)
+    retired_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["domain", "selector"], name="uniq_dkim_selector")]
+        ordering = ("-created_at",)
+
+    def __str__(self) -> str:
+        return f"{self.selector}._domainkey.{self.domain.domain}"
 
 
 class CampaignSender(models.Model):

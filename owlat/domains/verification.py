@@ -1,0 +1,164 @@
+"""Sending-domain verification (DOM-12, issue 11 item 1): register a domain (token, first DKIM key, the records
+to publish), check it against DNS now (admin "Check now", `manage.py verify_domains`, the cron re-check), the
+audited staff override for local setups, and the 24 h stale warning. Every status change goes through
+`owlat.domains.lifecycle`."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from owlat.domains import checks, keys
+from owlat.domains.lifecycle import PENDING, REGISTERING, VERIFIED, check_target, domain_transition
+from owlat.domains.records import expected_records
+from owlat.lifecycle import Outcome
+from owlat.models import Domain
+
+logger = logging.getLogger(__name__)
+
+CRON_ACTOR = "system:domain-recheck"
+
+
+def _records(domain: Domain) -> list[dict[str, str]]:
+    return expected_records(domain.domain, domain.verification_token, keys.live_keys(domain))
+
+
+def domain_register(domain: Domain, *, actor: str) -> Outcome:
+    """`registering → pending`: an ownership token, a first DKIM key, the records to publish. Idempotent: a
+    registered domain is left as it is."""
+    with transaction.atomic():
+        locked = Domain.objects.select_for_update().get(pk=domain.pk, organization_id=domain.organization_id)
+        if locked.status != REGISTERING:
+            return Outcome(ok=True, applied="duplicate", from_state=locked.status, to_state=locked.status)
+        if not keys.live_keys(locked):
+            keys.dkim_key_create(locked)
+        token = locked.verification_token or secrets.token_hex(16)
+        records = expected_records(locked.domain, token, keys.live_keys(locked))
+        return domain_transition(
+            locked, PENDING, actor=actor, input={"event": "register", "records": records, "token": token}
+        )
+
+
+def domain_check(domain: Domain, *, actor: str) -> Outcome:
+    """Query DNS for every record and move the domain by the verdict (see `lifecycle`). DKIM keys whose record
+    is published are stamped verified; a newer verified key retires the older ones (rotation overlap ends)."""
+    if domain.status == REGISTERING:
+        domain_register(domain, actor=actor)
+        domain.refresh_from_db()
+    wanted = _records(domain)
+    results = checks.check_records(wanted)  # network I/O outside any transaction
+    now = timezone.now()
+    with transaction.atomic():
+        locked = Domain.objects.select_for_update().get(pk=domain.pk, organization_id=domain.organization_id)
+        published = [
+            r["key"].split(":", 1)[1]
+            for r in wanted
+            if r["kind"] == "dkim" and results[r["key"]]["state"] == checks.OK
+        ]
+        keys.dkim_keys_mark_verified(locked, published, at=now)
+        records = _records(locked)
+        current = {r["key"] for r in records}
+        stamped = {k: {**v, "checkedAt": now.isoformat()} for k, v in results.items() if k in current}
+        verdict = checks.verdict(records, stamped)
+        to = check_target(locked.status, verdict, locked.verification_overridden_at is not None)
+        return domain_transition(
+            locked,
+            to,
+            actor=actor,
+            input={"event": "check", "verdict": verdict, "checks": stamped, "records": records},
+        )
+
+
+def domain_override(domain: Domain, *, actor: str, reason: str = "") -> Outcome:
+    """Platform staff only (the caller checks): mark verified without DNS, for local setups; audited."""
+    if domain.status == REGISTERING:
+        domain_register(domain, actor=actor)
+    return domain_transition(domain, VERIFIED, actor=actor, input={"event": "override", "reason": reason})
+
+
+def domain_rotate_dkim(domain: Domain, *, actor: str) -> tuple[Outcome, str]:
+    """A new DKIM key published next to the current one; the current one keeps signing until the new record
+    verifies. Returns the outcome and the new selector."""
+    with transaction.atomic():
+        locked = Domain.objects.select_for_update().get(pk=domain.pk, organization_id=domain.organization_id)
+        key = keys.dkim_key_create(locked)
+        if locked.status == REGISTERING:
+            return domain_register(locked, actor=actor), key.selector
+        audit = ("domain.dkim_key_created", {"domain": locked.domain, "selector": key.selector})
+        outcome = domain_transition(
+            locked,
+            locked.status,
+            actor=actor,
+            input={"event": "records", "records": _records(locked), "audit": audit},
+        )
+        return outcome, key.selector
+
+
+# --- staleness (DOM-12: a warning, not a state) ------------------------------------------------------------
+
+
+def stale_after() -> dt.timedelta:
+    return dt.timedelta(hours=settings.DOMAIN_VERIFICATION_STALE_HOURS)
+
+
+def is_stale(domain: Domain, now: dt.datetime | None = None) -> bool:
+    """A verified domain whose last successful verification is older than 24 h (the re-check could not
+    confirm it since, e.g. DNS errors)."""
+    if domain.status != VERIFIED or domain.verification_overridden_at is not None:
+        return False
+    last = domain.last_verified_at
+    return last is None or last < (now or timezone.now()) - stale_after()
+
+
+def stale_warning(domain: Domain, now: dt.datetime | None = None) -> str | None:
+    if not is_stale(domain, now):
+        return None
+    when = domain.last_verified_at.strftime("%Y-%m-%d %H:%M UTC") if domain.last_verified_at else "never"
+    return (
+        f'Verification of "{domain.domain}" is stale (last confirmed {when}); '
+        "check its DNS records now (Settings > Domains > Check now)."
+    )
+
+
+# --- the re-check (cron and command) --------------------------------------------------------------------------
+
+
+@dataclass
+class RecheckSummary:
+    checked: int = 0
+    changed: list[str] | None = None
+    stale: list[str] | None = None
+
+    def lines(self) -> list[str]:
+        return [*(self.changed or []), *(self.stale or []), f"{self.checked} domain(s) checked"]
+
+
+def domains_recheck(queryset: Any = None, *, actor: str = CRON_ACTOR) -> RecheckSummary:
+    """Check every domain of `queryset` (default: all); log a warning for each stale verification."""
+    summary = RecheckSummary(changed=[], stale=[])
+    qs = queryset if queryset is not None else Domain.objects.all()
+    for domain in qs.order_by("organization_id", "domain").iterator():
+        outcome = domain_check(domain, actor=actor)
+        summary.checked += 1
+        if outcome.ok and outcome.from_state != outcome.to_state:
+            summary.changed.append(f"{domain.domain}: {outcome.from_state} → {outcome.to_state}")
+        elif not outcome.ok:
+            summary.changed.append(f"{domain.domain}: {outcome.message}")
+        domain.refresh_from_db()
+        warning = stale_warning(domain)
+        if warning:
+            summary.stale.append(warning)
+            logger.warning(warning)
+    return summary
+
+
+def domains_recheck_task() -> str:
+    """The cron re-check (django-q2 schedule in `owlat.kernel_schedules`); idempotent."""
+    return "; ".join(domains_recheck().lines())
