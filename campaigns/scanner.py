@@ -314,35 +314,42 @@ def scan_content(
 
 
 def safe_browsing_flags(links: list[Link]) -> list[Flag]:
-    """Google Safe Browsing lookup when `GOOGLE_SAFE_BROWSING_API_KEY` is set; a failure never blocks."""
+    """CMP-25: the Google Safe Browsing (v4 `threatMatches:find`) lookup of the link URLs when
+    `GOOGLE_SAFE_BROWSING_API_KEY` is set, through the outbound guard (`owlat.outbound`) at
+    `GOOGLE_SAFE_BROWSING_URL`; the key travels in the `X-Goog-Api-Key` header, never in the URL. A lookup
+    failure (refused, unreachable, timeout, an error status, an unreadable answer) never blocks: no URL flags."""
     from django.conf import settings
+
+    from owlat import outbound
 
     key = getattr(settings, "GOOGLE_SAFE_BROWSING_API_KEY", "")
     urls = sorted({link.href for link in links if link.href.lower().startswith(("http://", "https://"))})
     if not key or not urls:
         return []
+    body: dict[str, Any] = {
+        "client": {"clientId": "owlat", "clientVersion": "1"},
+        "threatInfo": {
+            "threatTypes": ["MALWARE", "SOCIAL_ENGINEERING", "UNWANTED_SOFTWARE"],
+            "platformTypes": ["ANY_PLATFORM"],
+            "threatEntryTypes": ["URL"],
+            "threatEntries": [{"url": u} for u in urls[:500]],
+        },
+    }
     try:
-        import json
-        import urllib.request
-
-        body: dict[str, Any] = {
-            "client": {"clientId": "owlat", "clientVersion": "1"},
-            "threatInfo": {
-                "threatTypes": ["MALWARE", "SOCIAL_ENGINEERING", "UNWANTED_SOFTWARE"],
-                "platformTypes": ["ANY_PLATFORM"],
-                "threatEntryTypes": ["URL"],
-                "threatEntries": [{"url": u} for u in urls[:500]],
-            },
-        }
-        request = urllib.request.Request(
-            f"https://safebrowsing.googleapis.com/v4/threatMatches:find?key={key}",
-            data=json.dumps(body).encode(),
-            headers={"Content-Type": "application/json"},
-        )
-        with urllib.request.urlopen(request, timeout=5) as response:
-            matches = json.loads(response.read() or b"{}").get("matches", [])
-    except Exception:
-        logger.warning("Safe Browsing lookup failed; the scan continues without it", exc_info=True)
+        with outbound.requests_session() as session:
+            response = session.post(
+                settings.GOOGLE_SAFE_BROWSING_URL,
+                json=body,
+                headers={"X-Goog-Api-Key": key},
+                timeout=5,
+                allow_redirects=False,
+            )
+            response.raise_for_status()
+            matches = (response.json() or {}).get("matches", [])
+        if not isinstance(matches, list):
+            raise ValueError("matches is not a list")
+    except Exception as exc:  # CMP-25: a lookup failure never blocks
+        logger.warning("Safe Browsing lookup failed; the scan continues without it: %s", exc)
         return []
     severity = {"MALWARE": "high", "SOCIAL_ENGINEERING": "high", "UNWANTED_SOFTWARE": "medium"}
     return [

@@ -295,6 +295,11 @@ DELIVERY_TRANSACTIONAL_RATE = env.float("DELIVERY_TRANSACTIONAL_RATE", default=3
 DELIVERY_CAMPAIGN_RATE = env.float("DELIVERY_CAMPAIGN_RATE", default=20.0)
 # Warm-up capacity, campaign messages per UTC day for the install (CMP-21 #9 pre-flight); 0 = not planned.
 CAMPAIGN_DAILY_SEND_CAPACITY = env.int("CAMPAIGN_DAILY_SEND_CAPACITY", default=0)
+# CMP-25 link reputation: Google Safe Browsing v4 lookup in the content scan when a key is set.
+GOOGLE_SAFE_BROWSING_API_KEY = env.str("GOOGLE_SAFE_BROWSING_API_KEY", default="")
+GOOGLE_SAFE_BROWSING_URL = env.str(
+    "GOOGLE_SAFE_BROWSING_URL", default="https://safebrowsing.googleapis.com/v4/threatMatches:find"
+)
 
 # --- Analytics (DOM-16) ---------------------------------------------------------------------------------
 POSTHOG_API_KEY = env.str("POSTHOG_API_KEY", default="")
