@@ -22,3 +22,8 @@ class DeliveryConfig(AppConfig):
 
         register_test_sender(services.test_email_send)
         from delivery import webhooks  # noqa: F401 - connects the anymail tracking receiver
+        from delivery.tasks import reap_stuck_sends_task
+        from owlat.registry import register_sweep
+
+        # also run by the dispatcher, outside the queues: orphaned rows move while a queue is stalled
+        register_sweep("delivery.reap_stuck_sends", reap_stuck_sends_task)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import time
+import uuid
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -27,10 +28,11 @@ from delivery import attachments as attachment_fetch
 from delivery.compose import ComposeError, compose_campaign, compose_transactional
 from delivery.dispatch import send_provider_dispatch
 from delivery.lifecycle import (
-    CLAIM_LEASE,
     UNKNOWN_OUTCOME_DEADLINE,
+    ClaimKeeper,
     Completion,
     SendRef,
+    claim_lease,
     claim_orphans,
     claim_queued,
     claim_sends,
@@ -180,10 +182,19 @@ def _load_rows(kind: str, ids: list[str], token: Any) -> list[Any]:
     return sorted(qs, key=lambda r: order.get(str(r.pk), 0))
 
 
-def dispatch_batch(
+def dispatch_batch(kind: str, ids: list[str], **options: Any) -> BatchSummary:
+    """One pool job: dispatch the given rows of `kind` (`campaign` | `transactional`) at most once each.
+    Its claim is renewed while it runs (`ClaimKeeper`), so the rows of a killed job are re-driven quickly."""
+    token = uuid.uuid4()
+    with ClaimKeeper(kind, token):
+        return _dispatch_batch(kind, ids, token=token, **options)
+
+
+def _dispatch_batch(
     kind: str,
     ids: list[str],
     *,
+    token: uuid.UUID,
     transport_factory: Callable[[], Transport] = get_transport,
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
@@ -191,9 +202,8 @@ def dispatch_batch(
     now: Callable[[], dt.datetime] = timezone.now,
     drain: bool = True,
 ) -> BatchSummary:
-    """One pool job: dispatch the given rows of `kind` (`campaign` | `transactional`) at most once each."""
     summary = BatchSummary(kind=kind, requested=len(ids))
-    token, won = claim_sends(kind, ids)
+    token, won = claim_sends(kind, ids, token=token)
     summary.skipped = len(ids) - len(won)
     if drain and kind == "transactional" and len(won) < BATCH_SIZE:
         # Top the batch up with queued rows whose own job has not run yet (one connection, one flush).
@@ -416,9 +426,11 @@ class ReapReport:
 
 def reap_stuck_sends(*, apply: bool, now: dt.datetime | None = None, limit: int = 1000) -> ReapReport:
     """D-07 recovery:
-    - queued rows no live job holds (never claimed, or claimed without hand-off past the 5-minute lease) are
-      handed to their pool again (they were never on the wire);
-    - rows handed off without a recorded result past the lease are flagged outcome-unknown (never re-sent);
+    - queued rows no live job holds (never claimed for `orphan_after(kind)`, or claimed without hand-off under
+      a claim nobody renewed for `SEND_CLAIM_LEASE_SECONDS`) are handed to their pool again (they were never
+      on the wire);
+    - rows handed off without a recorded result under such a dead claim are flagged outcome-unknown (never
+      re-sent);
     - outcome-unknown rows older than 24 hours become `failed` `PROVIDER_ACCEPTANCE_UNCONFIRMED`.
     Dry run unless `apply`."""
     from delivery.services import sends_enqueue
@@ -435,7 +447,7 @@ def reap_stuck_sends(*, apply: bool, now: dt.datetime | None = None, limit: int 
                 status=SendStatus.QUEUED,
                 handed_off_at__isnull=False,
                 outcome_unknown=False,
-                claimed_at__lt=now - CLAIM_LEASE,
+                claimed_at__lt=now - claim_lease(),
             ).values_list("pk", flat=True)[:limit]
         ]
         report.lost_hand_offs[kind] = lost

@@ -5,3 +5,8 @@ class OwlatConfig(AppConfig):
     name = "owlat"
     verbose_name = "Owlat"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from owlat.clusters import connect_activity_receivers
+
+        connect_activity_receivers()

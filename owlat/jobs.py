@@ -137,6 +137,22 @@ def heartbeat_task(name: str) -> str:
     return f"heartbeat {name}"
 
 
+def run_sweeps() -> dict[str, str]:
+    """Run every registered recovery sweep once (`owlat.registry.register_sweep`); a failing sweep is logged
+    and does not stop the others. Called by the due-task dispatcher every `QUEUE_SWEEP_SECONDS`."""
+    from owlat.registry import sweeps
+
+    out: dict[str, str] = {}
+    for name, fn in sweeps().items():
+        try:
+            out[name] = fn()
+        except Exception:
+            logger.exception("sweep %s failed; it runs again next round", name)
+            connection.close()
+            out[name] = "failed"
+    return out
+
+
 def newest_heartbeat_age_seconds() -> float | None:
     newest = WorkerHeartbeat.objects.order_by("-beat_at").values_list("beat_at", flat=True).first()
     if newest is None:

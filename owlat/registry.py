@@ -84,3 +84,18 @@ def register_demo_data_hook(fn: DemoDataHook) -> DemoDataHook:
 
 def demo_data_hooks() -> tuple[DemoDataHook, ...]:
     return tuple(_demo_data_hooks)
+
+
+Sweep = Callable[[], str]
+_sweeps: dict[str, Sweep] = {}
+
+
+def register_sweep(name: str, fn: Sweep) -> Sweep:
+    """`fn() -> summary`: a recovery sweep the due-task dispatcher runs every `QUEUE_SWEEP_SECONDS` outside
+    the worker queues, so it still runs while a queue is stalled (issue 13 item 8). Idempotent."""
+    _sweeps[name] = fn
+    return fn
+
+
+def sweeps() -> dict[str, Sweep]:
+    return dict(_sweeps)

@@ -205,8 +205,8 @@ CORS_PREFLIGHT_MAX_AGE = 86400
 REDIS_URL = env.str("REDIS_URL", default="")
 Q_WORKERS = env.int("Q_WORKERS", default=2)
 _q_common = {
-    "timeout": 120,
-    "retry": 180,  # must stay above timeout
+    "timeout": env.int("Q_TIMEOUT", default=120),
+    "retry": env.int("Q_RETRY", default=180),  # must stay above timeout
     "max_attempts": 1,  # DLV-15: no pool-level retries; retrying happens in our own code
     "save_limit": -1,  # our own status rows record outcomes
     "ack_failures": True,
@@ -233,6 +233,22 @@ else:
 Q_BROKER_IS_TRANSACTIONAL = not REDIS_URL
 DUE_TASK_POLL_SECONDS = env.float("DUE_TASK_POLL_SECONDS", default=0.25)  # D-05: at most every 250 ms
 DUE_TASK_LEASE_SECONDS = env.int("DUE_TASK_LEASE_SECONDS", default=60)
+# Cluster liveness and progress (issue 13 item 8; owlat/clusters.py, `manage.py run_cluster`): each cluster's
+# supervisor beats every CLUSTER_WATCHDOG_INTERVAL_SECONDS and restarts its cluster when the queue's oldest task
+# is older than CLUSTER_STALL_SECONDS while no worker started or finished a task for that long and none is busy.
+CLUSTER_WATCHDOG_INTERVAL_SECONDS = env.float("CLUSTER_WATCHDOG_INTERVAL_SECONDS", default=5.0)
+CLUSTER_STALL_SECONDS = env.float("CLUSTER_STALL_SECONDS", default=60.0)
+# /api/v1/health says "degraded" when a queue's oldest task waited longer than this (or a cluster stopped beating).
+HEALTH_QUEUE_AGE_DEGRADED_SECONDS = env.float("HEALTH_QUEUE_AGE_DEGRADED_SECONDS", default=60.0)
+# Recovery sweeps (owlat.registry.register_sweep, e.g. re-driving orphaned send rows) run by the due-task
+# dispatcher this often, outside the worker queues, so a stalled queue cannot hold them up.
+QUEUE_SWEEP_SECONDS = env.float("QUEUE_SWEEP_SECONDS", default=10.0)
+# D-07 claims (delivery.lifecycle): a running job renews its claim every SEND_CLAIM_RENEW_SECONDS; a claim not
+# renewed for SEND_CLAIM_LEASE_SECONDS belongs to a dead job. Never-claimed transactional rows are handed to
+# their pool again after SEND_ORPHAN_AFTER_SECONDS. Together: a killed worker's rows move within 60 s.
+SEND_CLAIM_RENEW_SECONDS = env.float("SEND_CLAIM_RENEW_SECONDS", default=10.0)
+SEND_CLAIM_LEASE_SECONDS = env.float("SEND_CLAIM_LEASE_SECONDS", default=30.0)
+SEND_ORPHAN_AFTER_SECONDS = env.float("SEND_ORPHAN_AFTER_SECONDS", default=30.0)
 # Campaigns: the queue of the orchestrator's paged recipient walk (CMP-29); the campaign pool by default.
 CAMPAIGN_WALK_QUEUE = env.str("CAMPAIGN_WALK_QUEUE", default="campaign")
 # Test only (issue 12): the enqueue helper hands every task to django-q2 twice, as a Redis redelivery or a crashed

@@ -17,18 +17,19 @@ the public names from `delivery.lifecycle`.
 """
 
 from delivery.lifecycle.claims import (
+    ClaimKeeper,
     claim_orphans,
     claim_queued,
     claim_sends,
     mark_handed_off,
     mark_outcome_unknown,
     release_claims,
+    renew_claims,
     reset_for_resend,
 )
 from delivery.lifecycle.reducer import reduce_send
 from delivery.lifecycle.refs import (
     ACTOR,
-    CLAIM_LEASE,
     EVENTS,
     SOFT_BOUNCE_SUPPRESSION_THRESHOLD,
     UNKNOWN_OUTCOME_DEADLINE,
@@ -38,9 +39,11 @@ from delivery.lifecycle.refs import (
     SendRef,
     _complaint_handlers,
     _completion_handlers,
+    claim_lease,
     complaint_handlers,
     completion_handlers,
     model_for,
+    orphan_after,
     register_complaint_handler,
     register_completion_handler,
 )
@@ -56,11 +59,11 @@ from delivery.lifecycle.transitions import (
 
 __all__ = [
     "ACTOR",
-    "CLAIM_LEASE",
     "EVENTS",
     "SOFT_BOUNCE_SUPPRESSION_THRESHOLD",
     "UNKNOWN_OUTCOME_DEADLINE",
     "CampaignSendLifecycle",
+    "ClaimKeeper",
     "ComplaintHandler",
     "Completion",
     "CompletionHandler",
@@ -69,6 +72,7 @@ __all__ = [
     "TransactionalSendLifecycle",
     "_complaint_handlers",
     "_completion_handlers",
+    "claim_lease",
     "claim_orphans",
     "claim_queued",
     "claim_sends",
@@ -78,10 +82,12 @@ __all__ = [
     "mark_handed_off",
     "mark_outcome_unknown",
     "model_for",
+    "orphan_after",
     "reduce_send",
     "register_complaint_handler",
     "register_completion_handler",
     "release_claims",
+    "renew_claims",
     "reset_for_resend",
     "send_transition",
     "send_transition_many",

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import datetime as dt
+import logging
+import threading
 import uuid
 from collections.abc import Iterable
 from typing import Any
@@ -12,8 +14,10 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from delivery.lifecycle.effects import _run_completion
-from delivery.lifecycle.refs import CLAIM_LEASE, model_for
+from delivery.lifecycle.refs import claim_lease, model_for, orphan_after
 from delivery.models import SendStatus as S
+
+logger = logging.getLogger(__name__)
 
 
 def _table(model: type) -> str:
@@ -21,13 +25,19 @@ def _table(model: type) -> str:
 
 
 def claim_sends(
-    kind: str, ids: Iterable[str], *, now: dt.datetime | None = None, lease: dt.timedelta = CLAIM_LEASE
+    kind: str,
+    ids: Iterable[str],
+    *,
+    now: dt.datetime | None = None,
+    lease: dt.timedelta | None = None,
+    token: uuid.UUID | None = None,
 ) -> tuple[uuid.UUID, list[str]]:
     """Claim the given rows that are still `queued`, not handed off and not under a live claim. Returns the
     claim token and the ids this caller won; a row is never claimed by two callers at once."""
     model = model_for(kind)
     now = now or timezone.now()
-    token = uuid.uuid4()
+    lease = lease or claim_lease()
+    token = token or uuid.uuid4()
     id_list = [uuid.UUID(str(i)) for i in ids]
     if not id_list:
         return token, []
@@ -67,7 +77,7 @@ def claim_queued(
     limit: int,
     exclude: Iterable[str] = (),
     now: dt.datetime | None = None,
-    lease: dt.timedelta = CLAIM_LEASE,
+    lease: dt.timedelta | None = None,
 ) -> list[str]:
     """Claim up to `limit` more claimable queued rows of `kind`, oldest first, under an existing claim token
     (the transactional pool's jobs top their batch up with rows whose own job has not run yet). Uses the
@@ -76,7 +86,7 @@ def claim_queued(
         return []
     model = model_for(kind)
     now = now or timezone.now()
-    expired = now - lease
+    expired = now - (lease or claim_lease())
     skip = [uuid.UUID(str(i)) for i in exclude]
     if connection.vendor == "postgresql":
         table = _table(model)
@@ -117,18 +127,62 @@ def claim_queued(
 
 
 def claim_orphans(
-    kind: str, *, limit: int = 100, now: dt.datetime | None = None, older_than: dt.timedelta = CLAIM_LEASE
+    kind: str, *, limit: int = 100, now: dt.datetime | None = None, older_than: dt.timedelta | None = None
 ) -> list[str]:
-    """Ids of queued rows that no live job holds: never claimed for longer than the lease, or claimed but
-    not handed off with an expired lease (uses the partial index on queued rows). Read-only; the caller
-    enqueues a job for them and the job claims them."""
+    """Ids of queued rows that no live job holds: never claimed for longer than `orphan_after(kind)`, or
+    claimed but not handed off under a claim nobody renewed for the lease (uses the partial index on queued
+    rows). Read-only; the caller enqueues a job for them and the job claims them."""
     model = model_for(kind)
     now = now or timezone.now()
-    cutoff = now - older_than
+    cutoff = now - (older_than or orphan_after(kind))
     qs = model._default_manager.filter(
         status=S.QUEUED, handed_off_at__isnull=True, deleted_at__isnull=True
-    ).filter(Q(claimed_at__isnull=True, queued_at__lt=cutoff) | Q(claimed_at__lt=now - CLAIM_LEASE))
+    ).filter(Q(claimed_at__isnull=True, queued_at__lt=cutoff) | Q(claimed_at__lt=now - claim_lease()))
     return [str(pk) for pk in qs.order_by("pk").values_list("pk", flat=True)[:limit]]
+
+
+def renew_claims(kind: str, token: uuid.UUID, *, now: dt.datetime | None = None) -> int:
+    """Keep the claim of a live job: move `claimed_at` of its still-`queued` rows (handed off or not) to now."""
+    model = model_for(kind)
+    return model._default_manager.filter(claim_token=token, status=S.QUEUED).update(
+        claimed_at=now or timezone.now()
+    )
+
+
+class ClaimKeeper:
+    """Renews a job's claim from a thread of its own while the job runs (`with ClaimKeeper(kind, token):`),
+    every `SEND_CLAIM_RENEW_SECONDS`, so a claim outlives a slow batch but not the process holding it: a
+    killed worker's rows are recognised after `SEND_CLAIM_LEASE_SECONDS`, not after minutes."""
+
+    def __init__(self, kind: str, token: uuid.UUID, *, every: float | None = None) -> None:
+        from django.conf import settings
+
+        self.kind = kind
+        self.token = token
+        self.every = every if every is not None else float(settings.SEND_CLAIM_RENEW_SECONDS)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="owlat-claim-keeper", daemon=True)
+
+    def __enter__(self) -> ClaimKeeper:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+
+    def _run(self) -> None:
+        from django.db import connection as thread_connection
+
+        try:
+            while not self._stop.wait(self.every):
+                try:
+                    renew_claims(self.kind, self.token)
+                except Exception:  # a dropped connection: the next round opens a new one
+                    logger.warning("could not renew the claim of a %s batch", self.kind, exc_info=True)
+                    thread_connection.close()
+        finally:
+            thread_connection.close()
 
 
 def release_claims(kind: str, ids: Iterable[str], token: uuid.UUID) -> int:

@@ -15,9 +15,28 @@ from delivery.models import SendStatus as S
 RefKind = Literal["campaign", "transactional"]
 EVENTS = (S.SENT, S.FAILED, S.DELIVERED, S.OPENED, S.CLICKED, S.BOUNCED, S.COMPLAINED)
 SOFT_BOUNCE_SUPPRESSION_THRESHOLD = 5
-CLAIM_LEASE = dt.timedelta(minutes=5)  # D-07
 UNKNOWN_OUTCOME_DEADLINE = dt.timedelta(hours=24)  # D-07
 ACTOR = "system:delivery"
+
+
+def claim_lease() -> dt.timedelta:
+    """D-07 as refined by issue 13 item 8: a claim lives while the job holding it renews it (every
+    `SEND_CLAIM_RENEW_SECONDS`, `claims.ClaimKeeper`); one not renewed for `SEND_CLAIM_LEASE_SECONDS` belongs
+    to a dead job, so its rows may be claimed again (never handed off) or are outcome-unknown (handed off)."""
+    from django.conf import settings
+
+    return dt.timedelta(seconds=settings.SEND_CLAIM_LEASE_SECONDS)
+
+
+def orphan_after(kind: str) -> dt.timedelta:
+    """How long a never-claimed `queued` row waits before the reaper hands it to its pool again: transactional
+    rows after `SEND_ORPHAN_AFTER_SECONDS` (their job was lost with a worker); campaign rows after 5 minutes
+    (their jobs may be delayed on purpose, CMP-34, and the campaign walk re-drives itself)."""
+    from django.conf import settings
+
+    if kind == "transactional":
+        return dt.timedelta(seconds=settings.SEND_ORPHAN_AFTER_SECONDS)
+    return dt.timedelta(minutes=5)
 
 
 @dataclass(frozen=True)

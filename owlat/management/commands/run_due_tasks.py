@@ -1,16 +1,20 @@
-"""`manage.py run_due_tasks`: the small long-running dispatcher of due-task rows (spec D-05)."""
+"""`manage.py run_due_tasks`: the small long-running dispatcher of due-task rows (spec D-05); it also runs the
+recovery sweeps outside the worker queues (issue 13 item 8)."""
 
 from __future__ import annotations
 
+import logging
 import signal
 import time
 from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand
-from django.db import close_old_connections
+from django.db import close_old_connections, connection
 
-from owlat.jobs import QUEUES, dispatch_due_tasks, enqueue, heartbeat
+from owlat.jobs import QUEUES, dispatch_due_tasks, enqueue, heartbeat, run_sweeps
+
+logger = logging.getLogger(__name__)
 
 HEARTBEAT_EVERY_SECONDS = 10.0
 
@@ -31,19 +35,34 @@ class Command(BaseCommand):
         signal.signal(signal.SIGTERM, self._request_stop)
         signal.signal(signal.SIGINT, self._request_stop)
         poll = settings.DUE_TASK_POLL_SECONDS
-        last_beat = 0.0
+        self._last_beat = 0.0
+        self._last_sweep = time.monotonic()
         self.stdout.write(f"due-task dispatcher polling every {poll:.2f}s")
         while not self._stop:
-            close_old_connections()
-            if time.monotonic() - last_beat >= HEARTBEAT_EVERY_SECONDS:
-                heartbeat(options["name"])
-                for queue in QUEUES:
-                    enqueue("owlat.jobs.heartbeat_task", f"queue:{queue}", queue=queue)
-                last_beat = time.monotonic()
-            handed = dispatch_due_tasks()
-            if handed:
+            try:
+                handed = self._round(options["name"])
+            except Exception:  # the database went away (restart, terminated backend): retry shortly
+                logger.exception("due-task dispatcher round failed; retrying")
+                connection.close()
+                time.sleep(1.0)
                 continue
-            time.sleep(poll)
+            if not handed:
+                time.sleep(poll)
+
+    def _round(self, name: str) -> int:
+        close_old_connections()
+        if time.monotonic() - self._last_beat >= HEARTBEAT_EVERY_SECONDS:
+            heartbeat(name)
+            for queue in QUEUES:
+                enqueue("owlat.jobs.heartbeat_task", f"queue:{queue}", queue=queue)
+            self._last_beat = time.monotonic()
+        if time.monotonic() - self._last_sweep >= settings.QUEUE_SWEEP_SECONDS:
+            # recovery that must not wait in a queue that may be stalled (issue 13 item 8)
+            for sweep, summary in run_sweeps().items():
+                if any(ch in summary for ch in "123456789"):
+                    self.stdout.write(f"sweep {sweep}: {summary}")
+            self._last_sweep = time.monotonic()
+        return dispatch_due_tasks()
 
     def _request_stop(self, *_: Any) -> None:
         self._stop = True
