@@ -401,3 +401,5 @@ def _history_row(send: Any, kind: str, subject: str | None, template: Any) -> li
 
 
 register_contact_section(contact_email_history)
+
+from delivery import admin_health  # noqa: E402, F401  (registers ProviderHealthAdmin)

@@ -2,7 +2,8 @@
 
 It tries `1 + len(retry_delays)` times, sleeping `retry_delays[i]` ms between attempts, and retries only on
 `RATE_LIMIT` and `SERVER_ERROR`; every other code ends at once. A request that may have been accepted
-(`AMBIGUOUS_TIMEOUT`, D-07/D-08) is never retried. `sleep`, `clock` and `before_attempt` (pool pacing: every
+(`AMBIGUOUS_TIMEOUT`, D-07/D-08) is never retried. After the final attempt it records provider health
+(success, latency; delivery.health). `sleep`, `clock` and `before_attempt` (pool pacing: every
 attempt takes a token) are injectable so tests assert the waits without waiting.
 """
 
@@ -13,6 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from delivery.health import provider_health_record
 from delivery.messages import OutgoingMessage
 from delivery.providers import DispatchError, Transport
 
@@ -68,7 +70,7 @@ def send_provider_dispatch(
             if exc.on_wire or not exc.retryable:
                 break
             continue
-        return DispatchResult(
+        result = DispatchResult(
             ok=True,
             provider_type=transport.provider_type,
             attempts=attempts,
@@ -76,8 +78,10 @@ def send_provider_dispatch(
             provider_message_id=provider_message_id,
             waits_ms=tuple(waits),
         )
+        _record_health(result)
+        return result
     assert last is not None
-    return DispatchResult(
+    result = DispatchResult(
         ok=False,
         provider_type=transport.provider_type,
         attempts=attempts,
@@ -86,4 +90,18 @@ def send_provider_dispatch(
         error_message=last.message,
         outcome_unknown=last.on_wire,
         waits_ms=tuple(waits),
+    )
+    _record_health(result)
+    return result
+
+
+def _record_health(result: DispatchResult) -> None:
+    """DLV-17: after the final attempt, provider health (success, latency) — an in-process tally."""
+    provider_health_record(
+        provider=result.provider_type,
+        ok=result.ok,
+        latency_ms=result.latency_ms,
+        attempts=result.attempts,
+        error_code=result.error_code,
+        outcome_unknown=result.outcome_unknown,
     )

@@ -314,3 +314,38 @@ class LocalMessage(models.Model):
 
     def __str__(self) -> str:
         return f"{self.subject} → {self.to}"
+
+
+class ProviderHealth(models.Model):
+    """DLV-17 provider health, one row per provider and minute: what the dispatch helper saw (success and
+    latency). Workers add their in-process tallies once per job (delivery.health), never one write per send."""
+
+    provider = models.CharField(max_length=20)
+    minute = models.DateTimeField(help_text="Start of the minute (UTC) the dispatches ended in.")
+    dispatches = models.PositiveIntegerField(default=0, help_text="Messages handed to the dispatch helper.")
+    succeeded = models.PositiveIntegerField(default=0)
+    failed = models.PositiveIntegerField(default=0, help_text="Refused or failed after the last attempt.")
+    unknown = models.PositiveIntegerField(default=0, help_text="Outcome unknown (D-07).")
+    attempts = models.PositiveIntegerField(default=0, help_text="Attempts, retries included.")
+    latency_total_ms = models.BigIntegerField(default=0)
+    latency_max_ms = models.PositiveIntegerField(default=0)
+    last_error_code = models.CharField(max_length=40, blank=True, default="")
+
+    class Meta:
+        verbose_name = "provider health (per minute)"
+        verbose_name_plural = "provider health"
+        constraints = [
+            models.UniqueConstraint(fields=["provider", "minute"], name="uniq_provider_health_minute")
+        ]
+        indexes = [models.Index(fields=["-minute"], name="provider_health_minute")]
+
+    def __str__(self) -> str:
+        return f"{self.provider} {self.minute:%Y-%m-%d %H:%M}"
+
+    @property
+    def success_rate(self) -> float | None:
+        return self.succeeded / self.dispatches if self.dispatches else None
+
+    @property
+    def latency_avg_ms(self) -> int | None:
+        return round(self.latency_total_ms / self.dispatches) if self.dispatches else None

@@ -27,6 +27,7 @@ from django.utils import timezone
 from delivery import attachments as attachment_fetch
 from delivery.compose import ComposeError, compose_campaign, compose_transactional
 from delivery.dispatch import send_provider_dispatch
+from delivery.health import provider_health_flush
 from delivery.lifecycle import (
     UNKNOWN_OUTCOME_DEADLINE,
     ClaimKeeper,
@@ -363,6 +364,7 @@ def _dispatch_batch(
         if transport is not None:
             release_transport(transport)
         _flush(results)
+        provider_health_flush()  # DLV-17: one write per provider and minute for the whole job
     return summary
 
 

@@ -113,6 +113,7 @@ GROUPS: list[tuple[str, list[Entry]]] = [
             Entry("owlat.ratebucket", "Rate buckets", "speed"),
             Entry("owlat.idempotencyrecord", "Idempotency records", "fingerprint"),
             Entry("delivery.campaignsendcounters", "Campaign send counters", "tag"),
+            Entry("delivery.providerhealth", "Provider health", "network_check"),
             Entry("auth.group", "Groups", "groups"),
         ],
     ),
