@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from automations.walker import pending_delays_process, run_start, step_execute
+from automations.walker_batch import walk
 
 
 def automation_run_start_task(run_id: str) -> str:
@@ -15,3 +16,8 @@ def automation_step_execute_task(run_id: str, step_run_id: str, retry_count: int
 
 def process_pending_delays_task(after: list | None = None) -> str:
     return f"dispatched {pending_delays_process(after=after)} pending step runs"
+
+
+def automation_walk_task() -> str:
+    """The batched walker: claim and execute one batch of due step runs (issue 12 item 1)."""
+    return walk()

@@ -1,4 +1,7 @@
-"""The step walker (AUT-18 … AUT-29): exactly one step per execution.
+"""The step walker (AUT-18 … AUT-29): starting runs, executing one named step run (a delayed step that came
+due, a retry, the recovery cron's dispatch), retries and the lost-delay cron. Immediate steps go to the batched
+walker (`automations.walker_batch.walk`, one django-q2 hop per batch, issue 12 item 1), whose executor
+`execute_claimed` also runs the single step runs here.
 
 Hops, retries and delays go through `owlat.jobs.enqueue` (immediate → django-q2; future → a due-task row handed
 over by `run_due_tasks`, D-05); nothing sleeps in a worker. Every function takes an injectable `now`.
@@ -17,16 +20,15 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from automations.lifecycle import (
+    ClaimedStepRun,
     automation_record_run_failure,
     run_cancel,
     run_complete,
-    step_run_claim,
     step_run_claim_retry,
-    step_run_complete,
     step_run_create,
     step_run_fail,
     step_run_note_retry,
-    step_runs_skip,
+    step_runs_claim_due,
 )
 from automations.models import (
     AutomationRun,
@@ -36,7 +38,8 @@ from automations.models import (
     RunStatus,
     StepRunStatus,
 )
-from automations.steps import StepConfigError, StepContext, StepOutcome, entry_delay, step_module_for
+from automations.steps import StepConfigError, entry_delay
+from automations.walker_batch import WALK_TASK, execute_claimed
 from owlat.jobs import enqueue
 
 logger = logging.getLogger(__name__)
@@ -72,7 +75,10 @@ def _schedule_step(run: AutomationRun, step: AutomationStep, now: dt.datetime) -
     due = now + delay if delay > dt.timedelta(0) else None
     AutomationRun.objects.filter(pk=run.pk).update(current_step_index=step.step_index, next_step_at=due)
     step_run = step_run_create(run=run, step=step, scheduled_at=now, delay_until=due)
-    enqueue(EXECUTE_TASK, str(run.pk), str(step_run.pk), 0, at=due)
+    if due is None:
+        enqueue(WALK_TASK)  # the batched walker takes it with whatever else is due (issue 12 item 1)
+    else:
+        enqueue(EXECUTE_TASK, str(run.pk), str(step_run.pk), 0, at=due)
     return step_run
 
 
@@ -101,37 +107,18 @@ def run_start(run_id: Any, *, now: dt.datetime | None = None) -> str:
     return f"scheduled step run {step_run.pk}"
 
 
-def _advance(
-    run: AutomationRun, current: int, outcome: StepOutcome, now: dt.datetime, steps: dict[int, AutomationStep]
-) -> str:
-    """AUT-23, inside the caller's transaction; `steps` = the automation's steps by index."""
-    nxt = outcome.next_step_index if outcome.next_step_index is not None else current + 1
-    if nxt > current + 1:
-        step_runs_skip(run=run, steps=[steps[i] for i in range(current + 1, nxt) if i in steps], at=now)
-    if nxt >= len(steps) or nxt not in steps:
-        run_complete(run.pk, at=now)
-        return "run completed"
-    _schedule_step(run, steps[nxt], now)
-    return f"advanced to step {nxt}"
-
-
-def _give_up(run: AutomationRun, step_run_id: Any, error: str, now: dt.datetime) -> None:
-    with transaction.atomic():
-        step_run_fail(step_run_id, at=now, error=error)
-        run_cancel(run.pk, at=now)
-
-
 def step_execute(
     run_id: Any, step_run_id: Any, retry_count: int = 0, *, now: dt.datetime | None = None
 ) -> str:
-    """AUT-19 … AUT-27 `execute_step`: one step of one run. Returns a short summary."""
-    now = now or timezone.now()
+    """AUT-19 … AUT-27 `execute_step` for one named step run (a delayed step that came due, the recovery cron,
+    a retry): claimed, then executed through the batched walker's executor as a batch of one. Returns a short
+    summary."""
 
-    # 1. Load run, contact and automation.
+    now = now or timezone.now()
     step_run = AutomationStepRun.objects.filter(pk=step_run_id, run_id=run_id).first()
     if step_run is None:
         return "step run not found"
-    run = AutomationRun.objects.select_related("automation", "contact").filter(pk=run_id).first()
+    run = AutomationRun.objects.select_related("contact").filter(pk=run_id).first()
     if run is None or run.contact is None or run.contact.deleted_at is not None:
         with transaction.atomic():
             step_run_fail(step_run_id, at=now, error=RUN_OR_CONTACT_NOT_FOUND)
@@ -140,65 +127,18 @@ def step_execute(
         return RUN_OR_CONTACT_NOT_FOUND
     if step_run.status in _TERMINAL:
         return "step run already finished"  # a stale duplicate: it could not have claimed anything
-    automation = run.automation
-
-    # 2. Active guard (AUT-22): no retry, no breaker count.
-    if automation.status != AutomationStatus.ACTIVE:
-        _give_up(run, step_run_id, NOT_ACTIVE, now)
-        return "automation not active: run cancelled"
-
-    # 3. The run's current step.
-    steps = {s.step_index: s for s in AutomationStep.objects.filter(automation_id=automation.pk)}
-    step = steps.get(run.current_step_index)
-    if step is None:
-        _give_up(run, step_run_id, STEP_NOT_FOUND, now)
-        return "step not found: run cancelled"
-
-    # 4. Claim and loop cap. A fresh dispatch claims `pending → executing` (AUT-21); a retry claims its
-    # attempt on the `executing` row (compare-and-set on retry_count and attempt), so a task delivered twice
-    # executes once either way.
+    # A fresh dispatch claims `pending → executing` (AUT-21); a retry claims its attempt on the `executing` row
+    # (compare-and-set on retry_count and attempt), so a task delivered twice executes once either way.
     if retry_count == 0:
-        executed = step_run_claim(step_run, at=now)
-        if executed is None:
+        claimed = step_runs_claim_due(at=now, limit=1, ids=[step_run.pk])
+        if not claimed:
             return "not claimed"  # another dispatch owns this step run
-        if executed > MAX_STEPS_PER_RUN:
-            _give_up(run, step_run_id, LOOP_CAP_MESSAGE, now)
-            return "loop cap: run cancelled"
-    elif not step_run_claim_retry(step_run, retry_count=retry_count, at=now):
-        return "retry not claimed"  # a duplicate delivery, or the step run moved on
-
-    # 5. Execute the module; 6. on success mark completed and advance — one transaction.
-    ctx = StepContext(
-        organization_id=str(automation.organization_id),
-        automation_id=str(automation.pk),
-        run_id=str(run.pk),
-        step_run_id=str(step_run_id),
-        contact_id=str(run.contact_id),
-        step_index=step.step_index,
-        now=now,
-    )
-    try:
-        module = step_module_for(step.step_type)
-        config = module.parse_config(step.config)
-        with transaction.atomic():
-            outcome = module.execute(ctx, config)
-            if outcome.status == "completed":
-                if not step_run_complete(
-                    step_run_id,
-                    at=now,
-                    attempt=retry_count,
-                    email_send_id=outcome.email_send_id,
-                    note=outcome.note,
-                ):
-                    # Not ours any more (failed by a guard meanwhile): undo the step's work (e.g. the queued
-                    # send row) and do not advance — a run advances only on an applied completion.
-                    transaction.set_rollback(True)
-                    return "completion not applied: step rolled back"
-                return _advance(run, step.step_index, outcome, now, steps)
-    except Exception as exc:
-        logger.warning("automation step %s of run %s raised: %s", step.step_index, run.pk, exc, exc_info=True)
-        outcome = StepOutcome.failed(str(exc) or type(exc).__name__)
-    return _retry_or_fail(run, step_run_id, retry_count, outcome.error or "Step failed", now)
+        item = claimed[0]
+    else:
+        if not step_run_claim_retry(step_run, retry_count=retry_count, at=now):
+            return "retry not claimed"  # a duplicate delivery, or the step run moved on
+        item = ClaimedStepRun(step_run, retry_count, None)
+    return execute_claimed([item], now=now)[step_run.pk]
 
 
 def _retry_or_fail(

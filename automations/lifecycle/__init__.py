@@ -2,7 +2,9 @@
 
 - `automation`: `Automation.status` (AUT-06 … AUT-13) and the circuit breaker (AUT-27);
 - `runs`: `AutomationRun.status` (AUT-28) and `AutomationStepRun.status` (AUT-04, AUT-21, AUT-23, AUT-26),
-  including the compare-and-set claims of step runs and their per-step counters (AUT-02).
+  including the compare-and-set claims of step runs and their per-step counters (AUT-02);
+- `batch`: the set-based writes of the batched walker (the batch claim, completions, failures, finished runs,
+  created and skipped step runs).
 
 Everything is re-exported here: `from automations.lifecycle import …` is the public path.
 """
@@ -29,6 +31,15 @@ from automations.lifecycle.automation import (
     automation_revert_to_draft,
     automation_transition,
     trigger_config_ok,
+)
+from automations.lifecycle.batch import (
+    ClaimedStepRun,
+    runs_finish_many,
+    step_runs_claim_due,
+    step_runs_complete_many,
+    step_runs_create_many,
+    step_runs_fail_many,
+    step_runs_skip_many,
 )
 from automations.lifecycle.runs import (
     RUN_EDGES,
@@ -65,6 +76,7 @@ __all__ = [
     "STEP_RUN_EDGES",
     "TRIGGER_CONFIG_KEYS",
     "AutomationLifecycle",
+    "ClaimedStepRun",
     "RunLifecycle",
     "StepRunLifecycle",
     "automation_activate",
@@ -78,6 +90,7 @@ __all__ = [
     "run_complete",
     "run_open",
     "run_reduce",
+    "runs_finish_many",
     "step_run_claim",
     "step_run_claim_retry",
     "step_run_complete",
@@ -85,6 +98,11 @@ __all__ = [
     "step_run_fail",
     "step_run_note_retry",
     "step_run_reduce",
+    "step_runs_claim_due",
+    "step_runs_complete_many",
+    "step_runs_create_many",
+    "step_runs_fail_many",
     "step_runs_skip",
+    "step_runs_skip_many",
     "trigger_config_ok",
 ]

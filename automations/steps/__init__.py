@@ -1,7 +1,10 @@
 """Step kinds (AUT-19, AUT-31 … AUT-33). The walker reaches a kind only through `step_module_for`.
 
 Each module offers `parse_config(config) -> typed config` (raises `StepConfigError`),
-`execute(ctx, config) -> StepOutcome` and optionally `entry_delay(config) -> timedelta`.
+`execute(ctx, config) -> StepOutcome` and optionally `entry_delay(config) -> timedelta`. A module may also offer
+`execute_many([(ctx, config), …]) -> [StepOutcome | Exception, …]` (a batch of the walker, one result per item,
+an exception standing for that item alone) and `commit_many([outcome.pending, …])` (writes the prepared work
+of the items whose completion was applied, inside the walker's transaction).
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ class StepContext:
     contact_id: str
     step_index: int
     now: dt.datetime
+    #: The contact as the walker loaded it for its batch (a module must not read it again); None: read it.
+    contact: Any = None
 
 
 @dataclass(frozen=True)
@@ -39,6 +44,9 @@ class StepOutcome:
     next_step_index: int | None = None
     error: str | None = None
     note: str | None = None
+    #: Work the walker hands back to the module's `commit_many` once the completion is applied (e.g. the email
+    #: step's prepared send row), so a step that loses its completion writes nothing.
+    pending: Any = None
 
     @classmethod
     def completed(cls, **kwargs: Any) -> StepOutcome:

@@ -58,9 +58,11 @@ def execute(ctx: StepContext, config: ConditionConfig) -> StepOutcome:
     from owlat.models import Contact
 
     condition = parse_condition(config.condition)  # an unparseable condition raises → retries (AUT-33)
-    contact = Contact.objects.filter(
-        pk=ctx.contact_id, organization_id=ctx.organization_id, deleted_at__isnull=True
-    ).first()
+    contact = ctx.contact
+    if contact is None or contact.deleted_at is not None:
+        contact = Contact.objects.filter(
+            pk=ctx.contact_id, organization_id=ctx.organization_id, deleted_at__isnull=True
+        ).first()
     if contact is None:
         return StepOutcome.failed("contact-not-found")
     taken = (
@@ -78,3 +80,39 @@ def branch_targets(config: dict[str, Any]) -> list[int]:
         for v in (config.get("yesBranchStepIndex"), config.get("noBranchStepIndex"))
         if _branch(v) is not None
     ]
+
+
+def execute_many(items: list[tuple[StepContext, ConditionConfig]]) -> list[StepOutcome | Exception]:
+    """A walker batch: the contacts' property values and topics read once for the batch (two queries)."""
+    from owlat.conditions import evaluate_condition, parse_condition
+    from owlat.models import ContactPropertyValue, ContactTopic
+
+    contacts = {str(ctx.contact.pk): ctx.contact for ctx, _ in items if ctx.contact is not None}
+    values: dict[str, dict[str, str]] = {cid: {} for cid in contacts}
+    for cid, org_id, key, value in ContactPropertyValue.objects.filter(
+        contact_id__in=list(contacts)
+    ).values_list("contact_id", "property__organization_id", "property__key", "value"):
+        if contacts[str(cid)].organization_id == org_id:
+            values[str(cid)][key] = value
+    topics: dict[str, set[str]] = {cid: set() for cid in contacts}
+    for cid, org_id, topic_id in ContactTopic.objects.filter(contact_id__in=list(contacts)).values_list(
+        "contact_id", "organization_id", "topic_id"
+    ):
+        if contacts[str(cid)].organization_id == org_id:
+            topics[str(cid)].add(str(topic_id))
+    out: list[StepOutcome | Exception] = []
+    for ctx, config in items:
+        try:
+            cid = str(ctx.contact.pk) if ctx.contact is not None else None
+            if cid is None or ctx.contact.deleted_at is not None:
+                out.append(execute(ctx, config))
+                continue
+            condition = parse_condition(config.condition)
+            yes = evaluate_condition(
+                condition, ctx.contact, property_values=values[cid], topic_ids=topics[cid]
+            )
+            taken = config.yes_branch_step_index if yes else config.no_branch_step_index
+            out.append(StepOutcome.completed(next_step_index=taken))
+        except Exception as exc:  # this item fails alone (retried by the walker)
+            out.append(exc)
+    return out

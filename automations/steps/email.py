@@ -53,3 +53,40 @@ def execute(ctx: StepContext, config: EmailConfig) -> StepOutcome:
     if result.status == "skipped":
         return StepOutcome.completed(note=result.reason)
     return StepOutcome.failed(result.reason or "Email could not be queued")
+
+
+def execute_many(items: list[tuple[StepContext, EmailConfig]]) -> list[StepOutcome | Exception]:
+    """A walker batch through delivery's batch variant: templates, senders, contacts and suppressions read once;
+    a queued row is only prepared here (`outcome.pending`) and written by `commit_many` once its completion is
+    applied."""
+    from delivery.services import AutomationEmailRequest, automation_email_prepare_many
+
+    results = automation_email_prepare_many(
+        [
+            AutomationEmailRequest(
+                organization_id=ctx.organization_id,
+                contact_id=ctx.contact_id,
+                automation_id=ctx.automation_id,
+                email_template_id=config.email_template_id,
+                subject_override=config.subject_override,
+                contact=ctx.contact,
+            )
+            for ctx, config in items
+        ]
+    )
+    out: list[StepOutcome | Exception] = []
+    for result in results:
+        if result.status == "queued":
+            out.append(StepOutcome.completed(email_send_id=str(result.send_id), pending=result.send))
+        elif result.status == "skipped":
+            out.append(StepOutcome.completed(note=result.reason))
+        else:
+            out.append(StepOutcome.failed(result.reason or "Email could not be queued"))
+    return out
+
+
+def commit_many(pending: list[Any]) -> None:
+    """Insert the prepared send rows of the completed email steps and hand them to the transactional pool."""
+    from delivery.services import automation_email_insert_many
+
+    automation_email_insert_many(pending)

@@ -21,6 +21,7 @@ from owlat.registry import TriggerEvent
 from testsupport import drain_queue, queued_tasks
 
 EXECUTE = "automations.tasks.automation_step_execute_task"
+WALK = "automations.tasks.automation_walk_task"
 BAD_CONDITION = ("condition", {"condition": {"kind": "no_such_kind"}})
 
 
@@ -86,7 +87,9 @@ def test_start_without_delay_dispatches_at_once(make_automation, contact):
     run_start(run.pk)
     [sr] = step_runs(run)
     assert sr.delay_until is None
-    assert [t.args for t in queued_tasks() if t.func == EXECUTE] == [(str(run.pk), str(sr.pk), 0)]
+    # one hop for the batched walker (issue 12 item 1), no per-step task
+    assert [t.args for t in queued_tasks() if t.func == WALK] == [()]
+    assert [t for t in queued_tasks() if t.func == EXECUTE] == []
     assert due_rows() == []
 
 

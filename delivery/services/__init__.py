@@ -23,8 +23,12 @@ hooks). Import the public names from `delivery.services`.
 
 from delivery.providers import delivery_configured
 from delivery.services.automation import (
+    AutomationEmailRequest,
     AutomationEmailResult,
+    automation_email_insert_many,
+    automation_email_prepare_many,
     automation_email_queue,
+    automation_email_queue_many,
 )
 from delivery.services.campaigns import (
     CampaignRecipient,
@@ -76,6 +80,7 @@ __all__ = [
     "ROW_SCAN_CAP",
     "SUBJECT_TOO_LONG",
     "AttachmentInput",
+    "AutomationEmailRequest",
     "AutomationEmailResult",
     "CampaignRecipient",
     "CampaignSendContext",
@@ -83,7 +88,10 @@ __all__ = [
     "Sender",
     "TransactionalIntake",
     "agent_reply_queue",
+    "automation_email_insert_many",
+    "automation_email_prepare_many",
     "automation_email_queue",
+    "automation_email_queue_many",
     "campaign_counters",
     "campaign_counters_reset",
     "campaign_has_queued_sends",

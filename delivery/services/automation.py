@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from django.db import transaction
 
@@ -22,6 +23,8 @@ class AutomationEmailResult:
     status: Literal["queued", "skipped", "failed"]
     send_id: str | None = None
     reason: str | None = None
+    #: From `automation_email_prepare_many`: the queued row, built but not inserted yet.
+    send: Any = field(default=None, compare=False, repr=False)
 
 
 def automation_email_queue(
@@ -98,3 +101,134 @@ def automation_email_queue(
         )
         sends_enqueue("transactional", [send.pk])
     return AutomationEmailResult("queued", send_id=str(send.pk))
+
+
+# --- The batch variant (issue 12 item 1): one walker batch, one insert, one pool job per 100 rows ---------------
+
+
+@dataclass(frozen=True)
+class AutomationEmailRequest:
+    """One email step of a batch; `contact` is the contact as the caller loaded it (not read again)."""
+
+    organization_id: str
+    contact_id: str
+    automation_id: str
+    email_template_id: str | None
+    subject_override: str | None = None
+    contact: Any = None
+
+
+def automation_email_prepare_many(requests: Sequence[AutomationEmailRequest]) -> list[AutomationEmailResult]:
+    """AUT-31 steps 1–7 for many requests, in the single variant's order and with its messages, reading the
+    templates, senders, contacts and suppressions once for the batch; nothing is written. A `queued` result
+    carries its row (id assigned, not inserted) as `send`: `automation_email_insert_many` writes the rows the
+    caller keeps. One result per request, in order."""
+    from owlat.contacts import normalize_email
+    from owlat.models import BlockedEmail
+    from templates.models import EmailTemplate
+    from templates.rendering import contact_variables, personalize_subject, prepare_template
+
+    template_pks = {uuid_or_none(r.email_template_id) for r in requests if r.email_template_id} - {None}
+    templates = {t.pk: t for t in EmailTemplate.objects.filter(pk__in=template_pks)} if template_pks else {}
+    missing = [uuid_or_none(r.contact_id) for r in requests if r.contact is None]
+    loaded = {c.pk: c for c in Contact.objects.filter(pk__in=[m for m in missing if m])} if missing else {}
+    senders: dict[str, Any] = {}
+    configured = delivery_configured()
+    addresses = {
+        (str(r.organization_id), normalize_email(c.email))
+        for r in requests
+        if (c := r.contact or loaded.get(uuid_or_none(r.contact_id))) is not None and (c.email or "").strip()
+    }
+    blocked: set[tuple[str, str]] = set()
+    if addresses:
+        blocked = {
+            (str(org), email)
+            for org, email in BlockedEmail.objects.filter(
+                organization_id__in={a[0] for a in addresses}, email__in={a[1] for a in addresses}
+            ).values_list("organization_id", "email")
+        }
+    out: list[AutomationEmailResult] = []
+    for r in requests:
+        org = str(r.organization_id)
+        # 1
+        if not r.email_template_id:
+            out.append(AutomationEmailResult("failed", reason="No email template configured"))
+            continue
+        # 2
+        template = templates.get(uuid_or_none(r.email_template_id))
+        if template is None or str(template.organization_id) != org:
+            out.append(AutomationEmailResult("failed", reason="Email template not found"))
+            continue
+        if not (template.html_content or "").strip():
+            out.append(AutomationEmailResult("failed", reason="Email template has no HTML content"))
+            continue
+        # 3
+        if org not in senders:
+            senders[org] = default_sender(org)
+        sender = senders[org]
+        if sender is None:
+            out.append(
+                AutomationEmailResult(
+                    "failed",
+                    reason="Email sender not configured. Please set a default sender email in organization "
+                    "settings.",
+                )
+            )
+            continue
+        # 4
+        contact = r.contact if r.contact is not None else loaded.get(uuid_or_none(r.contact_id))
+        if contact is None or str(contact.organization_id) != org or not (contact.email or "").strip():
+            out.append(AutomationEmailResult("failed", reason="Contact has no email address"))
+            continue
+        # 5
+        variables = contact_variables(contact)
+        prepared = prepare_template(template, contact.language)
+        subject = (
+            personalize_subject(r.subject_override, variables)
+            if r.subject_override
+            else prepared.subject.render(variables, single_line=True)
+        )
+        # 6
+        if not configured:
+            out.append(AutomationEmailResult("failed", reason="No delivery provider configured"))
+            continue
+        # 7
+        if contact.unsubscribed_at is not None:
+            out.append(AutomationEmailResult("skipped", reason="Contact unsubscribed"))
+            continue
+        if (org, normalize_email(contact.email)) in blocked:
+            out.append(AutomationEmailResult("skipped", reason="Recipient suppressed"))
+            continue
+        send = TransactionalSend(
+            organization_id=org,
+            kind=SendKind.AUTOMATION,
+            email_template=template,
+            automation_id=uuid_or_none(r.automation_id),
+            contact=contact,
+            email=contact.email,
+            subject=subject,
+            language=prepared.language,
+            data_variables=variables,
+            from_email=sender.email,
+            from_name=sender.name,
+        )
+        out.append(AutomationEmailResult("queued", send_id=str(send.pk), send=send))
+    return out
+
+
+def automation_email_insert_many(sends: Sequence[TransactionalSend]) -> int:
+    """Insert prepared rows (one statement per 500) and hand them to the transactional pool, inside the
+    caller's transaction; returns how many were inserted."""
+    if not sends:
+        return 0
+    with transaction.atomic():
+        TransactionalSend.objects.bulk_create(list(sends), batch_size=500)
+        sends_enqueue("transactional", [s.pk for s in sends])
+    return len(sends)
+
+
+def automation_email_queue_many(requests: Sequence[AutomationEmailRequest]) -> list[AutomationEmailResult]:
+    """The batch variant of `automation_email_queue`: prepare every request, insert the queued rows at once."""
+    results = automation_email_prepare_many(requests)
+    automation_email_insert_many([r.send for r in results if r.send is not None])
+    return results

@@ -1,0 +1,181 @@
+"""Set-based writes of step runs and runs for the batched walker (issue 12 item 1), on the kernel's set-based
+runner (`Lifecycle.transition_many`, `Lifecycle.create_many`):
+
+- `step_runs_claim_due`: the batch claim `pending → executing` (AUT-21) as one
+  `UPDATE … WHERE id = ANY(ARRAY(SELECT … FOR UPDATE SKIP LOCKED)) RETURNING` that also counts the execution on
+  each run (`steps_executed`, the loop cap of AUT-25) — so two claimers never take the same row;
+- `step_runs_complete_many`, `step_runs_fail_many`, `runs_finish_many`: one compare-and-set per edge;
+- `step_runs_create_many` (pending rows, one insert) and `step_runs_skip_many` (rows created `skipped`, AUT-23).
+
+Counters move through the same delta helpers as the single-row writers (`automations.lifecycle.runs`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import connection, transaction
+
+from automations.lifecycle.runs import (
+    ACTOR,
+    CANCELLED,
+    COMPLETED,
+    DONE,
+    EXECUTING,
+    FAILED,
+    PENDING,
+    RUNS,
+    SKIPPED,
+    STEP_RUNS,
+    _step_counters_apply,
+)
+from automations.models import AutomationRun, AutomationStep, AutomationStepRun
+from owlat.lifecycle import Move
+
+
+@dataclass
+class ClaimedStepRun:
+    """A step run this worker holds: `attempt` 0 = first dispatch, n = the nth retry; `executed` = the run's
+    `steps_executed` after this claim (None for a retry, which is not a new execution)."""
+
+    step_run: AutomationStepRun
+    attempt: int = 0
+    executed: int | None = None
+
+
+_COLUMNS = (
+    "id",
+    "organization_id",
+    "run_id",
+    "step_id",
+    "step_index",
+    "step_type",
+    "scheduled_at",
+    "delay_until",
+    "retry_count",
+)
+
+
+def step_runs_claim_due(
+    *, at: dt.datetime, limit: int, ids: Sequence[Any] | None = None
+) -> list[ClaimedStepRun]:
+    """Claim up to `limit` pending step runs that are due (`delay_until` null or passed), or exactly the pending
+    ones among `ids` (an explicit dispatch: its due time has come), in one statement: the rows move
+    `pending → executing` (`started_at`, attempt 0), each run's `steps_executed` goes up by one, and the claimed
+    rows come back with the run's new count. Rows another claimer holds are skipped, never waited for."""
+    sr = AutomationStepRun._meta.db_table
+    run = AutomationRun._meta.db_table
+    if ids is not None:
+        where, params = "status = %s AND id = ANY(%s::uuid[])", [PENDING, [str(i) for i in ids]]
+    else:
+        where, params = "status = %s AND (delay_until IS NULL OR delay_until <= %s)", [PENDING, at]
+    returning = ", ".join(f"s.{c}" for c in _COLUMNS)
+    sql = f"""
+        WITH claimed AS (
+            UPDATE {sr} AS s SET status = %s, started_at = %s, attempt = 0
+            WHERE s.id = ANY(ARRAY(
+                SELECT id FROM {sr} WHERE {where} LIMIT %s FOR UPDATE SKIP LOCKED
+            )) AND s.status = %s
+            RETURNING {returning}
+        ), counted AS (
+            UPDATE {run} AS r SET steps_executed = r.steps_executed + 1
+            FROM claimed WHERE r.id = claimed.run_id
+            RETURNING r.id, r.steps_executed
+        )
+        SELECT {", ".join(f"claimed.{c}" for c in _COLUMNS)}, counted.steps_executed
+        FROM claimed LEFT JOIN counted ON counted.id = claimed.run_id
+    """
+    with transaction.atomic(savepoint=False), connection.cursor() as cursor:
+        cursor.execute(sql, [EXECUTING, at, *params, limit, PENDING])
+        rows = cursor.fetchall()
+        claimed = []
+        deltas: dict[Any, dict[str, int]] = {}
+        for row in rows:
+            values = dict(zip(_COLUMNS, row[:-1], strict=True))
+            step_run = AutomationStepRun(**values, status=EXECUTING, started_at=at, attempt=0)
+            step_run._state.adding = False
+            claimed.append(ClaimedStepRun(step_run, 0, row[-1]))
+            per = deltas.setdefault(step_run.step_id, {PENDING: 0, EXECUTING: 0})
+            per[PENDING] -= 1
+            per[EXECUTING] += 1
+        _step_counters_apply(deltas)
+    return claimed
+
+
+def step_runs_complete_many(
+    items: Iterable[tuple[AutomationStepRun, int, str | None, str | None]], *, at: dt.datetime
+) -> set[Any]:
+    """`executing → completed` for (step run, attempt, email_send_id, note), each only by the attempt that holds
+    it; returns the ids of the step runs completed (the others are not this worker's any more)."""
+    moves = [
+        Move(sr, DONE, {"attempt": attempt, "email_send_id": send_id, "note": note})
+        for sr, attempt, send_id, note in items
+    ]
+    outcomes = STEP_RUNS.transition_many(moves, actor=ACTOR, at=at)
+    return {o.object_id for o in outcomes if o.ok and o.applied == "transitioned"}
+
+
+def step_runs_fail_many(
+    items: Iterable[tuple[AutomationStepRun, str, int | None]], *, at: dt.datetime
+) -> set[Any]:
+    """`pending|executing → failed` for (step run, error, retry_count or None); returns the ids failed now."""
+    moves = [Move(sr, FAILED, {"error": error, "retry_count": retries}) for sr, error, retries in items]
+    outcomes = STEP_RUNS.transition_many(moves, actor=ACTOR, at=at)
+    return {o.object_id for o in outcomes if o.ok and o.applied == "transitioned"}
+
+
+def runs_finish_many(items: Iterable[tuple[AutomationRun, str]], *, at: dt.datetime) -> set[Any]:
+    """`running → completed|cancelled` (AUT-28) for (run, target); returns the ids finished now."""
+    moves = [Move(run, to, {}) for run, to in items if to in (COMPLETED, CANCELLED)]
+    outcomes = RUNS.transition_many(moves, actor=ACTOR, at=at)
+    return {o.object_id for o in outcomes if o.ok and o.applied == "transitioned"}
+
+
+def step_runs_create_many(
+    items: Iterable[tuple[AutomationRun, AutomationStep, dt.datetime, dt.datetime | None]],
+) -> list[AutomationStepRun]:
+    """Pending step runs for (run, step, scheduled_at, delay_until) in one insert; +1 pending per step."""
+    rows = [
+        AutomationStepRun(
+            organization_id=run.organization_id,
+            run_id=run.pk,
+            step_id=step.pk,
+            step_index=step.step_index,
+            step_type=step.step_type,
+            status=PENDING,
+            scheduled_at=scheduled_at,
+            delay_until=delay_until,
+        )
+        for run, step, scheduled_at, delay_until in items
+    ]
+    if not rows:
+        return []
+    AutomationStepRun.objects.bulk_create(rows)
+    deltas: dict[Any, dict[str, int]] = {}
+    for row in rows:
+        deltas.setdefault(row.step_id, {PENDING: 0})[PENDING] += 1
+    _step_counters_apply(deltas)
+    return rows
+
+
+def step_runs_skip_many(
+    items: Iterable[tuple[AutomationRun, Iterable[AutomationStep]]], *, at: dt.datetime
+) -> list[AutomationStepRun]:
+    """AUT-23 for many runs at once: the bypassed steps' rows created through `pending → skipped`."""
+    rows = [
+        AutomationStepRun(
+            organization_id=run.organization_id,
+            run_id=run.pk,
+            step_id=step.pk,
+            step_index=step.step_index,
+            step_type=step.step_type,
+            status=PENDING,
+            scheduled_at=at,
+        )
+        for run, steps in items
+        for step in steps
+    ]
+    return STEP_RUNS.create_many([Move(row, SKIPPED, {"created": True}) for row in rows], actor=ACTOR, at=at)

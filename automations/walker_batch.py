@@ -1,0 +1,320 @@
+"""The batched walker (issue 12 item 1; overrides AUT-18/19/23's one `execute_step` task per step).
+
+`walk` claims due step runs in batches (one `UPDATE … WHERE id = ANY(ARRAY(SELECT … FOR UPDATE SKIP LOCKED))
+RETURNING`, `automations.lifecycle.step_runs_claim_due`) and `execute_claimed` executes them with the runs,
+contacts, automations and steps read once per batch; each step kind runs its batch through its module
+(`execute_many`, else `execute` per item), and the outcomes are written set-based in one transaction: the
+completions, the modules' prepared work (`commit_many`, e.g. the email rows in one insert), skipped rows, finished
+runs and the next step runs. One django-q2 hop per batch: the batch enqueues one `walk` when it created
+immediate step runs (or left a backlog); a delayed step keeps its own due task at its time (AUT-24).
+
+Every AUT rule holds per item: the active guard (AUT-22), the loop cap (AUT-25), retries 1/5/30 s and the
+breaker (AUT-26/27, row by row through `walker._retry_or_fail`: failures are rare), skipped rows (AUT-23).
+A step whose module raises fails alone: its item becomes a failed outcome; if the batch's write transaction
+raises, the items are written again one by one, so only the item that raises goes to its retries.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import logging
+from collections import defaultdict
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from automations.lifecycle import ClaimedStepRun, runs_finish_many, step_runs_claim_due
+from automations.lifecycle.batch import (
+    step_runs_complete_many,
+    step_runs_create_many,
+    step_runs_fail_many,
+    step_runs_skip_many,
+)
+from automations.models import Automation, AutomationRun, AutomationStatus, AutomationStep, RunStatus
+from automations.steps import StepContext, StepOutcome, step_module_for
+from owlat.jobs import enqueue
+
+logger = logging.getLogger(__name__)
+
+WALK_TASK = "automations.tasks.automation_walk_task"
+WALK_BATCH = 200
+
+
+@dataclass
+class _Item:
+    claimed: ClaimedStepRun
+    run: AutomationRun
+    step: AutomationStep
+    steps: dict[int, AutomationStep]
+    module: ModuleType | None = None
+    config: Any = None
+    outcome: StepOutcome | None = None
+
+
+def walk(*, now: dt.datetime | None = None, limit: int = WALK_BATCH) -> str:
+    """Claim and execute one batch of due step runs; a full batch enqueues the next walk at once."""
+    now = now or timezone.now()
+    claimed = step_runs_claim_due(at=now, limit=limit)
+    if not claimed:
+        return "nothing due"
+    summaries = execute_claimed(claimed, now=now)
+    if len(claimed) >= limit:
+        enqueue(WALK_TASK)
+    counts: dict[str, int] = defaultdict(int)
+    for text in summaries.values():
+        counts[text.split(":")[0].split(" (")[0]] += 1
+    return f"{len(claimed)} step runs: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
+
+
+def execute_claimed(claimed: list[ClaimedStepRun], *, now: dt.datetime) -> dict[Any, str]:
+    """Execute step runs this worker holds; returns a short summary per step run id."""
+    from automations.walker import (
+        LOOP_CAP_MESSAGE,
+        MAX_STEPS_PER_RUN,
+        NOT_ACTIVE,
+        RUN_OR_CONTACT_NOT_FOUND,
+        STEP_NOT_FOUND,
+    )
+
+    runs = {
+        r.pk: r
+        for r in AutomationRun.objects.select_related("contact").filter(
+            pk__in={c.step_run.run_id for c in claimed}
+        )
+    }
+    automation_ids = {r.automation_id for r in runs.values()}
+    automations = {a.pk: a for a in Automation.objects.filter(pk__in=automation_ids)}
+    steps: dict[Any, dict[int, AutomationStep]] = defaultdict(dict)
+    for s in AutomationStep.objects.filter(automation_id__in=automation_ids):
+        steps[s.automation_id][s.step_index] = s
+
+    summaries: dict[Any, str] = {}
+    give_up: list[tuple[ClaimedStepRun, AutomationRun | None, str]] = []
+    work: list[_Item] = []
+    for c in claimed:
+        run = runs.get(c.step_run.run_id)
+        if run is None or run.contact is None or run.contact.deleted_at is not None:
+            give_up.append((c, run, RUN_OR_CONTACT_NOT_FOUND))
+            summaries[c.step_run.pk] = RUN_OR_CONTACT_NOT_FOUND
+            continue
+        if run.status != RunStatus.RUNNING:
+            give_up.append((c, None, "Automation run is no longer running"))
+            summaries[c.step_run.pk] = "run not running"
+            continue
+        automation = automations[run.automation_id]
+        if automation.status != AutomationStatus.ACTIVE:  # AUT-22: no retry, no breaker count
+            give_up.append((c, run, NOT_ACTIVE))
+            summaries[c.step_run.pk] = "automation not active: run cancelled"
+            continue
+        step = steps[automation.pk].get(run.current_step_index)
+        if step is None:
+            give_up.append((c, run, STEP_NOT_FOUND))
+            summaries[c.step_run.pk] = "step not found: run cancelled"
+            continue
+        if c.executed is not None and c.executed > MAX_STEPS_PER_RUN:  # AUT-25
+            give_up.append((c, run, LOOP_CAP_MESSAGE))
+            summaries[c.step_run.pk] = "loop cap: run cancelled"
+            continue
+        work.append(_Item(c, run, step, steps[automation.pk]))
+
+    # The modules run inside the write transaction: whatever a step did is undone with it when its completion is
+    # not applied. If any item of the batch loses its completion, or the batch raises, the batch is rolled back
+    # and its items are executed again one by one (each its own transaction), so only that item is affected.
+    failed: list[_Item] = []
+    # The runner moves the rows in memory too: keep copies to start again from if the batch is rolled back.
+    fresh = {id(x): copy.copy(x) for i in work for x in (i.claimed.step_run, i.run)}
+    fresh.update({id(x): copy.copy(x) for c, run, _ in give_up for x in (c.step_run, run) if x is not None})
+    try:
+        with transaction.atomic():
+            summaries.update(_execute_and_write(work, give_up, now, failed, whole_batch=True))
+    except Exception as exc:
+        if not isinstance(exc, _NotApplied):
+            logger.warning("automation walker: a batch of %d raised (%s); one by one", len(work), exc)
+        failed.clear()
+        for i in work:
+            i.claimed.step_run, i.run = fresh[id(i.claimed.step_run)], fresh[id(i.run)]
+        give_up = [
+            (ClaimedStepRun(fresh[id(c.step_run)], c.attempt, c.executed), fresh.get(id(run)), error)
+            for c, run, error in give_up
+        ]
+        for entry in give_up:
+            try:
+                with transaction.atomic():
+                    _write([], [entry], now)
+            except Exception:
+                logger.exception("automation walker: could not give up step run %s", entry[0].step_run.pk)
+        for item in work:
+            item.outcome = None
+            try:
+                with transaction.atomic():
+                    summaries.update(_execute_and_write([item], [], now, failed, whole_batch=False))
+            except Exception as exc:
+                logger.warning(
+                    "automation step %s of run %s raised: %s", item.step.step_index, item.run.pk, exc
+                )
+                item.outcome = StepOutcome.failed(str(exc) or type(exc).__name__)
+                failed.append(item)
+
+    from automations.walker import _retry_or_fail
+
+    for item in failed:
+        error = (item.outcome.error if item.outcome else None) or "Step failed"
+        sr = item.claimed.step_run
+        summaries[sr.pk] = _retry_or_fail(item.run, sr.pk, item.claimed.attempt, error, now)
+    return summaries
+
+
+class _NotApplied(Exception):
+    """A completion of the batch was not applied: roll the batch back and go one by one."""
+
+
+def _execute_and_write(
+    work: list[_Item],
+    give_up: list[tuple[ClaimedStepRun, AutomationRun | None, str]],
+    now: dt.datetime,
+    failed: list[_Item],
+    *,
+    whole_batch: bool,
+) -> dict[Any, str]:
+    """Inside the caller's transaction: the modules, then the writes; failed items are appended to `failed`
+    (their retries are scheduled by the caller after the transaction)."""
+    _run_modules(work, now)
+    completed = [i for i in work if i.outcome is not None and i.outcome.status == "completed"]
+    failed.extend(i for i in work if i.outcome is None or i.outcome.status != "completed")
+    summaries = _write(completed, give_up, now)
+    if any(text.startswith("completion not applied") for text in summaries.values()):
+        if whole_batch and (len(work) > 1 or give_up):
+            raise _NotApplied
+        transaction.set_rollback(True)
+    return summaries
+
+
+def _run_modules(work: list[_Item], now: dt.datetime) -> None:
+    """Each kind's items through its module; an exception becomes that item's failed outcome."""
+    by_module: dict[str, list[tuple[_Item, StepContext]]] = defaultdict(list)
+    for item in work:
+        try:
+            item.module = step_module_for(item.step.step_type)
+            item.config = item.module.parse_config(item.step.config)
+        except Exception as exc:
+            item.outcome = _raised(item, exc)
+            continue
+        ctx = StepContext(
+            organization_id=str(item.run.organization_id),
+            automation_id=str(item.run.automation_id),
+            run_id=str(item.run.pk),
+            step_run_id=str(item.claimed.step_run.pk),
+            contact_id=str(item.run.contact_id),
+            step_index=item.step.step_index,
+            now=now,
+            contact=item.run.contact,
+        )
+        by_module[item.step.step_type].append((item, ctx))
+    for entries in by_module.values():
+        module = entries[0][0].module
+        results = _execute(module, [(ctx, item.config) for item, ctx in entries])
+        if results is None:  # the batch raised as a whole: run each item alone, so only the culprit fails
+            results = []
+            for item, ctx in entries:
+                one = _execute(module, [(ctx, item.config)])
+                results.append(one[0] if one else RuntimeError("step module failed"))
+        for (item, _), result in zip(entries, results, strict=True):
+            item.outcome = _raised(item, result) if isinstance(result, Exception) else result
+
+
+def _execute(module: Any, items: list[tuple[StepContext, Any]]) -> list[Any] | None:
+    many = getattr(module, "execute_many", None)
+    try:
+        if many is not None:
+            return list(many(items))
+    except Exception:
+        logger.warning(
+            "automation step module %s raised for a batch of %d", module.__name__, len(items), exc_info=True
+        )
+        return None
+    out: list[Any] = []
+    for ctx, config in items:
+        try:
+            out.append(module.execute(ctx, config))
+        except Exception as exc:
+            out.append(exc)
+    return out
+
+
+def _raised(item: _Item, exc: BaseException) -> StepOutcome:
+    logger.warning(
+        "automation step %s of run %s raised: %s", item.step.step_index, item.run.pk, exc, exc_info=exc
+    )
+    return StepOutcome.failed(str(exc) or type(exc).__name__)
+
+
+def _write(
+    completed: list[_Item], give_up: list[tuple[ClaimedStepRun, AutomationRun | None, str]], now: dt.datetime
+) -> dict[Any, str]:
+    """One transaction: give-ups (step failed, run cancelled), completions by the attempt that holds them, the
+    modules' prepared work for the applied ones, and the advance of their runs (AUT-23)."""
+    from automations.walker import EXECUTE_TASK, _entry_delay
+
+    summaries: dict[Any, str] = {}
+    if give_up:
+        step_runs_fail_many([(c.step_run, error, None) for c, _, error in give_up], at=now)
+        runs_finish_many([(run, RunStatus.CANCELLED) for _, run, _ in give_up if run is not None], at=now)
+    if not completed:
+        return summaries
+    won = step_runs_complete_many(
+        [
+            (i.claimed.step_run, i.claimed.attempt, i.outcome.email_send_id, i.outcome.note)
+            for i in completed
+            if i.outcome is not None
+        ],
+        at=now,
+    )
+    winners = [i for i in completed if i.claimed.step_run.pk in won]
+    for i in completed:
+        if i.claimed.step_run.pk not in won:
+            # Not ours any more (failed by a guard meanwhile): its prepared work is dropped, the run not advanced.
+            summaries[i.claimed.step_run.pk] = "completion not applied: step rolled back"
+    pending: dict[str, tuple[Any, list[Any]]] = {}
+    for i in winners:
+        if i.outcome is not None and i.outcome.pending is not None:
+            pending.setdefault(i.step.step_type, (i.module, []))[1].append(i.outcome.pending)
+    for module, items in pending.values():
+        module.commit_many(items)
+
+    skips: list[tuple[AutomationRun, list[AutomationStep]]] = []
+    finishes: list[tuple[AutomationRun, str]] = []
+    creates: list[tuple[AutomationRun, AutomationStep, dt.datetime, dt.datetime | None]] = []
+    moved: list[AutomationRun] = []
+    for i in winners:
+        current = i.step.step_index
+        nxt = i.outcome.next_step_index if i.outcome.next_step_index is not None else current + 1
+        if nxt > current + 1:
+            skips.append((i.run, [i.steps[k] for k in range(current + 1, nxt) if k in i.steps]))
+        if nxt >= len(i.steps) or nxt not in i.steps:
+            finishes.append((i.run, RunStatus.COMPLETED))
+            summaries[i.claimed.step_run.pk] = "run completed"
+            continue
+        step = i.steps[nxt]
+        delay = _entry_delay(step)
+        due = now + delay if delay > dt.timedelta(0) else None
+        creates.append((i.run, step, now, due))
+        i.run.current_step_index, i.run.next_step_at = nxt, due
+        moved.append(i.run)
+        summaries[i.claimed.step_run.pk] = f"advanced to step {nxt}"
+    step_runs_skip_many(skips, at=now)
+    runs_finish_many(finishes, at=now)
+    if moved:
+        AutomationRun.objects.bulk_update(moved, ["current_step_index", "next_step_at"])
+    immediate = False
+    for row in step_runs_create_many(creates):
+        if row.delay_until is not None:
+            enqueue(EXECUTE_TASK, str(row.run_id), str(row.pk), 0, at=row.delay_until)
+        else:
+            immediate = True
+    if immediate:
+        enqueue(WALK_TASK)
+    return summaries
