@@ -103,12 +103,19 @@ def build(contacts: int, sends: int) -> dict[str, Any]:
     with connection.cursor() as cursor:
         for i, topic in enumerate(topics[:2]):
             cursor.execute(
-                "INSERT INTO owlat_contacttopic (contact_id, topic_id, added_at, pending_doi_confirmation,"
+                "INSERT INTO owlat_contacttopic (id, contact_id, topic_id, added_at, pending_doi_confirmation,"
                 " organization_id, consent_source, consent_user_agent)"
-                " SELECT id, %s, now(), false, organization_id, 'bench', '' FROM owlat_contact"
+                " SELECT gen_random_uuid(), id, %s, now(), abs(hashtext(id::text)) %% 50 = 0, organization_id,"
+                " 'bench', '' FROM owlat_contact"
                 " WHERE organization_id = %s AND (abs(hashtext(id::text)) %% 2 = %s OR %s = 0)",
                 [topic.pk, org.pk, i, i],
             )
+        # the counter owlat.topics keeps (every membership of a live contact, pending ones included)
+        cursor.execute(
+            "UPDATE owlat_topic t SET cached_member_count ="
+            " (SELECT count(*) FROM owlat_contacttopic m WHERE m.topic_id = t.id) WHERE t.organization_id = %s",
+            [org.pk],
+        )
     statuses = (
         "(ARRAY['delivered','delivered','delivered','opened','clicked','bounced','failed','sent'])[1 + g % 8]"
     )

@@ -14,6 +14,7 @@ from django.http import HttpRequest
 from django.utils import timezone
 
 from owlat.admin.organizations import is_timezone
+from owlat.admin.pagination import EstimatedCountMixin
 from owlat.admin.service_writes import adopt_written_row, clear_formset_changes
 from owlat.admin_tenancy import (
     TenantModelAdmin,
@@ -35,16 +36,9 @@ from owlat.models import (
 
 
 class ContactForm(forms.ModelForm):
-    source = forms.ChoiceField(choices=ContactSource.choices, initial=ContactSource.API, required=False)
-
     class Meta:
         model = Contact
         fields = ("organization", "email", "first_name", "last_name", "language", "timezone", "notes")
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        if not self.instance._state.adding:
-            self.fields.pop("source", None)
 
     def clean_email(self) -> str | None:
         from owlat.contacts import is_valid_email, normalize_email
@@ -187,6 +181,39 @@ class UnsubscribedFilter(admin.SimpleListFilter):
         return queryset
 
 
+class LanguageFilter(admin.SimpleListFilter):
+    """Contacts by language. The choices are the languages the organization's templates are written in (one
+    small query), not a `SELECT DISTINCT language` over every contact of the organization."""
+
+    title = "language"
+    parameter_name = "language"
+
+    def lookups(self, request: HttpRequest, model_admin: Any):
+        from django.apps import apps
+
+        langs: list[str] = []
+        if apps.is_installed("templates"):
+            EmailTemplate = apps.get_model("templates", "EmailTemplate")
+            rows = tenant_filter(request, EmailTemplate.objects.all()).values_list(
+                "default_language", "supported_languages"
+            )[:500]
+            for default, supported in rows:
+                langs.extend([default, *(supported or [])])
+        langs = sorted({lang for lang in langs if lang})
+        value = self.value()
+        if value and value not in ("none", *langs):
+            langs.append(value)
+        return [*((lang, lang) for lang in langs), ("none", "No language")]
+
+    def queryset(self, request: HttpRequest, queryset: Any):
+        value = self.value()
+        if value == "none":
+            return queryset.filter(language__isnull=True)
+        if value:
+            return queryset.filter(language__iexact=value)
+        return queryset
+
+
 class TopicFilter(admin.SimpleListFilter):
     """Contacts of one topic; choices are the active organization's topics (not a scan of every membership)."""
 
@@ -211,7 +238,7 @@ TIMELINE_LIMIT = 50
 
 
 @admin.register(Contact)
-class ContactAdmin(TenantModelAdmin):
+class ContactAdmin(EstimatedCountMixin, TenantModelAdmin):
     form = ContactForm
     manage_permission = "contacts:manage"
     annotate_permission = "contacts:annotate"
@@ -243,12 +270,13 @@ class ContactAdmin(TenantModelAdmin):
         "has_clicked",
         UnsubscribedFilter,
         TopicFilter,
-        "language",
+        LanguageFilter,
     )
     search_fields = ("email", "first_name", "last_name")
     ordering = ("-created_at",)
     list_per_page = 50
-    show_full_result_count = False  # one COUNT(*) per page (the filtered one), not a second of every contact
+    # No COUNT(*) of every contact: an estimate for the unfiltered list, a capped count for a filtered one.
+    show_full_result_count = False
     inlines = (ContactPropertyValueInline, ContactTopicInline)
     status_fields = (
         "source",
@@ -269,7 +297,7 @@ class ContactAdmin(TenantModelAdmin):
     def get_fields(self, request: HttpRequest, obj: Any = None):
         editable = ["organization", "email", "first_name", "last_name", "language", "timezone", "notes"]
         if obj is None:
-            return [*editable[:2], "source", *editable[2:]]
+            return editable
         return [*editable, *self.status_fields]
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None):
@@ -335,7 +363,7 @@ class ContactAdmin(TenantModelAdmin):
             contact, _ = contact_find_or_create(
                 organization_id=obj.organization_id,
                 email=data.get("email"),
-                source=data.get("source") or ContactSource.API,
+                source=ContactSource.ADMIN,  # the operator typed it in (not the API)
                 actor=actor,
                 mode="strict",
                 first_name=data.get("first_name"),

@@ -9,7 +9,8 @@ from django import forms
 from django.contrib import admin
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Count, Q
+from django.db.models import Count, OuterRef, Q, Subquery
+from django.db.models.functions import Coalesce
 from django.http import HttpRequest
 from django.urls import path
 from django.utils import timezone
@@ -22,6 +23,7 @@ from owlat.admin_tenancy import (
     switch_organization_view,
 )
 from owlat.models import (
+    Contact,
     Membership,
     Organization,
     OrganizationSettings,
@@ -121,6 +123,11 @@ class MembershipInline(TenantTabularInline):
         return formset
 
 
+def _count_of(queryset: Any) -> Coalesce:
+    counted = queryset.order_by().values("organization").annotate(n=Count("pk")).values("n")
+    return Coalesce(Subquery(counted), 0)
+
+
 @admin.register(Organization)
 class OrganizationAdmin(TenantModelAdmin):
     tenant_lookup = "pk"
@@ -146,8 +153,12 @@ class OrganizationAdmin(TenantModelAdmin):
             super()
             .get_queryset(request)
             .annotate(
-                _members=Count("memberships", distinct=True),
-                _contacts=Count("contacts", filter=Q(contacts__deleted_at__isnull=True), distinct=True),
+                # one correlated subquery per column for the listed organizations, not a join of members x
+                # contacts grouped over every organization
+                _members=_count_of(Membership.objects.filter(organization=OuterRef("pk"))),
+                _contacts=_count_of(
+                    Contact.objects.filter(organization=OuterRef("pk"), deleted_at__isnull=True)
+                ),
             )
         )
 

@@ -7,7 +7,8 @@ from typing import Any
 from django.contrib import admin, messages
 from django.contrib.admin.views.main import ChangeList
 from django.core.exceptions import ValidationError
-from django.db.models import Count, Q
+from django.db.models import Count, OuterRef, Subquery
+from django.db.models.functions import Coalesce
 from django.http import HttpRequest
 from django.urls import path
 
@@ -18,6 +19,7 @@ from owlat.admin_tenancy import (
 from owlat.forms.nested import json_block
 from owlat.forms.segments import SegmentForm, segment_count_view
 from owlat.models import (
+    ContactTopic,
     Segment,
     Topic,
 )
@@ -51,19 +53,23 @@ class TopicAdmin(TenantModelAdmin):
     readonly_fields = ("cached_member_count",)
 
     def get_queryset(self, request: HttpRequest):
-        live = Q(memberships__contact__deleted_at__isnull=True)
-        return (
-            super()
-            .get_queryset(request)
-            .annotate(
-                _members=Count("memberships", filter=live & Q(memberships__pending_doi_confirmation=False)),
-                _pending=Count("memberships", filter=live & Q(memberships__pending_doi_confirmation=True)),
+        # Members come from the counter owlat.topics keeps (`cached_member_count`: memberships of live contacts,
+        # pending ones included); pending ones are counted per listed topic by a correlated subquery on the
+        # partial index of pending memberships — never an aggregate over every membership of the organization.
+        pending = (
+            ContactTopic.objects.filter(
+                topic=OuterRef("pk"), pending_doi_confirmation=True, contact__deleted_at__isnull=True
             )
+            .order_by()
+            .values("topic")
+            .annotate(n=Count("pk"))
+            .values("n")
         )
+        return super().get_queryset(request).annotate(_pending=Coalesce(Subquery(pending), 0))
 
-    @admin.display(description="members", ordering="_members")
+    @admin.display(description="members", ordering="cached_member_count")
     def member_count(self, obj: Topic) -> int:
-        return obj._members
+        return max(0, obj.cached_member_count - obj._pending)
 
     @admin.display(description="pending DOI", ordering="_pending")
     def pending_count(self, obj: Topic) -> int:

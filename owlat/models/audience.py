@@ -49,6 +49,14 @@ class ContactTopic(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["contact", "topic"], name="uniq_contact_topic")]
+        indexes = [
+            # the topics list's "pending DOI" column counts these per topic (few rows, a small index)
+            models.Index(
+                fields=["topic"],
+                condition=models.Q(pending_doi_confirmation=True),
+                name="contacttopic_pending",
+            )
+        ]
 
 
 class Segment(models.Model):

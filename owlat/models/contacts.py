@@ -19,6 +19,7 @@ class ContactSource(models.TextChoices):
     FORM = "form"
     TRANSACTIONAL = "transactional"
     INBOUND = "inbound"
+    ADMIN = "admin"  # [project] created by an operator in the back-office
 
 
 class DoiStatus(models.TextChoices):

@@ -396,6 +396,7 @@ def test_contact_created_in_admin_goes_through_the_service(client, world):
     assert response.status_code == 302, response.context["adminform"].form.errors
     contact = Contact.objects.get(organization=org, email="new@example.com")
     assert contact.first_name == "Nia"
+    assert contact.source == "admin"  # typed in by an operator, not an API call (the posted "api" is ignored)
     assert AuditLog.objects.filter(
         organization=org,
         action="contact.created",
