@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('owlat', '0004_uuid_primary_keys'),
+        ('owlat', '0005_domain_verification_dkim'),
     ]
 
     operations = [
