@@ -49,9 +49,10 @@ def message_domain(from_email: str | None) -> str:
     return host or "owlat.localhost"
 
 
-def return_path_for(send: Any) -> str:
-    """The row's VERP envelope sender (delivery.verp), or '' when no bounce domain is configured."""
-    return verp.verp_address(send.ref_kind, send.pk) or ""
+def return_path_for(send: Any, from_email: str | None) -> str:
+    """The row's VERP envelope sender at its sending domain's return-path domain (delivery.verp), or '' when no
+    bounce domain is configured."""
+    return verp.verp_address(send.ref_kind, send.pk, from_email) or ""
 
 
 def message_id_for(send: Any, from_email: str | None) -> str:
@@ -221,7 +222,7 @@ def compose_campaign(send: Any, ctx: Any, *, postal_address: str = "") -> Outgoi
         organization_id=org_id,
         send_kind="campaign",
         send_id=send.pk,
-        return_path=return_path_for(send),
+        return_path=return_path_for(send, ctx.from_email),
     )
 
 
@@ -337,5 +338,5 @@ def compose_transactional(
         organization_id=send.organization_id,
         send_kind=kind,
         send_id=send.pk,
-        return_path=return_path_for(send),
+        return_path=return_path_for(send, from_email),
     )

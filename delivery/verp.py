@@ -1,7 +1,7 @@
 """VERP return paths (issue 11 item 3): every send row gets its own envelope sender, so a bounce names the row
 it is about without trusting anything the bouncing server wrote.
 
-    b-<k><id><sig>@<BOUNCE_DOMAIN>
+    b-<k><id><sig>@<RETURN_PATH_SUBDOMAIN>.<sending domain>      (e.g. b-…@bounces.acme.example)
 
 `k` is the row's table (`c` campaign, `t` transactional), `id` the row's UUID in lowercase base32 (26 characters),
 `sig` the first 10 bytes of an HMAC-SHA256 over `k` + `id` with a key derived from `SECRET_KEY` (Django's
@@ -10,8 +10,10 @@ RFC 5321's 64 — and case-insensitive, because some relays fold the case of loc
 `SECRET_KEY_FALLBACKS`, so bounces of mail sent before a key rotation still resolve. A forged or altered
 address resolves to nothing.
 
-`BOUNCE_DOMAIN` empty → no VERP: the envelope sender stays the From address (providers with webhooks report
-bounces that way instead).
+The domain is the sending domain's return-path domain (owlat.domains.records: published as a CNAME of
+`BOUNCE_DOMAIN`, whose MX is the bounce intake), so SPF aligns with the From domain for DMARC; without a From
+domain, `BOUNCE_DOMAIN` itself. `BOUNCE_DOMAIN` empty → no VERP: the envelope sender stays the From address
+(providers with webhooks report bounces that way instead).
 """
 
 from __future__ import annotations
@@ -52,9 +54,19 @@ def verp_local_part(ref_kind: str, send_id: Any) -> str:
     return PREFIX + body + _sig(body, settings.SECRET_KEY)
 
 
-def verp_address(ref_kind: str, send_id: Any, domain: str | None = None) -> str | None:
+def verp_domain(from_email: str | None) -> str | None:
+    """The return-path domain for mail from `from_email`, or None when `BOUNCE_DOMAIN` is not configured."""
+    if not bounce_domain():
+        return None
+    from owlat.domains.records import return_path_domain
+
+    sending = (from_email or "").rpartition("@")[2].strip().strip(".").lower()
+    return return_path_domain(sending) if sending else bounce_domain()
+
+
+def verp_address(ref_kind: str, send_id: Any, from_email: str | None = None) -> str | None:
     """The VERP envelope sender of one send row, or None when `BOUNCE_DOMAIN` is not configured."""
-    domain = domain or bounce_domain()
+    domain = verp_domain(from_email)
     if not domain:
         return None
     return f"{verp_local_part(ref_kind, send_id)}@{domain}"

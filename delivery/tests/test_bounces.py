@@ -19,7 +19,8 @@ from owlat.models import BlockedEmail, Contact
 from testsupport.waiting import free_port
 
 SAMPLES = Path(__file__).parent / "bounce_samples"
-BOUNCE_DOMAIN = "bounces.acme.test"
+BOUNCE_DOMAIN = "bounce-intake.owlat.test"  # the installation's bounce MX host
+RETURN_PATH = "bounces.acme.test"  # the sending domain's return-path domain (a CNAME of BOUNCE_DOMAIN)
 
 
 def sample(name: str, *, verp_address: str, rcpt: str, message_id: str = "<none@acme.test>") -> bytes:
@@ -42,7 +43,7 @@ def sent(make_tx_send, bounce_settings):
     TransactionalSend.objects.filter(pk=send.pk).update(message_id=message_id)
     assert send_transition(SendRef.of(send), "sent", {"provider_message_id": message_id.strip("<>")}).ok
     send.refresh_from_db()
-    return send, verp.verp_address("transactional", send.pk), message_id
+    return send, verp.verp_address("transactional", send.pk, send.from_email), message_id
 
 
 # --- VERP -----------------------------------------------------------------------------------------------
@@ -50,9 +51,10 @@ def sent(make_tx_send, bounce_settings):
 
 def test_verp_round_trip_within_rfc5321_local_part(bounce_settings):
     send_id = uuid.uuid4()
-    address = verp.verp_address("campaign", send_id)
+    address = verp.verp_address("campaign", send_id, "news@acme.test")
     local, _, domain = address.partition("@")
-    assert domain == BOUNCE_DOMAIN
+    assert domain == RETURN_PATH  # aligned with the From domain (SPF for DMARC)
+    assert verp.verp_address("campaign", send_id, None).endswith("@" + BOUNCE_DOMAIN)
     assert len(local.encode()) <= 64
     assert verp.parse_verp(address) == ("campaign", str(send_id))
     assert verp.parse_verp(address.upper()) == ("campaign", str(send_id))  # relays may fold case
@@ -80,7 +82,7 @@ def test_verp_still_resolves_after_key_rotation(bounce_settings, settings):
 
 def test_no_bounce_domain_means_no_verp(settings):
     settings.BOUNCE_DOMAIN = ""
-    assert verp.verp_address("campaign", uuid.uuid4()) is None
+    assert verp.verp_address("campaign", uuid.uuid4(), "news@acme.test") is None
 
 
 def test_composed_message_carries_verp_envelope_sender(sent):
@@ -89,6 +91,7 @@ def test_composed_message_carries_verp_envelope_sender(sent):
     send, address, _ = sent
     message = compose_transactional(send)
     assert message.envelope_from == address
+    assert address.endswith("@" + RETURN_PATH)
     assert message.from_email == "news@acme.test"
 
 
@@ -187,7 +190,7 @@ def test_arf_complaint_to_verp_marks_complained_and_suppresses(sent):
 def test_arf_complaint_to_feedback_address_finds_the_send_from_the_quoted_message(sent):
     send, address, message_id = sent
     raw = sample("arf_complaint", verp_address=address, rcpt=send.email, message_id=message_id)
-    [result] = bounce_intake(rcpt_tos=[f"fbl@{BOUNCE_DOMAIN}"], raw=raw)
+    [result] = bounce_intake(rcpt_tos=[f"fbl@{RETURN_PATH}"], raw=raw)
     assert result.outcome == "applied"
     send.refresh_from_db()
     assert send.status == "complained"
