@@ -340,6 +340,7 @@ class AgentConfigForm(forms.ModelForm):
             "signature_template",
             "auto_send_delay_ms",
             "human_approve_undo_delay_ms",
+            "coalesce_window_ms",
             "is_clarification_enabled",
             "clarification_timeout_ms",
             "is_working_hours_enabled",
@@ -441,4 +442,4 @@ class KnowledgeEntryAdmin(TenantModelAdmin):
     fields = ("title", "content", "source")
 
 
-from inbox import admin_breakers  # noqa: E402,F401 - registers the circuit breaker screen (AGT-20)
+from inbox import admin_breakers, admin_provider  # noqa: E402,F401 - register their screens (AGT-20, AGT-28)

@@ -3,7 +3,8 @@
 Every provider speaks the OpenAI chat-completions shape, so the official `openai` client is used with a
 configurable base URL (OpenAI, OpenRouter, Ollama, vLLM, or the loopback test server). Tasks are routed to a
 model tier (AGT-29); each call returns what it used (model, tokens, duration) for the agent action row.
-The base URL is operator-set (environment), never steered by a tenant.
+The provider comes from the environment, or from the organization's own setting in the admin (AGT-28 [orig]);
+a base URL an organization entered is reached only through the outbound-HTTP guard.
 """
 
 from __future__ import annotations
@@ -15,11 +16,8 @@ from typing import Any
 
 from django.conf import settings
 
-PROVIDER_BASE_URLS = {
-    "openai": None,  # the client's default
-    "openrouter": "https://openrouter.ai/api/v1",
-    "ollama": "http://ollama:11434/v1",
-}
+from inbox.provider_settings import provider_for
+
 FAST_TASKS = frozenset({"classify", "extract", "guard", "summarize"})
 CAPABLE_TASKS = frozenset({"draft", "plan"})
 NOT_CONFIGURED = "LLM API not configured: set LLM_PROVIDER and LLM_API_KEY (or LLM_BASE_URL for ollama)."
@@ -71,20 +69,14 @@ class CallLog:
         }
 
 
-def _api_key() -> str:
-    return settings.LLM_API_KEY or settings.OPENROUTER_API_KEY or settings.OPENAI_API_KEY
+def llm_configured(organization_id: Any = None) -> bool:
+    """A provider is chosen and usable — the organization's own (AGT-28, admin) or the environment's: a key, or
+    ollama, which needs none."""
+    return provider_for(organization_id).usable
 
 
-def llm_configured() -> bool:
-    """A provider is chosen and usable: a key, or ollama / an explicit base URL that needs none."""
-    provider = settings.LLM_PROVIDER
-    if not provider:
-        return False
-    return bool(_api_key()) or provider == "ollama"
-
-
-def base_url() -> str | None:
-    return settings.LLM_BASE_URL or PROVIDER_BASE_URLS.get(settings.LLM_PROVIDER)
+def base_url(organization_id: Any = None) -> str | None:
+    return provider_for(organization_id).base_url
 
 
 def model_for(task: str) -> str:
@@ -99,17 +91,25 @@ def model_for(task: str) -> str:
 _clients: dict[tuple, Any] = {}
 
 
-def _client() -> Any:
-    if not llm_configured():
+def _client(organization_id: Any = None) -> Any:
+    config = provider_for(organization_id)
+    if not config.usable:
         raise LlmNotConfigured(NOT_CONFIGURED)
     from openai import OpenAI
 
-    key = (base_url(), _api_key() or "ollama", settings.LLM_TIMEOUT_SECONDS)
+    key = (config.base_url, config.api_key or "ollama", settings.LLM_TIMEOUT_SECONDS, config.tenant)
     client = _clients.get(key)
     if client is None:
         # no client-side retries: a failed step goes to `failed` and the cron retries it (AGT-24)
-        client = OpenAI(base_url=key[0], api_key=key[1], timeout=key[2], max_retries=0)
-        _clients.clear()
+        kwargs: dict[str, Any] = {"base_url": key[0], "api_key": key[1], "timeout": key[2], "max_retries": 0}
+        if config.tenant:
+            # a base URL an organization entered: every connection through the outbound-HTTP guard
+            from owlat import outbound
+
+            kwargs["http_client"] = outbound.httpx_client(timeout=key[2])
+        client = OpenAI(**kwargs)
+        if len(_clients) > 64:
+            _clients.clear()
         _clients[key] = client
     return client
 
@@ -121,6 +121,7 @@ def chat(
     temperature: float = 0.2,
     schema: dict[str, Any] | None = None,
     max_tokens: int | None = None,
+    organization_id: Any = None,
 ) -> LlmResult:
     """One chat completion. With `schema`, structured output (JSON schema) parsed into `data`."""
     model = model_for(task)
@@ -134,7 +135,7 @@ def chat(
         }
     started = time.perf_counter()
     try:
-        response = _client().chat.completions.create(**kwargs)
+        response = _client(organization_id).chat.completions.create(**kwargs)
     except LlmNotConfigured:
         raise
     except Exception as exc:

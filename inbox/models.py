@@ -15,6 +15,7 @@ from django.db.models import Q
 from django_fsm import FSMField, FSMModelMixin, transition
 
 from owlat.models import Contact, Organization
+from owlat.outbound import validate_outbound_url
 
 
 def _apply_patch(obj: models.Model, patch: dict) -> None:
@@ -109,7 +110,11 @@ class AgentConfig(models.Model):
     is_shadow_mode = models.BooleanField(
         null=True, blank=True, help_text="Unset counts as on: auto decisions are logged, not sent."
     )
-    coalesce_window_ms = models.PositiveIntegerField(default=0)
+    coalesce_window_ms = models.PositiveIntegerField(
+        default=0,
+        help_text="Burst coalescing: wait this long before processing; quick follow-ups on the same thread "
+        "replace the waiting message, so a burst gets one reply (0 = off).",
+    )
     is_working_hours_enabled = models.BooleanField(default=False)
     working_hours_timezone = models.CharField(max_length=64, default="UTC")
     working_hours_start_minute = models.PositiveSmallIntegerField(default=9 * 60)
@@ -413,3 +418,33 @@ class CircuitBreaker(models.Model):
 
         now = now or timezone.now()
         return self.opened_at is not None and (self.closes_at is None or now < self.closes_at)
+
+
+class LlmProvider(models.TextChoices):
+    OPENAI = "openai", "OpenAI"
+    OPENROUTER = "openrouter", "OpenRouter"
+    OLLAMA = "ollama", "Ollama (no key)"
+
+
+class LlmProviderSetting(models.Model):
+    """AGT-28 [orig]: an organization's own model provider, set in the admin; overrides the environment's for
+    that organization's model calls. The key is stored encrypted (`inbox.provider_settings`); the base URL is
+    tenant-entered, so it passes the outbound-HTTP guard at save time and at connect time."""
+
+    organization = models.OneToOneField(Organization, on_delete=models.CASCADE, related_name="llm_provider")
+    provider = models.CharField(max_length=16, choices=LlmProvider.choices, default=LlmProvider.OPENAI)
+    base_url = models.URLField(
+        max_length=500,
+        blank=True,
+        validators=[validate_outbound_url],
+        default="",
+        help_text="Any OpenAI-compatible endpoint (e.g. https://openrouter.ai/api/v1). Empty: the provider's own.",
+    )
+    api_key_encrypted = models.TextField(blank=True, default="", editable=False)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = "model provider"
+
+    def __str__(self) -> str:
+        return f"{self.get_provider_display()} for {self.organization_id}"

@@ -189,7 +189,10 @@ def pipeline_enabled(organization_id: Any) -> bool:
     effective = resolve_flags(stored)
     if not effective["inbox"] or not stored.get("ai.agent", True):
         return False
-    if llm_configured():
+    if llm_configured(organization_id):
+        if not llm_configured():
+            # only the organization's own provider (AGT-28) is configured: its stored `ai` flag counts
+            return bool(stored.get("ai", False)) and bool(stored.get("ai.agent", True))
         return effective["ai.agent"]
     return True
 
@@ -371,8 +374,35 @@ def _after_insert(message: InboundMessage, now: dt.datetime) -> str:
         return "disabled"
     if not _start_allowed(message.organization_id, message.from_email):
         return "rate_limited"
+    window_ms = agent_config_for(message.organization_id).coalesce_window_ms
+    if window_ms > 0 and message.thread_id is not None:
+        _coalesce(message, now, window_ms)
+        enqueue(START_TASK, str(message.pk), at=now + dt.timedelta(milliseconds=window_ms))
+        return "started"
     enqueue(START_TASK, str(message.pk))
     return "started"
+
+
+def _coalesce(message: InboundMessage, now: dt.datetime, window_ms: int) -> None:
+    """AGT-02 burst coalescing: the start of a message waits `coalesce_window_ms`; a newer message on the same
+    thread inside that window supersedes the ones still waiting (→ `archived` reason `coalesced`), so a burst
+    produces one run — the newest message's, whose context retrieval carries the thread history."""
+    from inbox.lifecycle import message_transition_locked
+
+    waiting = (
+        InboundMessage.objects.select_for_update()
+        .filter(
+            organization_id=message.organization_id,
+            thread_id=message.thread_id,
+            processing_status=P.RECEIVED,
+            updated_at__gte=now - dt.timedelta(milliseconds=window_ms),
+        )
+        .exclude(pk=message.pk)
+    )
+    for other in waiting:
+        message_transition_locked(
+            other, P.ARCHIVED, input={"reason": "coalesced", "coalesced_into": str(message.pk)}, at=now
+        )
 
 
 def _cancel_pending_on_thread(message: InboundMessage, now: dt.datetime) -> None:

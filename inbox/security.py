@@ -297,6 +297,13 @@ def lookalike_links(links: list[tuple[str, str]], text: str) -> list[str]:
     return found
 
 
+def message_urls(text_body: str | None, html_body: str | None) -> list[str]:
+    """Every http(s) link of a message: the HTML's hrefs and the URLs written in text."""
+    urls = [href for href, _ in (_parse_html(html_body).links if html_body else [])]
+    urls += _URL.findall(text_body or "")
+    return [u for u in dict.fromkeys(urls) if u.lower().startswith(("http://", "https://"))]
+
+
 # --- the scan ------------------------------------------------------------------------------------------
 
 
@@ -402,7 +409,7 @@ GUARD_PROMPT = (
 )
 
 
-def guard_check(sample: str, calls: Any) -> tuple[bool, float, str | None, bool]:
+def guard_check(sample: str, calls: Any, organization_id: Any = None) -> tuple[bool, float, str | None, bool]:
     """AGT-13 (4): the guard model over windows of the stripped sample. Fails open.
 
     Returns (flagged, confidence, reason, unavailable)."""
@@ -410,7 +417,7 @@ def guard_check(sample: str, calls: Any) -> tuple[bool, float, str | None, bool]
 
     if not sample.strip():
         return False, 0.0, None, False
-    if not llm.llm_configured():
+    if not llm.llm_configured(organization_id):
         return False, 0.0, None, True
     flagged, best, reason, unavailable = False, 0.0, None, False
     windows = [sample[i : i + GUARD_WINDOW] for i in range(0, len(sample), GUARD_WINDOW)][:GUARD_MAX_WINDOWS]
@@ -421,6 +428,7 @@ def guard_check(sample: str, calls: Any) -> tuple[bool, float, str | None, bool]
                 [{"role": "system", "content": GUARD_PROMPT}, {"role": "user", "content": window}],
                 temperature=0,
                 schema=GUARD_SCHEMA,
+                organization_id=organization_id,
             )
         except Exception:
             unavailable = True

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import datetime as dt
 import html
+import re
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.db import transaction
 from django.utils import timezone
@@ -16,6 +18,7 @@ from owlat.contacts import is_valid_email
 
 SEND_TASK = "inbox.tasks.send_approved_reply_task"
 STUCK_AFTER = dt.timedelta(minutes=10)
+_LINK = re.compile(r"(?:https?://|www\.)[^\s<>\"')\]]+", re.IGNORECASE)
 
 
 def reply_subject(message: InboundMessage) -> str:
@@ -28,6 +31,50 @@ def reply_subject(message: InboundMessage) -> str:
 
 def reply_html(text: str) -> str:
     return html.escape(text).replace("\r\n", "\n").replace("\n", "<br>\n")
+
+
+def _allowed_link_host(host: str, domain: str) -> bool:
+    host = host.lower().rstrip(".")
+    return bool(domain) and (host == domain or host.endswith("." + domain))
+
+
+def sanitize_links(text: str, domain: str) -> tuple[str, list[str]]:
+    """AGT-22: every link in `text` whose host is not `domain` (or a subdomain of it) becomes "[link removed]";
+    bare `www.` links count as links. Returns the text and the removed URLs."""
+    removed: list[str] = []
+
+    def replace(match: re.Match[str]) -> str:
+        url = match.group(0).rstrip(".,;:!?")
+        tail = match.group(0)[len(url) :]
+        target = url if "://" in url else f"http://{url}"
+        try:
+            host = urlsplit(target).hostname or ""
+        except ValueError:
+            host = ""
+        if _allowed_link_host(host, domain):
+            return match.group(0)
+        removed.append(url)
+        return "[link removed]" + tail
+
+    return _LINK.sub(replace, text), removed
+
+
+def reference_monitor(m: InboundMessage, body: str) -> tuple[str | None, str]:
+    """AGT-22, autonomous sends only: re-check the recipient lock (the reply goes to the authenticated sender of
+    the message, nobody else) and secrets, and sanitize links (allowed host: the organization's sender domain).
+    Returns (error or None, the body to send)."""
+    from delivery.services import default_sender
+    from inbox.security import find_secret
+    from inbox.steps.route import authenticated_sender
+
+    if not authenticated_sender(m):
+        return "Reference monitor: the reply recipient is not an authenticated sender", body
+    if find_secret(body):
+        return "Reference monitor: the draft contains a credential or secret", body
+    sender = default_sender(m.organization_id)
+    domain = sender.email.rpartition("@")[2].lower() if sender else ""
+    body, _removed = sanitize_links(body, domain)
+    return None, body
 
 
 def _existing_reply(message: InboundMessage) -> bool:
@@ -66,6 +113,9 @@ def send_approved_reply(message_id: Any, token: str | None = None) -> str:
             error = "No sending identity configured — set a default sender email in organization settings."
         elif not delivery_configured():
             error = "No delivery provider configured"
+        body = m.draft_response or ""
+        if error is None and m.approval_source == "auto":
+            error, body = reference_monitor(m, body)
         if error is None:
             refs = " ".join(x for x in ((m.references or "").strip(), m.message_id) if x)
             status, detail = agent_reply_queue(
@@ -73,8 +123,8 @@ def send_approved_reply(message_id: Any, token: str | None = None) -> str:
                 inbound_message_id=m.pk,
                 to=m.from_email,
                 subject=reply_subject(m),
-                html=reply_html(m.draft_response),
-                text=m.draft_response,
+                html=reply_html(body),
+                text=body,
                 in_reply_to=m.message_id,
                 references=refs,
                 contact_id=m.contact_id,

@@ -73,6 +73,7 @@ def execute(ctx: StepContext, input: dict[str, Any]) -> dict[str, Any]:
             [{"role": "system", "content": PROMPT}, {"role": "user", "content": input.get("briefing", "")}],
             temperature=0.2,
             schema=SCHEMA,
+            organization_id=ctx.message.organization_id,
         )
         ctx.calls.add(result)
         return {"questions": questions_from(result.data)}

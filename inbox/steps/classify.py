@@ -53,13 +53,14 @@ def validate(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def execute(ctx: StepContext, input: dict[str, Any]) -> dict[str, Any]:
-    if not llm.llm_configured():
+    if not llm.llm_configured(ctx.message.organization_id):
         return {"aiConfigured": False}
     result = llm.chat(
         "classify",
         [{"role": "system", "content": PROMPT}, {"role": "user", "content": input.get("briefing", "")}],
         temperature=0.2,
         schema=SCHEMA,
+        organization_id=ctx.message.organization_id,
     )
     ctx.calls.add(result)
     return {"aiConfigured": True, "classification": validate(result.data)}

@@ -58,7 +58,10 @@ def execute(ctx: StepContext, input: dict[str, Any]) -> dict[str, Any]:
     user = f"Classification: {input.get('classification')}\n\n{input.get('briefing', '')}"
     user += clarification_note(input)
     result = llm.chat(
-        "draft", [{"role": "system", "content": system}, {"role": "user", "content": user}], temperature=0.4
+        "draft",
+        [{"role": "system", "content": system}, {"role": "user", "content": user}],
+        temperature=0.4,
+        organization_id=ctx.message.organization_id,
     )
     ctx.calls.add(result)
     text = result.content.strip()
@@ -79,6 +82,7 @@ def execute(ctx: StepContext, input: dict[str, Any]) -> dict[str, Any]:
             ],
             temperature=0,
             schema=QUALITY_SCHEMA,
+            organization_id=ctx.message.organization_id,
         )
         ctx.calls.add(check)
         score = max(0.0, min(1.0, float(check.data.get("score") or 0)))

@@ -10,9 +10,11 @@ from inbox.security import (
     content_hash,
     guard_check,
     html_to_visible_text,
+    message_urls,
     scan,
 )
 from inbox.steps import Route, StepContext
+from inbox.url_reputation import unsafe_urls
 
 RUNS_IN = P.SECURITY_CHECK
 
@@ -25,12 +27,17 @@ def execute(ctx: StepContext, input: dict[str, Any]) -> dict[str, Any]:
     released = bool(m.released_content_hash) and m.released_content_hash == content_hash(
         m.subject, m.text_body, m.html_body
     )
+    # 5. URL reputation (only with GOOGLE_SAFE_BROWSING_API_KEY; cached; fails open)
+    unsafe = unsafe_urls(message_urls(m.text_body, m.html_body))
+    if unsafe:
+        result.phishing_detected = True
+        result.phishing_reasons.append(f"unsafe link (Safe Browsing): {unsafe[0][:100]}")
     if not result.injection_detected and not result.phishing_detected:
         # 4. the guard model sees only stripped content, and only when nothing above already flagged it
         sample = "\n".join(
             p for p in (m.subject, _strip_text(m.text_body), html_to_visible_text(m.html_body or "")) if p
         )
-        flagged, confidence, reason, unavailable = guard_check(sample, ctx.calls)
+        flagged, confidence, reason, unavailable = guard_check(sample, ctx.calls, m.organization_id)
         result.guard_unavailable = unavailable
         if flagged:
             result.flag("llm_prompt_injection", confidence, reason or "guard model")

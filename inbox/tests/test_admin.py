@@ -93,6 +93,7 @@ def test_agent_configuration_form(staff, org, make_message):
         "auto_send_delay_ms": "60000",
         "human_approve_undo_delay_ms": "15000",
         "clarification_timeout_ms": "86400000",
+        "coalesce_window_ms": "0",
         "is_clarification_enabled": "on",
         "working_hours_timezone": "Europe/Berlin",
         "working_hours_start_minute": "480",
