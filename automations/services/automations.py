@@ -176,6 +176,8 @@ def automation_duplicate(*, automation_id: Any, organization_id: Any, actor: str
             description=source.description,
             trigger_type=source.trigger_type,
             trigger_config=source.trigger_config,
+            unsubscribe_footer=source.unsubscribe_footer,
+            track_engagement=source.track_engagement,
         )
         AutomationStep.objects.bulk_create(
             AutomationStep(

@@ -273,3 +273,24 @@ def test_run_bounce_server_refuses_a_bad_port():
     )
     assert proc.returncode != 0
     assert "not a port number" in proc.stderr
+
+
+def test_campaign_send_bounce_counts_on_the_campaign(make_campaign_send, bounce_settings):
+    from delivery.compose import compose_campaign
+    from delivery.models import CampaignSendCounters, CampaignSendSettings
+
+    send = make_campaign_send()
+    message = compose_campaign(send, CampaignSendSettings.objects.get(campaign_id=send.campaign_id))
+    address = message.envelope_from
+    assert address.endswith("@" + RETURN_PATH)
+    assert verp.parse_verp(address) == ("campaign", str(send.pk))
+    assert send_transition(SendRef.of(send), "sent", {}).ok
+    [result] = bounce_intake(
+        rcpt_tos=[address], raw=sample("qmail_nonstandard", verp_address=address, rcpt=send.contact_email)
+    )
+    assert result.outcome == "applied"
+    send.refresh_from_db()
+    assert (send.status, send.bounce_type) == ("bounced", "hard")
+    counters = CampaignSendCounters.objects.get(campaign_id=send.campaign_id)
+    assert (counters.bounced, counters.hard_bounced) == (1, 1)
+    assert BlockedEmail.objects.filter(email=send.contact_email).exists()

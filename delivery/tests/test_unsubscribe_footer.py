@@ -161,3 +161,11 @@ def test_automation_admin_form_offers_both_switches_with_help_text():
     assert form.fields["track_engagement"].initial is False
     assert "transactional" in form.fields["unsubscribe_footer"].help_text
     assert "Off by default" in form.fields["track_engagement"].help_text
+
+
+def test_duplicating_an_automation_keeps_its_mail_switches(org):
+    from automations.services import automation_duplicate
+
+    source = _automation(org, unsubscribe_footer=False, track_engagement=True)
+    copy = automation_duplicate(automation_id=source.pk, organization_id=org.pk, actor="test")
+    assert (copy.unsubscribe_footer, copy.track_engagement) == (False, True)
