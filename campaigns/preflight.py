@@ -40,7 +40,6 @@ CHECK_ORDER = (
     "scheduled_in_past",
     "exceeds_sending_capacity",
 )
-STALE_VERIFICATION = dt.timedelta(days=30)
 
 
 @dataclass(frozen=True)
@@ -101,6 +100,7 @@ def validate_ready_to_send(
     (CMP-24: the capacity check, #9, is skipped at fire time; see `campaigns.capacity`)."""
     from delivery.providers import delivery_configured
     from delivery.services import sender_domain_problem
+    from owlat.domains.verification import stale_warning
     from owlat.models import AbuseStatus, Domain
     from owlat.organizations import organization_settings
 
@@ -123,8 +123,9 @@ def validate_ready_to_send(
         return _fail("domain_not_verified", problem, warnings)
     domain = from_email.rpartition("@")[2].lower()
     row = Domain.objects.filter(organization_id=campaign.organization_id, domain__iexact=domain).first()
-    if row is not None and (row.last_verified_at is None or row.last_verified_at < now - STALE_VERIFICATION):
-        warnings.append(f'Domain "{domain}" was last verified more than 30 days ago.')
+    stale = stale_warning(row, now) if row is not None else None  # DOM-12: older than 24 h, a warning only
+    if stale:
+        warnings.append(stale)
     if not sender_allowed(campaign.organization_id, from_email):
         return _fail(
             "sender_not_allowed",
