@@ -176,7 +176,6 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "SCHEMA_PATH_PREFIX": "/api/v1",
     "COMPONENT_SPLIT_REQUEST": True,
-    "PREPROCESSING_HOOKS": ["owlat.api.schema.exclude_legacy_endpoints"],
     "ENUM_NAME_OVERRIDES": {
         "AutomationStatusEnum": "automations.models.AutomationStatus",
         "TriggerTypeEnum": "automations.models.TriggerType",
@@ -185,6 +184,7 @@ SPECTACULAR_SETTINGS = {
         "StepRunStatusEnum": "automations.models.StepRunStatus",
         "TemplateStatusEnum": "templates.models.TemplateStatus",
         "TemplateTypeEnum": "templates.models.TemplateType",
+        "AuthResultEnum": "inbox.receive.AUTH_RESULTS",
     },
 }
 # django-cors-headers, for /api/v1 only (API-01); the allowed origins are API_ALLOWED_ORIGINS (read by

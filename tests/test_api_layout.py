@@ -27,22 +27,12 @@ def _api_views():
             yield route, getattr(callback, "view_class", None) or callback
 
 
-def test_every_app_with_an_api_has_the_api_package():
+def test_every_app_has_the_api_package_and_nothing_beside_it():
     for app in APPS:
-        package = ROOT / app / "api"
         for old in OLD_MODULES:
             assert not (ROOT / app / old).exists(), f"{app}/{old}: move it into {app}/api/"
-        placeholder = ROOT / app / "api_urls.py"
-        if placeholder.exists():
-            # a placeholder until the app's api/ package lands (no routes), or a re-export of it
-            module = __import__(f"{app}.api_urls", fromlist=["urlpatterns"])
-            own = __import__(f"{app}.api.urls", fromlist=["urlpatterns"]) if package.exists() else None
-            assert not module.urlpatterns or (own is not None and module.urlpatterns is own.urlpatterns), (
-                f"{app}/api_urls.py has routes: move them to {app}/api/urls.py"
-            )
-        if package.exists():
-            for name in ("__init__.py", "views.py", "serializers.py", "urls.py"):
-                assert (package / name).exists(), f"{app}/api/{name} is missing"
+        for name in ("__init__.py", "views.py", "serializers.py", "urls.py"):
+            assert (ROOT / app / "api" / name).exists(), f"{app}/api/{name} is missing"
 
 
 def test_every_api_route_is_an_api_view_of_its_apps_api_package():
@@ -58,28 +48,50 @@ def test_every_api_route_is_an_api_view_of_its_apps_api_package():
         assert module.startswith(f"{app}.api."), f"{route}: {module} is outside {app}/api/"
 
 
-def test_legacy_helpers_are_used_only_by_the_apps_not_yet_converted():
-    # owlat.api.compat (the old view's spellings) goes when its last importer is converted
-    importers = sorted(
-        str(path.relative_to(ROOT))
-        for app in APPS
-        for path in (ROOT / app).rglob("*.py")
-        if "owlat.api.compat import" in path.read_text(encoding="utf-8")
-        and "tests" not in path.parts
-        and path.parent != ROOT / "owlat" / "api"
+def _production_sources():
+    for app in APPS:
+        for path in (ROOT / app).rglob("*.py"):
+            if "tests" not in path.parts and "migrations" not in path.parts:
+                yield path
+
+
+def test_one_way_to_write_an_endpoint():
+    # the old hand-written view's helpers (LegacyApiView, `self.body()`, `self.paginated()`, `api_route`,
+    # `parse_iso`) are gone for good: views read `request.data` and query serializers, lists paginate
+    # through `KeysetPagination`, routes are plain `path()`s (ApiMiddleware makes them slash-optional)
+    assert find_spec("owlat.api.compat") is None
+    for app in APPS:
+        assert find_spec(f"{app}.api_urls") is None, f"{app}/api_urls.py: routes live in {app}/api/urls.py"
+    banned = (
+        "owlat.api.compat",
+        "LegacyApiView",
+        "api_route(",
+        "parse_iso(",
+        "self.body(",
+        "self.paginated(",
     )
-    assert importers == [
-        "campaigns/api/urls.py",
-        "campaigns/api/views.py",
-        "inbox/api/urls.py",
-        "inbox/api/views.py",
+    offenders = [
+        f"{path.relative_to(ROOT)}: {word}"
+        for path in _production_sources()
+        for word in banned
+        if word in path.read_text(encoding="utf-8")
     ]
+    assert offenders == []
+    for app in APPS:
+        urls = (ROOT / app / "api" / "urls.py").read_text(encoding="utf-8")
+        assert "re_path" not in urls, f"{app}/api/urls.py: declare routes with path()"
 
 
-def test_the_campaigns_and_inbox_packages_are_included_once_they_exist():
-    from owlat.api import urls
+def test_every_api_view_declares_its_scopes_the_one_way():
+    for route, view in _api_views():
+        if getattr(view, "__name__", "") in DOC_VIEWS or not getattr(view, "authentication_classes", None):
+            continue
+        assert view.required_scopes, route
+        assert not hasattr(view, "scopes") and not hasattr(view, "required_scope"), route
+        for method in view.required_scopes:
+            assert hasattr(view, method.lower()), f"{route}: a scope for {method}, which it does not answer"
 
-    included = {str(getattr(p, "urlconf_name", "")) for p in urls.urlpatterns}
-    for app in ("campaigns", "inbox"):
-        if find_spec(f"{app}.api") is not None:
-            assert any(f"{app}.api.urls" in name for name in included), app
+
+def test_every_app_api_is_mounted():
+    routed = {view.__module__.split(".", 1)[0] for _, view in _api_views() if isinstance(view, type)}
+    assert routed >= set(APPS)

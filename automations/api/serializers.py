@@ -15,6 +15,7 @@ from rest_framework import serializers
 
 from automations.models import AutomationStatus, RunStatus, StepRunStatus, StepType, TriggerType
 from owlat.api.fields import (
+    ChoiceListField,
     InputSerializer,
     JSONValueField,
     StrictBooleanField,
@@ -192,21 +193,6 @@ class EventSerializer(InputSerializer):
 
 
 # --- list queries --------------------------------------------------------------------------------------------
-
-
-class ChoiceListField(StringField):
-    """`?status=draft,active`: comma-separated allowed values ("Invalid status: <value>" otherwise)."""
-
-    def __init__(self, *, choices: list[str], **kwargs: Any) -> None:
-        self.allowed = choices
-        super().__init__(**kwargs)
-
-    def to_internal_value(self, data: Any) -> list[str]:
-        values = [v.strip() for v in super().to_internal_value(data).split(",") if v.strip()]
-        for value in values:
-            if value not in self.allowed:
-                raise serializers.ValidationError(f"Invalid {self.field_name}: {value}")
-        return values
 
 
 class AutomationListQuerySerializer(serializers.Serializer):

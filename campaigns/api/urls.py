@@ -1,23 +1,24 @@
-"""`/api/v1` routes of campaigns (API-29 … API-31); every route is slash-optional."""
+"""`/api/v1` routes of campaigns (API-29 … API-31)."""
+
+from django.urls import path
 
 from campaigns.api import views as v
-from owlat.api.compat import api_route
 
-_ID = r"campaigns/(?P<campaign_id>[^/]+)"
+ID = "campaigns/<str:campaign_id>"
 
 urlpatterns = [
-    api_route(r"campaigns", v.CampaignListView, name="api-campaigns"),
-    api_route(rf"{_ID}/duplicate", v.CampaignDuplicateView, name="api-campaign-duplicate"),
+    path("campaigns", v.CampaignListView.as_view(), name="api-campaigns"),
+    path(f"{ID}/duplicate", v.CampaignDuplicateView.as_view(), name="api-campaign-duplicate"),
     *[
-        api_route(rf"{_ID}/{verb}", v.transition_view(verb), name=f"api-campaign-{verb}")
-        for verb in ("schedule", "unschedule", "send", "cancel")
+        path(f"{ID}/{verb}", v.transition_view(verb).as_view(), name=f"api-campaign-{verb}")
+        for verb in v.TRANSITIONS
     ],
     *[
-        api_route(rf"{_ID}/ab-test/{action}", v.ab_view(action), name=f"api-campaign-ab-{action}")
-        for action in ("enable", "disable", "declare-winner")
+        path(f"{ID}/ab-test/{action}", v.ab_view(action).as_view(), name=f"api-campaign-ab-{action}")
+        for action in v.AB_ACTIONS
     ],
-    api_route(rf"{_ID}/preflight", v.PreflightView, name="api-campaign-preflight"),
-    api_route(rf"{_ID}/stats", v.StatsView, name="api-campaign-stats"),
-    api_route(rf"{_ID}/sends", v.SendListView, name="api-campaign-sends"),
-    api_route(_ID, v.CampaignDetailView, name="api-campaign"),
+    path(f"{ID}/preflight", v.PreflightView.as_view(), name="api-campaign-preflight"),
+    path(f"{ID}/stats", v.StatsView.as_view(), name="api-campaign-stats"),
+    path(f"{ID}/sends", v.SendListView.as_view(), name="api-campaign-sends"),
+    path(ID, v.CampaignDetailView.as_view(), name="api-campaign"),
 ]

@@ -1,38 +1,46 @@
-"""`/api/v1` views of campaigns (API-29 … API-31). Thin: validate with the serializers, call
-`campaigns.services` / `campaigns.abtest`, answer with the resource and the transition object."""
+"""`/api/v1` views of campaigns (API-29 … API-31). Thin: serializers check the request, `campaigns.services`
+/ `campaigns.abtest` act, serializers answer with the resource (and the transition object).
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
 
 from campaigns import abtest, services
 from campaigns.api.serializers import (
-    READ_ONLY_KEYS,
-    CampaignInputSerializer,
-    DeclareWinnerInputSerializer,
-    ScheduleInputSerializer,
-    SendRowOutputSerializer,
-    campaign_data,
-    stats_data,
+    AbTestConfigSerializer,
+    CampaignCreateSerializer,
+    CampaignListQuerySerializer,
+    CampaignSendSerializer,
+    CampaignSerializer,
+    CampaignStatsSerializer,
+    CampaignWriteSerializer,
+    DeclareWinnerSerializer,
+    PreflightQuerySerializer,
+    PreflightSerializer,
+    ScheduleSerializer,
+    SendListQuerySerializer,
+    campaign_stats,
 )
 from campaigns.models import Campaign, CampaignStatus
 from campaigns.preflight import validate_ready_to_send
-from owlat.api.base import outcome_error, require_uuid
-from owlat.api.compat import LegacyApiView as ApiView
-from owlat.api.compat import parse_iso
+from owlat.api.base import ApiView, require_uuid
 from owlat.api.errors import ApiError, invalid_input, invalid_state, not_found
+from owlat.api.permissions import required_scope
+from owlat.api.schema import DeletedSerializer, envelope, errors, transitioned_envelope
 from owlat.permissions import Authority
 
+CAMPAIGN_ID = OpenApiParameter("campaign_id", str, OpenApiParameter.PATH, description="The campaign's id.")
+DRAFT_ONLY = "Only while the campaign is a draft (422 `not_draft` otherwise)."
 
-def _validated(serializer_class: type, body: dict[str, Any], *, partial: bool = False) -> dict[str, Any]:
-    """Run an input serializer; the first field error → 400 naming the field (API-08)."""
-    serializer = serializer_class(data=body, partial=partial)
-    if not serializer.is_valid():
-        field, messages = next(iter(serializer.errors.items()))
-        message = str(messages[0]) if isinstance(messages, list) else str(messages)
-        raise invalid_input(f"{field}: {message}", field=field)
+
+def _valid(serializer_class: type, data: Any, **kwargs: Any) -> dict[str, Any]:
+    serializer = serializer_class(data=data, **kwargs)
+    serializer.is_valid(raise_exception=True)
     return dict(serializer.validated_data)
 
 
@@ -44,143 +52,203 @@ def _service_error(exc: services.CampaignError) -> ApiError:
     return invalid_state(exc.message, exc.reason)
 
 
+def _call(fn: Any, **kwargs: Any) -> Any:
+    """Call a service; its refusals become the envelope (400 naming the field, 403, or 422 with a reason)."""
+    try:
+        return fn(**kwargs)
+    except services.CampaignError as exc:
+        raise _service_error(exc) from exc
+
+
 class CampaignsView(ApiView):
     feature_flag = "campaigns"
 
-    def campaign(self, campaign_id: str) -> Campaign:
+    def get_campaign(self, campaign_id: str) -> Campaign:
         pk = require_uuid(campaign_id, "campaign")
         campaign = Campaign.objects.filter(pk=pk, organization_id=self.organization_id).first()
         if campaign is None:
             raise not_found("Campaign not found")
         return campaign
 
-    def read_only_check(self, body: dict[str, Any]) -> None:
-        for key in READ_ONLY_KEYS:
-            if key in body:
-                raise invalid_input(f"{key} is read-only", field=key)
+    @property
+    def authority(self) -> Authority:
+        """What grants this request: the API key's scope for the method."""
+        return Authority.api_key(required_scope(self, self.request.method))
+
+    def detail(self, campaign_id: Any) -> dict[str, Any]:
+        return CampaignSerializer(Campaign.objects.get(pk=campaign_id)).data
+
+    def answer(self, campaign: Campaign, outcome: Any) -> Response:
+        """200 with the campaign after a transition and the transition object; a refusal → 404 / 422."""
+        return self.transitioned(self.detail(campaign.pk) if outcome.ok else None, outcome)
 
 
+# --- campaigns (API-29) --------------------------------------------------------------------------------------
+
+
+@extend_schema(tags=["Campaigns"])
 class CampaignListView(CampaignsView):
-    scopes = {"GET": "campaigns:read", "POST": "campaigns:write"}
-
-    @extend_schema(operation_id="campaigns_list", summary="List campaigns (API-29)", responses={200: dict})
-    def get(self, request):
-        queryset = Campaign.objects.filter(organization_id=self.organization_id)
-        raw = self.query("status")
-        if raw:
-            statuses = [s.strip() for s in raw.split(",") if s.strip()]
-            for value in statuses:
-                if value not in CampaignStatus.values:
-                    raise invalid_input(f"Invalid status: {value}", field="status")
-            queryset = queryset.filter(status__in=statuses)
-        term = self.search_term()
-        if term:
-            queryset = queryset.filter(name__icontains=term)
-        return self.paginated(queryset, campaign_data, order=("-created_at", "-id"), list_key="campaigns")
+    required_scopes = {"GET": "campaigns:read", "POST": "campaigns:write"}
+    list_key = "campaigns"
 
     @extend_schema(
-        summary="Create a campaign (API-29)", request=CampaignInputSerializer, responses={201: dict}
+        operation_id="campaigns_list",
+        summary="List campaigns",
+        description="Newest first. Scope `campaigns:read`.",
+        parameters=[CampaignListQuerySerializer],
+        responses={200: CampaignSerializer(many=True), **errors(400)},
     )
-    def post(self, request):
-        body = self.body()
-        self.read_only_check(body)
-        if not isinstance(body.get("name"), str) or not body["name"].strip():
-            raise invalid_input("name is required", field="name")
-        fields = _validated(CampaignInputSerializer, body)
-        try:
-            campaign = services.campaign_create(
-                organization_id=self.organization_id,
-                actor=self.actor,
-                fields=fields,
-                authority=Authority.api_key("campaigns:write"),
-            )
-        except services.CampaignError as exc:
-            raise _service_error(exc) from exc
-        return self.created(campaign_data(campaign))
+    def get(self, request: Request) -> Response:
+        params = _valid(CampaignListQuerySerializer, request.query_params)
+        queryset = Campaign.objects.filter(organization_id=self.organization_id)
+        if params.get("status"):
+            queryset = queryset.filter(status__in=params["status"])
+        if params.get("search"):
+            queryset = queryset.filter(name__icontains=params["search"])
+        page = self.paginate_queryset(queryset)
+        return self.get_paginated_response(CampaignSerializer(page, many=True).data)
+
+    @extend_schema(
+        operation_id="campaigns_create",
+        summary="Create a campaign",
+        description="A new campaign is a draft: choose its template, sender and audience, then schedule or "
+        "send it. Scope `campaigns:write`.",
+        request=CampaignCreateSerializer,
+        responses={201: envelope(CampaignSerializer), **errors(400)},
+    )
+    def post(self, request: Request) -> Response:
+        fields = _valid(CampaignCreateSerializer, request.data)
+        campaign = _call(
+            services.campaign_create,
+            organization_id=self.organization_id,
+            actor=self.actor,
+            fields=fields,
+            authority=self.authority,
+        )
+        return self.created(CampaignSerializer(campaign).data)
 
 
+@extend_schema(tags=["Campaigns"], parameters=[CAMPAIGN_ID])
 class CampaignDetailView(CampaignsView):
-    scopes = {
+    required_scopes = {
         "GET": "campaigns:read",
         "PUT": "campaigns:write",
         "PATCH": "campaigns:write",
         "DELETE": "campaigns:write",
     }
 
-    @extend_schema(operation_id="campaigns_retrieve", summary="A campaign (API-29)", responses={200: dict})
-    def get(self, request, campaign_id: str):
-        return self.ok(campaign_data(self.campaign(campaign_id)))
+    @extend_schema(
+        operation_id="campaigns_retrieve",
+        summary="Get a campaign",
+        description="With its counters and A/B test. Scope `campaigns:read`.",
+        responses={200: envelope(CampaignSerializer), **errors(400, 404)},
+    )
+    def get(self, request: Request, campaign_id: str) -> Response:
+        return self.ok(CampaignSerializer(self.get_campaign(campaign_id)).data)
 
     @extend_schema(
-        summary="Update a draft campaign (API-29)", request=CampaignInputSerializer, responses={200: dict}
+        operation_id="campaigns_update",
+        summary="Update a campaign",
+        description=f"Only the keys sent change (PUT and PATCH alike). {DRAFT_ONLY} Scope `campaigns:write`.",
+        request=CampaignWriteSerializer,
+        responses={200: envelope(CampaignSerializer), **errors(400, 404, 422)},
     )
-    def put(self, request, campaign_id: str):
-        campaign = self.campaign(campaign_id)
-        body = self.body()
-        self.read_only_check(body)
-        fields = _validated(CampaignInputSerializer, body, partial=True)
+    def put(self, request: Request, campaign_id: str) -> Response:
+        campaign = self.get_campaign(campaign_id)
+        fields = _valid(CampaignWriteSerializer, request.data)
         if campaign.status != CampaignStatus.DRAFT:
             raise invalid_state(services.NOT_DRAFT_MESSAGE, "not_draft")
-        try:
-            campaign = services.campaign_update(
-                campaign=campaign,
-                actor=self.actor,
-                changes=fields,
-                authority=Authority.api_key("campaigns:write"),
-            )
-        except services.CampaignError as exc:
-            raise _service_error(exc) from exc
-        return self.ok(campaign_data(campaign))
+        campaign = _call(
+            services.campaign_update,
+            campaign=campaign,
+            actor=self.actor,
+            changes=fields,
+            authority=self.authority,
+        )
+        return self.ok(CampaignSerializer(campaign).data)
 
-    patch = put
+    @extend_schema(
+        operation_id="campaigns_partial_update",
+        summary="Update a campaign (partial)",
+        description=f"Same as PUT. {DRAFT_ONLY} Scope `campaigns:write`.",
+        request=CampaignWriteSerializer,
+        responses={200: envelope(CampaignSerializer), **errors(400, 404, 422)},
+    )
+    def patch(self, request: Request, campaign_id: str) -> Response:
+        return self.put(request, campaign_id)
 
-    @extend_schema(summary="Delete a campaign (API-29)", responses={200: dict})
-    def delete(self, request, campaign_id: str):
-        campaign = self.campaign(campaign_id)
-        try:
-            services.campaign_delete(
-                campaign=campaign, actor=self.actor, authority=Authority.api_key("campaigns:write")
-            )
-        except services.CampaignError as exc:
-            raise _service_error(exc) from exc
+    @extend_schema(
+        operation_id="campaigns_destroy",
+        summary="Delete a campaign",
+        description="Refused while it is sending (422 `campaign_sending`). Scope `campaigns:write`.",
+        responses={200: envelope(DeletedSerializer, "Deleted"), **errors(400, 404, 422)},
+    )
+    def delete(self, request: Request, campaign_id: str) -> Response:
+        campaign = self.get_campaign(campaign_id)
+        _call(services.campaign_delete, campaign=campaign, actor=self.actor, authority=self.authority)
         return self.deleted(campaign.pk)
 
 
+@extend_schema(tags=["Campaigns"], parameters=[CAMPAIGN_ID])
 class CampaignDuplicateView(CampaignsView):
-    required_scope = "campaigns:write"
+    required_scopes = {"POST": "campaigns:write"}
+    empty_body_methods = frozenset({"POST"})
 
-    @extend_schema(summary="Duplicate a campaign (API-29)", request=None, responses={201: dict})
-    def post(self, request, campaign_id: str):
-        copy = services.campaign_duplicate(
-            campaign=self.campaign(campaign_id),
+    @extend_schema(
+        operation_id="campaigns_duplicate",
+        summary="Duplicate a campaign",
+        description='The copy, named "Copy of <name>", is a draft with the same template, sender, subject '
+        "and audience. Scope `campaigns:write`.",
+        request=None,
+        responses={201: envelope(CampaignSerializer), **errors(400, 404)},
+    )
+    def post(self, request: Request, campaign_id: str) -> Response:
+        copy = _call(
+            services.campaign_duplicate,
+            campaign=self.get_campaign(campaign_id),
             actor=self.actor,
-            authority=Authority.api_key(self.required_scope),
+            authority=self.authority,
         )
-        return self.created(campaign_data(copy))
+        return self.created(CampaignSerializer(copy).data)
+
+
+# --- transitions (API-29) ---------------------------------------------------------------------------------------
+
+TRANSITIONS = {
+    "schedule": (
+        "Schedule a campaign",
+        "Sends it at `scheduledAt` (or, with `useRecipientTimezone`, at `scheduledHour:scheduledMinute` in "
+        "each recipient's time zone). On a scheduled campaign this reschedules it (`transition.applied` is "
+        "`rescheduled`). The pre-flight checks run first; a failing one answers 422 with its reason.",
+    ),
+    "unschedule": ("Unschedule a campaign", "Returns a scheduled campaign to draft."),
+    "send": (
+        "Send a campaign now",
+        "A draft or scheduled campaign starts sending. The pre-flight checks run first; a failing one "
+        "answers 422 with its reason.",
+    ),
+    "cancel": ("Cancel a scheduled campaign", "It will not be sent; this is final."),
+}
 
 
 class CampaignTransitionView(CampaignsView):
-    required_scope = "campaigns:send"
-    verb = ""
+    required_scopes = {"POST": "campaigns:send"}
+    empty_body_methods = frozenset({"POST"})
+    verb: str = ""
 
-    @extend_schema(summary="Campaign transition (API-29)", request=dict, responses={200: dict})
-    def post(self, request, campaign_id: str):
-        campaign = self.campaign(campaign_id)
+    def post(self, request: Request, campaign_id: str) -> Response:
+        campaign = self.get_campaign(campaign_id)
         common = {
             "campaign_id": campaign.pk,
             "organization_id": self.organization_id,
             "actor": self.actor,
-            "authority": Authority.api_key(self.required_scope),
+            "authority": self.authority,
         }
         if self.verb == "schedule":
-            body = self.body(required=False)
-            if "scheduledAt" not in body:
-                raise invalid_input("scheduledAt is required", field="scheduledAt")
-            scheduled_at = parse_iso(body["scheduledAt"], field="scheduledAt")
-            fields = _validated(ScheduleInputSerializer, {**body, "scheduledAt": scheduled_at.isoformat()})
+            fields = _valid(ScheduleSerializer, request.data)
             outcome = services.campaign_schedule(
                 **common,
-                scheduled_at=scheduled_at,
+                scheduled_at=fields["scheduled_at"],
                 use_recipient_timezone=fields.get("use_recipient_timezone", False),
                 scheduled_hour=fields.get("scheduled_hour"),
                 scheduled_minute=fields.get("scheduled_minute"),
@@ -192,102 +260,159 @@ class CampaignTransitionView(CampaignsView):
                 "cancel": services.campaign_cancel,
             }[self.verb]
             outcome = action(**common)
-        if not outcome.ok:
-            raise outcome_error(outcome)
-        return self.transitioned(campaign_data(Campaign.objects.get(pk=campaign.pk)), outcome)
+        return self.answer(campaign, outcome)
 
 
 def transition_view(verb: str) -> type[CampaignTransitionView]:
-    return type(f"Campaign{verb.title()}View", (CampaignTransitionView,), {"verb": verb})
+    """`POST campaigns/{id}/<verb>`: 200 with `transition`, or 422 `invalid_state` with the reason."""
+    summary, description = TRANSITIONS[verb]
+
+    @extend_schema(
+        operation_id=f"campaigns_{verb}",
+        summary=summary,
+        description=f"{description} Scope `campaigns:send`.",
+        tags=["Campaigns"],
+        parameters=[CAMPAIGN_ID],
+        request=ScheduleSerializer if verb == "schedule" else None,
+        responses={200: transitioned_envelope(CampaignSerializer), **errors(400, 404, 422)},
+    )
+    def post(self: CampaignTransitionView, request: Request, campaign_id: str) -> Response:
+        return CampaignTransitionView.post(self, request, campaign_id)
+
+    return type(f"Campaign{verb.title()}View", (CampaignTransitionView,), {"verb": verb, "post": post})
+
+
+# --- A/B tests and pre-flight (API-30) --------------------------------------------------------------------------
+
+AB_ACTIONS = {
+    "enable": (
+        "campaigns:write",
+        AbTestConfigSerializer,
+        "Make a campaign an A/B test",
+        f"Variant B differs in subject or content; a replaced config starts over. {DRAFT_ONLY}",
+    ),
+    "disable": ("campaigns:write", None, "Stop a campaign being an A/B test", DRAFT_ONLY),
+    "declare-winner": (
+        "campaigns:send",
+        DeclareWinnerSerializer,
+        "Declare the winning variant",
+        "While the test is running; the rest of the audience then gets the winner. 422 `not_ab_test` or "
+        "`not_testing` otherwise.",
+    ),
+}
 
 
 class AbTestView(CampaignsView):
-    action = ""
+    action: str = ""
 
-    def scope_for(self, method: str) -> str | None:
-        return "campaigns:send" if self.action == "declare-winner" else "campaigns:write"
-
-    @extend_schema(summary="A/B test action (API-30)", request=dict, responses={200: dict})
-    def post(self, request, campaign_id: str):
-        campaign = self.campaign(campaign_id)
-        authority = Authority.api_key(self.scope_for("POST") or "")
+    def post(self, request: Request, campaign_id: str) -> Response:
+        campaign = self.get_campaign(campaign_id)
         if self.action == "enable":
-            body = self.body()
-            try:
-                config = abtest.ab_config_clean(self.organization_id, body)
-            except abtest.AbConfigError as exc:
-                raise invalid_input(exc.message, field=exc.field) from exc
+            config = _valid(
+                AbTestConfigSerializer, request.data, context={"organization_id": self.organization_id}
+            )
             outcome = abtest.ab_enable(
-                campaign=campaign, config=config, actor=self.actor, authority=authority
+                campaign=campaign, config=config, actor=self.actor, authority=self.authority
             )
         elif self.action == "disable":
-            outcome = abtest.ab_disable(campaign=campaign, actor=self.actor, authority=authority)
+            outcome = abtest.ab_disable(campaign=campaign, actor=self.actor, authority=self.authority)
         else:
-            fields = _validated(DeclareWinnerInputSerializer, self.body())
+            fields = _valid(DeclareWinnerSerializer, request.data)
             outcome = abtest.ab_declare_winner(
                 campaign_id=campaign.pk,
                 winner=fields["winner"],
                 actor=self.actor,
                 organization_id=self.organization_id,
-                authority=authority,
+                authority=self.authority,
             )
-        if not outcome.ok:
-            raise outcome_error(outcome)
-        return self.transitioned(campaign_data(Campaign.objects.get(pk=campaign.pk)), outcome)
+        return self.answer(campaign, outcome)
 
 
 def ab_view(action: str) -> type[AbTestView]:
-    return type(f"AbTest{action.title().replace('-', '')}View", (AbTestView,), {"action": action})
+    """`POST campaigns/{id}/ab-test/<action>`: the `transition` object shows the A/B test's states."""
+    scope, request_serializer, summary, description = AB_ACTIONS[action]
+
+    @extend_schema(
+        operation_id=f"campaigns_ab_test_{action.replace('-', '_')}",
+        summary=summary,
+        description=f"{description} Scope `{scope}`.",
+        tags=["Campaigns"],
+        parameters=[CAMPAIGN_ID],
+        request=request_serializer,
+        responses={200: transitioned_envelope(CampaignSerializer), **errors(400, 404, 422)},
+    )
+    def post(self: AbTestView, request: Request, campaign_id: str) -> Response:
+        return AbTestView.post(self, request, campaign_id)
+
+    attrs: dict[str, Any] = {"action": action, "post": post, "required_scopes": {"POST": scope}}
+    if request_serializer is None:
+        attrs["empty_body_methods"] = frozenset({"POST"})
+    return type(f"AbTest{action.title().replace('-', '')}View", (AbTestView,), attrs)
 
 
+@extend_schema(tags=["Campaigns"], parameters=[CAMPAIGN_ID])
 class PreflightView(CampaignsView):
-    required_scope = "campaigns:read"
+    required_scopes = {"GET": "campaigns:read"}
 
-    @extend_schema(summary="Pre-flight without side effects (API-30)", responses={200: dict})
-    def get(self, request, campaign_id: str):
-        campaign = self.campaign(campaign_id)
-        raw = self.query("scheduledAt")
-        scheduled_at = parse_iso(raw, field="scheduledAt") if raw else None
-        return self.ok(validate_ready_to_send(campaign, scheduled_at=scheduled_at).as_dict())
+    @extend_schema(
+        operation_id="campaigns_preflight",
+        summary="Check whether a campaign can be sent",
+        description="Runs the checks that schedule and send run, without changing anything; always 200, "
+        "with `ready`, the first failing `reason` and `message`, and `warnings`. Scope `campaigns:read`.",
+        parameters=[PreflightQuerySerializer],
+        responses={200: envelope(PreflightSerializer, "Preflight"), **errors(400, 404)},
+    )
+    def get(self, request: Request, campaign_id: str) -> Response:
+        campaign = self.get_campaign(campaign_id)
+        params = _valid(PreflightQuerySerializer, request.query_params)
+        result = validate_ready_to_send(campaign, scheduled_at=params.get("scheduledAt"))
+        return self.ok(PreflightSerializer(result.as_dict()).data)
 
 
+# --- stats and send rows (API-31) -------------------------------------------------------------------------------
+
+
+@extend_schema(tags=["Campaigns"], parameters=[CAMPAIGN_ID])
 class StatsView(CampaignsView):
-    required_scope = "campaigns:read"
+    required_scopes = {"GET": "campaigns:read"}
 
-    @extend_schema(summary="Campaign stats, ever-reached (API-31)", responses={200: dict})
-    def get(self, request, campaign_id: str):
-        return self.ok(stats_data(self.campaign(campaign_id)))
+    @extend_schema(
+        operation_id="campaigns_stats_retrieve",
+        summary="Get a campaign's statistics",
+        description="Counts and rates of what its messages ever reached, per variant for A/B tests. "
+        "Scope `campaigns:read`.",
+        responses={200: envelope(CampaignStatsSerializer), **errors(400, 404)},
+    )
+    def get(self, request: Request, campaign_id: str) -> Response:
+        return self.ok(CampaignStatsSerializer(campaign_stats(self.get_campaign(campaign_id))).data)
 
 
+@extend_schema(tags=["Campaigns"], parameters=[CAMPAIGN_ID])
 class SendListView(CampaignsView):
-    required_scope = "campaigns:read"
+    required_scopes = {"GET": "campaigns:read"}
+    ordering = ("-queued_at", "-id")
 
-    @extend_schema(summary="The send rows of a campaign (API-31)", responses={200: dict})
-    def get(self, request, campaign_id: str):
-        from delivery.models import EmailSend, SendStatus
+    @extend_schema(
+        operation_id="campaigns_sends_list",
+        summary="List a campaign's messages",
+        description="One row per recipient, newest first. Scope `campaigns:read`.",
+        parameters=[SendListQuerySerializer],
+        responses={200: CampaignSendSerializer(many=True), **errors(400, 404)},
+    )
+    def get(self, request: Request, campaign_id: str) -> Response:
+        from delivery.models import EmailSend
 
-        campaign = self.campaign(campaign_id)
+        campaign = self.get_campaign(campaign_id)
+        params = _valid(SendListQuerySerializer, request.query_params)
         queryset = EmailSend.objects.filter(
             campaign_id=campaign.pk, organization_id=self.organization_id, deleted_at__isnull=True
         )
-        status = self.query("status")
-        if status:
-            values = [s.strip() for s in status.split(",") if s.strip()]
-            for value in values:
-                if value not in SendStatus.values:
-                    raise invalid_input(f"Invalid status: {value}", field="status")
-            queryset = queryset.filter(status__in=values)
-        variant = self.query("variant")
-        if variant:
-            if variant not in ("A", "B"):
-                raise invalid_input(f"Invalid variant: {variant}", field="variant")
-            queryset = queryset.filter(ab_variant=variant)
-        term = self.search_term()
-        if term:
-            queryset = queryset.filter(contact_email__icontains=term)
-        return self.paginated(
-            queryset,
-            lambda row: dict(SendRowOutputSerializer(row).data),
-            order=("-queued_at", "-id"),
-            list_key=f"campaigns/{campaign.pk}/sends",
-        )
+        if params.get("status"):
+            queryset = queryset.filter(status__in=params["status"])
+        if params.get("variant"):
+            queryset = queryset.filter(ab_variant=params["variant"])
+        if params.get("search"):
+            queryset = queryset.filter(contact_email__icontains=params["search"])
+        self.list_key = f"campaigns/{campaign.pk}/sends"
+        page = self.paginate_queryset(queryset)
+        return self.get_paginated_response(CampaignSendSerializer(page, many=True).data)

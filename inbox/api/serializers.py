@@ -1,16 +1,28 @@
-"""Wire shapes of API-33/34: input serializers validate (400 naming the field), output serializers render."""
+"""Wire format of the inbox (API-33, API-34): DRF serializers with declared camelCase fields. Request
+serializers validate (400 naming the field); response serializers render a message and its agent actions."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from inbox.models import AgentAction, InboundMessage, ProcessingStatus
+from inbox.models import ActionStatus, InboundMessage, ProcessingStatus, StepKind
 from inbox.receive import AUTH_RESULTS
+from owlat.api.fields import ChoiceListField, JSONValueField, QuerySerializer, TimestampField
+
+# --- requests ------------------------------------------------------------------------------------------------
 
 
+@extend_schema_field(
+    {
+        "oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}, "minItems": 1}],
+        "description": "One address or a list of addresses.",
+    }
+)
 class FlexibleToField(serializers.Field):
     """`to`: a string or an array of strings."""
 
@@ -25,21 +37,37 @@ class FlexibleToField(serializers.Field):
         return value
 
 
-class AttachmentInput(serializers.Serializer):
+class InboundAttachmentSerializer(serializers.Serializer):
+    """An attachment's metadata (the content is not stored)."""
+
     filename = serializers.CharField(allow_blank=True, max_length=500)
     contentType = serializers.CharField(max_length=200)
-    size = serializers.IntegerField(min_value=0)
+    size = serializers.IntegerField(min_value=0, help_text="Bytes.")
 
 
-class AuthenticationInput(serializers.Serializer):
+class AuthenticationSerializer(serializers.Serializer):
+    """SPF, DKIM and DMARC results; an absent result counts as unauthenticated (never auto-sent)."""
+
     spf = serializers.ChoiceField(choices=AUTH_RESULTS, required=False)
     dkim = serializers.ChoiceField(choices=AUTH_RESULTS, required=False)
     dmarc = serializers.ChoiceField(choices=AUTH_RESULTS, required=False)
 
 
-class MessageIngestInput(serializers.Serializer):
-    messageId = serializers.CharField(max_length=998)
-    # `from` is a Python keyword: declared below through `fields`
+def _with_from(
+    fields: dict[str, serializers.Field], field: serializers.Field, *, after: str
+) -> dict[str, serializers.Field]:
+    """`from` is a Python keyword: declared through `get_fields`, after `after` as in API-33."""
+    items = list(fields.items())
+    index = [name for name, _ in items].index(after) + 1
+    return dict([*items[:index], ("from", field), *items[index:]])
+
+
+class MessageIngestSerializer(serializers.Serializer):
+    """An inbound email, for integrations without an MTA webhook."""
+
+    messageId = serializers.CharField(
+        max_length=998, help_text="The Message-ID header; a repeat is not re-run."
+    )
     to = FlexibleToField()
     subject = serializers.CharField(required=False, allow_blank=True, max_length=998, default="")
     textBody = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
@@ -47,102 +75,128 @@ class MessageIngestInput(serializers.Serializer):
     inReplyTo = serializers.CharField(required=False, allow_blank=True, max_length=998)
     references = serializers.CharField(required=False, allow_blank=True)
     headers = serializers.DictField(child=serializers.CharField(allow_blank=True), required=False)
-    attachments = AttachmentInput(many=True, required=False)
-    receivedAt = serializers.DateTimeField(required=False)
-    authentication = AuthenticationInput(required=False)
+    attachments = InboundAttachmentSerializer(many=True, required=False)
+    receivedAt = TimestampField(required=False, help_text="Default: now.")
+    authentication = AuthenticationSerializer(required=False)
 
     def get_fields(self) -> dict[str, serializers.Field]:
-        fields = super().get_fields()
-        fields["from"] = serializers.CharField(max_length=500)
-        return fields
+        return _with_from(
+            super().get_fields(),
+            serializers.CharField(max_length=500, help_text="`addr` or `Name <addr>`."),
+            after="messageId",
+        )
 
 
-class DraftEditInput(serializers.Serializer):
-    draftResponse = serializers.CharField(trim_whitespace=False)
+class DraftEditSerializer(serializers.Serializer):
+    draftResponse = serializers.CharField(trim_whitespace=False, help_text="The reply's new text.")
     draftSubject = serializers.CharField(required=False, allow_blank=True, max_length=998)
 
 
-class ApproveInput(serializers.Serializer):
+class ApproveSerializer(serializers.Serializer):
+    """Optionally an edit, applied first."""
+
     draftResponse = serializers.CharField(required=False, trim_whitespace=False)
     draftSubject = serializers.CharField(required=False, allow_blank=True, max_length=998)
 
 
-class RejectInput(serializers.Serializer):
+class RejectSerializer(serializers.Serializer):
     reason = serializers.CharField(required=False, allow_blank=True, max_length=1000)
 
 
-class ListFilterInput(serializers.Serializer):
-    processingStatus = serializers.ListField(
-        child=serializers.ChoiceField(choices=ProcessingStatus.values), required=False
+class MessageListQuerySerializer(QuerySerializer):
+    processingStatus = ChoiceListField(
+        choices=ProcessingStatus.values,
+        required=False,
+        help_text="Comma-separated (or repeated) processing statuses.",
     )
     threadId = serializers.UUIDField(required=False)
     contactId = serializers.UUIDField(required=False)
-    receivedAfter = serializers.DateTimeField(required=False)
-    receivedBefore = serializers.DateTimeField(required=False)
+    receivedAfter = TimestampField(required=False, help_text="Received at or after this time.")
+    receivedBefore = TimestampField(required=False, help_text="Received before this time.")
 
 
-def _iso(value: Any) -> str | None:
-    return value.isoformat().replace("+00:00", "Z") if value else None
+# --- responses -----------------------------------------------------------------------------------------------
 
 
-def _from(m: InboundMessage) -> str:
-    return f"{m.from_name} <{m.from_email}>" if m.from_name else m.from_email
+class DraftSerializer(serializers.Serializer):
+    """The agent's (or a reviewer's) reply."""
+
+    response = serializers.CharField(source="draft_response")
+    subject = serializers.CharField(source="draft_subject", allow_null=True)
+    options = JSONValueField(source="draft_options", allow_null=True, help_text="Alternative drafts.")
+    confidenceScore = serializers.FloatField(source="confidence_score", allow_null=True)
+    quality = JSONValueField(source="draft_quality", allow_null=True)
+    isEdited = serializers.BooleanField(source="is_draft_edited")
+    savedAt = TimestampField(source="draft_saved_at", allow_null=True)
 
 
-class MessageOutput(serializers.BaseSerializer):
-    """API-33 Message; `detail=True` adds the single-message fields."""
+class PendingAutoSendSerializer(serializers.Serializer):
+    sendAt = serializers.CharField(help_text="When the approved reply goes out unless undone.")
 
-    def __init__(self, *args: Any, detail: bool = False, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.detail = detail
 
-    def to_representation(self, m: InboundMessage) -> dict[str, Any]:
-        draft = None
-        if m.draft_response is not None:
-            draft = {
-                "response": m.draft_response,
-                "subject": m.draft_subject,
-                "options": m.draft_options,
-                "confidenceScore": m.confidence_score,
-                "quality": m.draft_quality,
-                "isEdited": m.is_draft_edited,
-                "savedAt": _iso(m.draft_saved_at),
-            }
-        pending = m.pending_auto_send
-        data = {
-            "id": str(m.pk),
-            "messageId": m.message_id,
-            "from": _from(m),
-            "to": m.to,
-            "subject": m.subject,
-            "threadId": str(m.thread_id) if m.thread_id else None,
-            "contactId": str(m.contact_id) if m.contact_id else None,
-            "processingStatus": m.processing_status,
-            "receivedAt": _iso(m.received_at),
-            "processedAt": _iso(m.processed_at),
-            "securityFlags": m.security_flags,
-            "classification": m.classification,
-            "agentDecision": m.agent_decision,
-            "draft": draft,
-            "pendingAutoSend": {"sendAt": pending.get("send_at")} if pending else None,
-            "approvalSource": m.approval_source,
-            "isAutoSendBlocked": m.is_auto_send_blocked,
-            "errorMessage": m.error_message,
-        }
-        if self.detail:
-            data.update(
-                {
-                    "textBody": m.text_body,
-                    "htmlBody": m.html_body,
-                    "headers": m.headers,
-                    "inReplyTo": m.in_reply_to,
-                    "references": m.references,
-                    "attachments": m.attachment_meta or [],
-                    "authentication": {"spf": m.spf_result, "dkim": m.dkim_result, "dmarc": m.dmarc_result},
-                    "draftRevisions": m.draft_revisions or [],
-                }
-            )
-        return data
+class MessageSerializer(serializers.Serializer):
+    """An inbound message and what the agent made of it."""
+
+    id = serializers.CharField()
+    messageId = serializers.CharField(source="message_id")
+    to = serializers.ListField(child=serializers.CharField())
+    subject = serializers.CharField()
+    threadId = serializers.CharField(source="thread_id", allow_null=True)
+    contactId = serializers.CharField(source="contact_id", allow_null=True)
+    processingStatus = serializers.ChoiceField(source="processing_status", choices=ProcessingStatus.choices)
+    receivedAt = TimestampField(source="received_at", allow_null=True)
+    processedAt = TimestampField(source="processed_at", allow_null=True)
+    securityFlags = JSONValueField(source="security_flags", allow_null=True)
+    classification = JSONValueField(allow_null=True)
+    agentDecision = JSONValueField(source="agent_decision", allow_null=True)
+    draft = serializers.SerializerMethodField()
+    pendingAutoSend = serializers.SerializerMethodField()
+    approvalSource = serializers.CharField(source="approval_source", allow_null=True)
+    isAutoSendBlocked = serializers.BooleanField(source="is_auto_send_blocked")
+    errorMessage = serializers.CharField(source="error_message", allow_null=True)
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        return _with_from(super().get_fields(), serializers.SerializerMethodField(), after="messageId")
+
+    def get_from(self, message: InboundMessage) -> str:
+        """`Name <addr>` or `addr`."""
+        return f"{message.from_name} <{message.from_email}>" if message.from_name else message.from_email
+
+    @extend_schema_field(DraftSerializer(allow_null=True))
+    def get_draft(self, message: InboundMessage) -> dict[str, Any] | None:
+        return None if message.draft_response is None else DraftSerializer(message).data
+
+    @extend_schema_field(PendingAutoSendSerializer(allow_null=True))
+    def get_pendingAutoSend(self, message: InboundMessage) -> dict[str, Any] | None:
+        pending = message.pending_auto_send
+        return {"sendAt": pending.get("send_at")} if pending else None
+
+
+class MessageAuthenticationSerializer(serializers.Serializer):
+    spf = serializers.CharField(source="spf_result", allow_null=True)
+    dkim = serializers.CharField(source="dkim_result", allow_null=True)
+    dmarc = serializers.CharField(source="dmarc_result", allow_null=True)
+
+
+class MessageDetailSerializer(MessageSerializer):
+    """A message with its bodies, headers, attachments, authentication and the draft's revisions."""
+
+    textBody = serializers.CharField(source="text_body", allow_null=True)
+    htmlBody = serializers.CharField(source="html_body", allow_null=True)
+    headers = JSONValueField(allow_null=True)
+    inReplyTo = serializers.CharField(source="in_reply_to", allow_null=True)
+    references = serializers.CharField(allow_null=True)
+    attachments = serializers.SerializerMethodField()
+    authentication = MessageAuthenticationSerializer(source="*")
+    draftRevisions = serializers.SerializerMethodField()
+
+    @extend_schema_field(InboundAttachmentSerializer(many=True))
+    def get_attachments(self, message: InboundMessage) -> list[dict[str, Any]]:
+        return message.attachment_meta or []
+
+    @extend_schema_field({"type": "array", "items": {"type": "object", "additionalProperties": True}})
+    def get_draftRevisions(self, message: InboundMessage) -> list[dict[str, Any]]:
+        return message.draft_revisions or []
 
 
 def _json_or_text(value: Any) -> Any:
@@ -154,19 +208,27 @@ def _json_or_text(value: Any) -> Any:
     return value
 
 
-class ActionOutput(serializers.BaseSerializer):
-    def to_representation(self, a: AgentAction) -> dict[str, Any]:
-        return {
-            "id": str(a.pk),
-            "actionType": a.action_type,
-            "status": a.status,
-            "input": _json_or_text(a.input),
-            "output": _json_or_text(a.output),
-            "errorMessage": a.error_message,
-            "retryCount": a.retry_count,
-            "startedAt": _iso(a.started_at),
-            "completedAt": _iso(a.completed_at),
-            "durationMs": a.duration_ms,
-            "modelUsed": a.model_used,
-            "tokenUsage": a.token_usage,
-        }
+class AgentActionSerializer(serializers.Serializer):
+    """One step the agent ran on a message."""
+
+    id = serializers.CharField()
+    actionType = serializers.ChoiceField(source="action_type", choices=StepKind.choices)
+    status = serializers.ChoiceField(choices=ActionStatus.choices)
+    input = serializers.SerializerMethodField()
+    output = serializers.SerializerMethodField()
+    errorMessage = serializers.CharField(source="error_message", allow_null=True)
+    retryCount = serializers.IntegerField(source="retry_count")
+    startedAt = TimestampField(source="started_at", allow_null=True)
+    completedAt = TimestampField(source="completed_at", allow_null=True)
+    durationMs = serializers.IntegerField(source="duration_ms", allow_null=True)
+    modelUsed = serializers.CharField(source="model_used", allow_null=True)
+    tokenUsage = JSONValueField(source="token_usage", allow_null=True)
+
+    @extend_schema_field(OpenApiTypes.ANY)
+    def get_input(self, action: Any) -> Any:
+        """Parsed JSON when valid, else the text."""
+        return _json_or_text(action.input)
+
+    @extend_schema_field(OpenApiTypes.ANY)
+    def get_output(self, action: Any) -> Any:
+        return _json_or_text(action.output)

@@ -1,81 +1,97 @@
-"""API-33/34 views: validate with a serializer, call one service, render with an output serializer."""
+"""`/api/v1/inbox/...` views (API-33, API-34). Thin: serializers check the request, `inbox.receive` /
+`inbox.review` act, serializers answer with the message (and the transition object)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from rest_framework import serializers
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
 
+from inbox import review
 from inbox.api.serializers import (
-    ActionOutput,
-    ApproveInput,
-    DraftEditInput,
-    ListFilterInput,
-    MessageIngestInput,
-    MessageOutput,
-    RejectInput,
+    AgentActionSerializer,
+    ApproveSerializer,
+    DraftEditSerializer,
+    MessageDetailSerializer,
+    MessageIngestSerializer,
+    MessageListQuerySerializer,
+    MessageSerializer,
+    RejectSerializer,
 )
 from inbox.models import AgentAction, InboundMessage
 from inbox.receive import InvalidMessage, MessageTooLarge, ParsedMessage, message_receive, parse_address
-from inbox.review import (
-    message_approve,
-    message_block_sender,
-    message_edit,
-    message_reject,
-    message_release,
-    message_retry,
-    pending_send_cancel,
-)
-from owlat.api.base import outcome_error, require_uuid
-from owlat.api.compat import LegacyApiView as ApiView
+from owlat.api.base import ApiView, require_uuid
 from owlat.api.errors import invalid_input, not_found
+from owlat.api.schema import envelope, errors, transitioned_envelope
+
+MESSAGE_ID = OpenApiParameter("message_id", str, OpenApiParameter.PATH, description="The message's id.")
 
 
-def _valid(serializer_class: type[serializers.Serializer], data: Any) -> dict[str, Any]:
-    s = serializer_class(data=data)
-    s.is_valid(raise_exception=True)
-    return dict(s.validated_data)
+def _valid(serializer_class: type, data: Any) -> dict[str, Any]:
+    serializer = serializer_class(data=data)
+    serializer.is_valid(raise_exception=True)
+    return dict(serializer.validated_data)
 
 
 class InboxView(ApiView):
     feature_flag = "inbox"
 
-    def message(self, message_id: str) -> InboundMessage:
+    def get_message(self, message_id: str) -> InboundMessage:
         pk = require_uuid(message_id, "message")
-        m = InboundMessage.objects.filter(pk=pk, organization_id=self.organization_id).first()
-        if m is None:
+        message = InboundMessage.objects.filter(pk=pk, organization_id=self.organization_id).first()
+        if message is None:
             raise not_found("Message not found")
-        return m
-
-    def refreshed(self, message_id: Any) -> dict[str, Any]:
-        return MessageOutput(InboundMessage.objects.get(pk=message_id)).data
+        return message
 
 
+@extend_schema(tags=["Inbox"])
 class MessageListView(InboxView):
-    scopes = {"GET": "inbox:read", "POST": "inbox:write"}
+    required_scopes = {"GET": "inbox:read", "POST": "inbox:write"}
+    ordering = ("-received_at", "-id")
+    list_key = "inbox/messages"
 
-    def get(self, request):
-        q = request._request.GET
-        raw = {k: q.get(k) for k in ("threadId", "contactId", "receivedAfter", "receivedBefore") if q.get(k)}
-        statuses = [s for v in q.getlist("processingStatus") for s in v.split(",") if s]
-        if statuses:
-            raw["processingStatus"] = statuses
-        f = _valid(ListFilterInput, raw)
-        qs = InboundMessage.objects.filter(organization_id=self.organization_id)
-        if f.get("processingStatus"):
-            qs = qs.filter(processing_status__in=f["processingStatus"])
-        if f.get("threadId"):
-            qs = qs.filter(thread_id=f["threadId"])
-        if f.get("contactId"):
-            qs = qs.filter(contact_id=f["contactId"])
-        if f.get("receivedAfter"):
-            qs = qs.filter(received_at__gte=f["receivedAfter"])
-        if f.get("receivedBefore"):
-            qs = qs.filter(received_at__lt=f["receivedBefore"])
-        return self.paginated(qs, lambda m: MessageOutput(m).data, order=("-received_at", "-id"))
+    @extend_schema(
+        operation_id="inbox_messages_list",
+        summary="List inbound messages",
+        description="Newest first. Scope `inbox:read`.",
+        parameters=[MessageListQuerySerializer],
+        responses={200: MessageSerializer(many=True), **errors(400)},
+    )
+    def get(self, request: Request) -> Response:
+        params = _valid(MessageListQuerySerializer, request.query_params)
+        queryset = InboundMessage.objects.filter(organization_id=self.organization_id)
+        if params.get("processingStatus"):
+            queryset = queryset.filter(processing_status__in=params["processingStatus"])
+        if params.get("threadId"):
+            queryset = queryset.filter(thread_id=params["threadId"])
+        if params.get("contactId"):
+            queryset = queryset.filter(contact_id=params["contactId"])
+        if params.get("receivedAfter"):
+            queryset = queryset.filter(received_at__gte=params["receivedAfter"])
+        if params.get("receivedBefore"):
+            queryset = queryset.filter(received_at__lt=params["receivedBefore"])
+        page = self.paginate_queryset(queryset)
+        return self.get_paginated_response(MessageSerializer(page, many=True).data)
 
-    def post(self, request):
-        data = _valid(MessageIngestInput, self.body())
+    @extend_schema(
+        operation_id="inbox_messages_create",
+        summary="Receive an inbound message",
+        description="For integrations without an MTA webhook: the message takes the same path as mail "
+        "received by the server (201, `received`, or `archived` for a blocked sender). A `messageId` already "
+        "received answers 200 with that message and runs nothing again. Without authentication results the "
+        "reply is never sent automatically. Scope `inbox:write`.",
+        request=MessageIngestSerializer,
+        responses={
+            201: envelope(MessageSerializer, "Message"),
+            200: envelope(MessageSerializer, "Message"),
+            **errors(400),
+        },
+    )
+    def post(self, request: Request) -> Response:
+        data = _valid(MessageIngestSerializer, request.data)
         try:
             from_name, from_email = parse_address(data["from"])
         except InvalidMessage as exc:
@@ -102,109 +118,163 @@ class MessageListView(InboxView):
             raise invalid_input(str(exc), field="textBody") from None
         except InvalidMessage as exc:
             raise invalid_input(str(exc), field=exc.field) from None
-        out = MessageOutput(result.message).data
+        out = MessageSerializer(result.message).data
         return self.created(out) if result.created else self.ok(out)
 
 
+@extend_schema(tags=["Inbox"], parameters=[MESSAGE_ID])
 class MessageDetailView(InboxView):
-    required_scope = "inbox:read"
+    required_scopes = {"GET": "inbox:read"}
 
-    def get(self, request, message_id: str):
-        return self.ok(MessageOutput(self.message(message_id), detail=True).data)
+    @extend_schema(
+        operation_id="inbox_messages_retrieve",
+        summary="Get an inbound message",
+        description="With its bodies, headers, attachments, authentication results and the draft's "
+        "revisions. Scope `inbox:read`.",
+        responses={200: envelope(MessageDetailSerializer, "MessageDetail"), **errors(400, 404)},
+    )
+    def get(self, request: Request, message_id: str) -> Response:
+        return self.ok(MessageDetailSerializer(self.get_message(message_id)).data)
 
 
+@extend_schema(tags=["Inbox"], parameters=[MESSAGE_ID])
 class MessageActionsView(InboxView):
-    required_scope = "inbox:read"
+    required_scopes = {"GET": "inbox:read"}
 
-    def get(self, request, message_id: str):
-        m = self.message(message_id)
-        rows = AgentAction.objects.filter(inbound_message=m, organization_id=self.organization_id).order_by(
-            "created_at", "id"
-        )
-        return self.ok([ActionOutput(a).data for a in rows])
+    @extend_schema(
+        operation_id="inbox_messages_actions_list",
+        summary="List the agent's steps on a message",
+        description="Oldest first, not paginated. Scope `inbox:read`.",
+        responses={200: envelope(AgentActionSerializer, "AgentAction", many=True), **errors(400, 404)},
+    )
+    def get(self, request: Request, message_id: str) -> Response:
+        message = self.get_message(message_id)
+        rows = AgentAction.objects.filter(
+            inbound_message=message, organization_id=self.organization_id
+        ).order_by("created_at", "id")
+        return self.ok(AgentActionSerializer(rows, many=True).data)
+
+
+# --- review verbs (API-34) -----------------------------------------------------------------------------------
+
+
+def _approve(view: ReviewView, message: InboundMessage, body: dict[str, Any]) -> Any:
+    data = _valid(ApproveSerializer, body)
+    return review.message_approve(
+        message_id=message.pk,
+        organization_id=view.organization_id,
+        actor=view.actor,
+        draft_response=data.get("draftResponse"),
+        draft_subject=data.get("draftSubject") or None,
+    )
+
+
+def _edit(view: ReviewView, message: InboundMessage, body: dict[str, Any]) -> Any:
+    data = _valid(DraftEditSerializer, body)
+    return review.message_edit(
+        message_id=message.pk,
+        organization_id=view.organization_id,
+        actor=view.actor,
+        draft_response=data["draftResponse"],
+        draft_subject=data.get("draftSubject") or None,
+    )
+
+
+def _reject(view: ReviewView, message: InboundMessage, body: dict[str, Any]) -> Any:
+    data = _valid(RejectSerializer, body)
+    return review.message_reject(
+        message_id=message.pk,
+        organization_id=view.organization_id,
+        actor=view.actor,
+        reason=data.get("reason"),
+    )
+
+
+def _undo(view: ReviewView, message: InboundMessage, body: dict[str, Any]) -> Any:
+    return review.pending_send_cancel(
+        message_id=message.pk, organization_id=view.organization_id, actor=view.actor, reason="undo"
+    )
+
+
+def _simple(action: Callable[..., Any]) -> Callable[..., Any]:
+    def act(view: ReviewView, message: InboundMessage, body: dict[str, Any]) -> Any:
+        return action(message_id=message.pk, organization_id=view.organization_id, actor=view.actor)
+
+    return act
+
+
+#: verb → (action, request serializer, summary, description)
+REVIEW_VERBS: dict[str, tuple[Callable[..., Any], type | None, str, str]] = {
+    "approve": (
+        _approve,
+        ApproveSerializer,
+        "Approve a draft reply",
+        "An edit given here is applied first. The reply goes out after the undo window "
+        "(`pendingAutoSend.sendAt`). 422 `no_draft` without a draft.",
+    ),
+    "edit": (
+        _edit,
+        DraftEditSerializer,
+        "Edit a draft reply",
+        "Only while the draft is ready for review (422 `not_draft_ready`); keeps the previous text as a "
+        "revision. Answers the message without a `transition`.",
+    ),
+    "reject": (_reject, RejectSerializer, "Reject a draft reply", "No reply is sent."),
+    "undo": (
+        _undo,
+        None,
+        "Undo an approval",
+        "Within the undo window the reply is not sent and the draft is ready for review again "
+        "(422 `no_pending_send`, `not_approved` or `already_sent` otherwise).",
+    ),
+    "release": (
+        _simple(review.message_release),
+        None,
+        "Release a quarantined message",
+        "The agent processes it as if it had not been flagged.",
+    ),
+    "retry": (_simple(review.message_retry), None, "Retry a failed message", "The agent starts over."),
+    "block-sender": (
+        _simple(review.message_block_sender),
+        None,
+        "Block the sender",
+        "Later messages from this address are archived unread.",
+    ),
+}
 
 
 class ReviewView(InboxView):
-    required_scope = "inbox:review"
-    verb = ""
+    required_scopes = {"POST": "inbox:review"}
+    empty_body_methods = frozenset({"POST"})
+    verb: str = ""
 
-    def post(self, request, message_id: str):
-        m = self.message(message_id)
-        outcome = self.act(m, self.body(required=False))
-        if not outcome.ok:
-            raise outcome_error(outcome)
-        data = self.refreshed(m.pk)
-        if self.verb == "edit":
+    def post(self, request: Request, message_id: str) -> Response:
+        message = self.get_message(message_id)
+        action = REVIEW_VERBS[self.verb][0]
+        outcome = action(self, message, request.data)
+        data = MessageSerializer(InboundMessage.objects.get(pk=message.pk)).data if outcome.ok else None
+        if self.verb == "edit" and outcome.ok:
             return self.ok(data)
         return self.transitioned(data, outcome)
 
-    def act(self, m: InboundMessage, body: dict[str, Any]):
-        raise NotImplementedError
 
+def review_view(verb: str) -> type[ReviewView]:
+    """`POST inbox/messages/{id}/<verb>`: 200 with the message (and `transition`), or 422 with the reason."""
+    _, request_serializer, summary, description = REVIEW_VERBS[verb]
+    answer = (
+        envelope(MessageSerializer, "Message") if verb == "edit" else transitioned_envelope(MessageSerializer)
+    )
 
-class ApproveView(ReviewView):
-    verb = "approve"
+    @extend_schema(
+        operation_id=f"inbox_messages_{verb.replace('-', '_')}",
+        summary=summary,
+        description=f"{description} Scope `inbox:review`.",
+        tags=["Inbox"],
+        parameters=[MESSAGE_ID],
+        request=request_serializer,
+        responses={200: answer, **errors(400, 404, 422)},
+    )
+    def post(self: ReviewView, request: Request, message_id: str) -> Response:
+        return ReviewView.post(self, request, message_id)
 
-    def act(self, m, body):
-        data = _valid(ApproveInput, body)
-        return message_approve(
-            message_id=m.pk,
-            organization_id=self.organization_id,
-            actor=self.actor,
-            draft_response=data.get("draftResponse"),
-            draft_subject=data.get("draftSubject") or None,
-        )
-
-
-class EditView(ReviewView):
-    verb = "edit"
-
-    def act(self, m, body):
-        data = _valid(DraftEditInput, body)
-        return message_edit(
-            message_id=m.pk,
-            organization_id=self.organization_id,
-            actor=self.actor,
-            draft_response=data["draftResponse"],
-            draft_subject=data.get("draftSubject") or None,
-        )
-
-
-class RejectView(ReviewView):
-    verb = "reject"
-
-    def act(self, m, body):
-        data = _valid(RejectInput, body)
-        return message_reject(
-            message_id=m.pk, organization_id=self.organization_id, actor=self.actor, reason=data.get("reason")
-        )
-
-
-class UndoView(ReviewView):
-    verb = "undo"
-
-    def act(self, m, body):
-        return pending_send_cancel(
-            message_id=m.pk, organization_id=self.organization_id, actor=self.actor, reason="undo"
-        )
-
-
-class ReleaseView(ReviewView):
-    verb = "release"
-
-    def act(self, m, body):
-        return message_release(message_id=m.pk, organization_id=self.organization_id, actor=self.actor)
-
-
-class RetryView(ReviewView):
-    verb = "retry"
-
-    def act(self, m, body):
-        return message_retry(message_id=m.pk, organization_id=self.organization_id, actor=self.actor)
-
-
-class BlockSenderView(ReviewView):
-    verb = "block-sender"
-
-    def act(self, m, body):
-        return message_block_sender(message_id=m.pk, organization_id=self.organization_id, actor=self.actor)
+    return type(f"{verb.title().replace('-', '')}View", (ReviewView,), {"verb": verb, "post": post})

@@ -11,9 +11,11 @@ surrogates, `NaN`/`Infinity` and nesting deeper than `MAX_JSON_DEPTH`.
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 from typing import Any, ClassVar
 
+from django.utils.dateparse import parse_datetime
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -137,9 +139,61 @@ class InputSerializer(serializers.Serializer):
 
 
 class TimestampField(serializers.DateTimeField):
-    """ISO 8601 UTC with milliseconds and `Z` (`2026-02-17T14:00:00.000Z`)."""
+    """ISO 8601 UTC with milliseconds and `Z` out (`2026-02-17T14:00:00.000Z`); in, any ISO 8601 timestamp
+    (naive means UTC), else "<field> must be an ISO 8601 timestamp"."""
+
+    def to_internal_value(self, value: Any) -> dt.datetime:
+        message = f"{self.field_name} must be an ISO 8601 timestamp"
+        if not isinstance(value, str) or "\x00" in value:
+            raise serializers.ValidationError(message)
+        text = value.strip()
+        if text.endswith(("Z", "z")):
+            text = text[:-1] + "+00:00"
+        try:
+            parsed = parse_datetime(text)
+        except ValueError:
+            parsed = None
+        if parsed is None:
+            raise serializers.ValidationError(message)
+        return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=dt.UTC)
 
     def to_representation(self, value: Any) -> str | None:
         from owlat.api.base import iso
 
         return iso(value) if value else None
+
+
+class ChoiceListField(StringField):
+    """`?status=draft,active`: comma-separated allowed values ("Invalid <field>: <value>" otherwise); in a
+    query string the parameter may also repeat (`?status=draft&status=active`)."""
+
+    def __init__(self, *, choices: list[str], **kwargs: Any) -> None:
+        self.allowed = choices
+        super().__init__(**kwargs)
+
+    def get_value(self, dictionary: Any) -> Any:
+        if hasattr(dictionary, "getlist") and self.field_name in dictionary:
+            return ",".join(dictionary.getlist(self.field_name))
+        return super().get_value(dictionary)
+
+    def to_internal_value(self, data: Any) -> list[str]:
+        values = [v.strip() for v in super().to_internal_value(data).split(",") if v.strip()]
+        for value in values:
+            if value not in self.allowed:
+                raise serializers.ValidationError(f"Invalid {self.field_name}: {value}")
+        return values
+
+
+class QuerySerializer(serializers.Serializer):
+    # Base of query-string serializers: a parameter sent empty (`?status=`) counts as absent.
+
+    def __init__(self, instance: Any = None, data: Any = serializers.empty, **kwargs: Any) -> None:
+        if data is not serializers.empty and hasattr(data, "getlist"):
+            data = data.copy()
+            for name in list(data.keys()):
+                values = [v for v in data.getlist(name) if v != ""]
+                if values:
+                    data.setlist(name, values)
+                else:
+                    del data[name]
+        super().__init__(instance, data=data, **kwargs)

@@ -93,13 +93,17 @@ def errors(*statuses: int) -> dict[int, OpenApiResponse]:
 
 
 @cache
-def envelope(serializer_class: type[serializers.Serializer], name: str | None = None) -> type:
-    """`{"data": <serializer_class>}` as a serializer for the schema (`envelope(ContactSerializer)`)."""
+def envelope(
+    serializer_class: type[serializers.Serializer], name: str | None = None, *, many: bool = False
+) -> type:
+    """`{"data": <serializer_class>}` as a serializer for the schema (`envelope(ContactSerializer)`);
+    `many=True`: `{"data": [<serializer_class>, …]}` (an unpaginated list)."""
     base = name or serializer_class.__name__.removesuffix("Serializer")
+    what = f"the {base.lower()} list" if many else f"the {base.lower()}"
     return type(
-        f"{base}Response",
+        f"{base}{'List' if many else ''}Response",
         (serializers.Serializer,),
-        {"data": serializer_class(), "__doc__": f"`data` holds the {base.lower()}."},
+        {"data": serializer_class(many=many), "__doc__": f"`data` holds {what}."},
     )
 
 
@@ -131,17 +135,18 @@ class TransitionSerializer(serializers.Serializer):
     """What a state-changing request did."""
 
     applied = serializers.ChoiceField(
-        choices=["transitioned", "recorded"],
-        help_text="`recorded` when the resource was already in the target state.",
+        choices=["transitioned", "recorded", "rescheduled"],
+        help_text="`recorded` when the resource was already in the target state; `rescheduled` when a "
+        "scheduled campaign got a new time.",
     )
     # `from` is a Python keyword; declared through `get_fields`
-    to = serializers.CharField(help_text="The state after the request.")
+    to = serializers.CharField(allow_null=True, help_text="The state after the request (null: none).")
 
     def get_fields(self) -> dict[str, Any]:
         fields = super().get_fields()
         return {
             "applied": fields["applied"],
-            "from": serializers.CharField(help_text="The state before the request."),
+            "from": serializers.CharField(allow_null=True, help_text="The state before the request."),
             "to": fields["to"],
         }
 
@@ -155,15 +160,3 @@ def transitioned_envelope(serializer_class: type[serializers.Serializer], name: 
         (serializers.Serializer,),
         {"data": serializer_class(), "transition": TransitionSerializer()},
     )
-
-
-def exclude_legacy_endpoints(endpoints: list[tuple[Any, ...]], **kwargs: Any) -> list[tuple[Any, ...]]:
-    """PREPROCESSING_HOOK: leave out endpoints still on `owlat.api.compat.LegacyApiView` (written before the
-    typed schema; today the inbox's). They appear once converted to `ApiView` with `extend_schema`."""
-    from owlat.api.compat import LegacyApiView
-
-    def legacy(callback: Any) -> bool:
-        view = getattr(callback, "cls", None) or getattr(callback, "view_class", None)
-        return isinstance(view, type) and issubclass(view, LegacyApiView)
-
-    return [endpoint for endpoint in endpoints if not legacy(endpoint[3])]

@@ -3,8 +3,6 @@
 Routes are plain `path()`s without a trailing slash; `ApiMiddleware` answers the slash variant too (API-01).
 """
 
-from importlib.util import find_spec
-
 from django.urls import include, path, register_converter
 from drf_spectacular.views import SpectacularJSONAPIView, SpectacularRedocView, SpectacularSwaggerView
 
@@ -53,11 +51,6 @@ urlpatterns = [
     path("", include("delivery.api.urls")),
     path("", include("templates.api.urls")),
     path("", include("automations.api.urls")),
+    path("", include("campaigns.api.urls")),
+    path("", include("inbox.api.urls")),
 ]
-
-# Campaigns and inbox: their `api/` package once it exists (until then their placeholder `api_urls.py`).
-for _app in ("campaigns", "inbox"):
-    for _module in (f"{_app}.api.urls", f"{_app}.api_urls"):
-        if find_spec(_module.rsplit(".", 1)[0]) is not None and find_spec(_module) is not None:
-            urlpatterns.append(path("", include(_module)))
-            break

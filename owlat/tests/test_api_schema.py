@@ -90,3 +90,24 @@ def test_docs_and_redoc_are_served_offline_without_a_key():
     assert "drf_spectacular_sidecar/redoc" in redoc
     for page in (docs, redoc):
         assert "cdn.jsdelivr.net" not in page and "unpkg.com" not in page
+
+
+def test_every_routed_operation_is_in_the_document(schema):
+    from django.urls import URLPattern, URLResolver, get_resolver
+
+    def walk(patterns, prefix=""):
+        for pattern in patterns:
+            if isinstance(pattern, URLResolver):
+                yield from walk(pattern.url_patterns, prefix + str(pattern.pattern))
+            elif isinstance(pattern, URLPattern):
+                yield prefix + str(pattern.pattern), pattern.callback
+
+    routed = set()
+    for route, callback in walk(get_resolver().url_patterns):
+        view = getattr(callback, "view_class", None)
+        if route.startswith("api/v1/") and view is not None:
+            path = "/" + re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", route)
+            routed |= {(path, method.lower()) for method in getattr(view, "required_scopes", {})}
+    documented = {(path, method) for path, method, _ in operations(schema)}
+    assert routed and routed <= documented, sorted(routed - documented)
+    assert {p for p, _ in routed if "/campaigns" in p} and {p for p, _ in routed if "/inbox/" in p}
