@@ -8,7 +8,8 @@ quoted `Message-ID` (it carries the row's random id) when the quoted recipient i
 What it applies (`send_transition`, so DLV-12's suppression and soft-bounce counting are the lifecycle's
 effects): `hard` → bounced/hard (suppressed), `soft` → bounced/soft (counted; suppressed at the threshold),
 `complaint` → complained (suppressed). Delay warnings, auto-replies, challenge-response messages and anything
-else are acknowledged and ignored. A repeated report answers `duplicate`.
+else are acknowledged and ignored. A repeated report answers `duplicate`. A report about a row the worker has not
+recorded as sent yet is `retry_later` (the server answers 451; the reporting MTA retries).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
 
@@ -28,8 +30,9 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class IntakeResult:
-    """`outcome`: applied | duplicate | refused (the lifecycle said no) | ignored (not a bounce/complaint) |
-    forged (a VERP-shaped address that does not verify) | unknown_send | not_ours (no VERP, no feedback address)."""
+    """`outcome`: applied | duplicate | refused (the lifecycle said no) | retry_later (the row is still `queued`:
+    answer 451) | ignored (not a bounce/complaint) | forged (a VERP-shaped address that does not verify) |
+    unknown_send | not_ours (no VERP, no feedback address)."""
 
     outcome: str
     kind: str
@@ -94,7 +97,18 @@ def _apply(ref: SendRef, report: BounceReport) -> IntakeResult:
         return IntakeResult(applied, report.kind, ref, report.summary)
     if outcome.reason == "send_not_found":
         return IntakeResult("unknown_send", report.kind, ref)
+    if _still_queued(ref, outcome):
+        # The report overtook the worker's own record of the acceptance (results are written in batches):
+        # the server answers 451 and the reporting MTA delivers it again minutes later.
+        return IntakeResult("retry_later", report.kind, ref, "the send is not recorded as sent yet")
     return IntakeResult("refused", report.kind, ref, outcome.reason or "")
+
+
+def _still_queued(ref: SendRef, outcome: Any) -> bool:
+    state = outcome.from_state
+    if state is None:
+        state = model_for(ref.kind).objects.filter(pk=ref.id).values_list("status", flat=True).first()
+    return state == "queued"
 
 
 def bounce_intake(*, rcpt_tos: Sequence[str], raw: bytes) -> list[IntakeResult]:

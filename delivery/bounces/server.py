@@ -2,8 +2,8 @@
 
 `RCPT` is refused (550) for any address the intake does not take — a forged VERP address is never accepted,
 so it produces no state and no backscatter. After `DATA` the message is classified and applied in a worker
-thread (the ORM is synchronous); the reply is 250 once applied, or 451 when the database failed, so the sending
-MTA retries later (applying is idempotent: a repeated report is a `duplicate`).
+thread (the ORM is synchronous); the reply is 250 once applied, or 451 when the database failed or the send row
+is not recorded as sent yet, so the sending MTA retries later (applying is idempotent: a repeated report is a `duplicate`).
 """
 
 from __future__ import annotations
@@ -54,10 +54,14 @@ class BounceHandler:
         if isinstance(raw, str):
             raw = raw.encode("utf-8", "surrogateescape")
         try:
-            await loop.run_in_executor(None, _apply_sync, list(envelope.rcpt_tos), raw)
+            results = await loop.run_in_executor(None, _apply_sync, list(envelope.rcpt_tos), raw)
         except Exception:
             logger.exception("bounce intake failed; the sender will retry")
             return "\r\n".join(["451 4.3.0 Temporary failure, try again later"] * replies)
+        if any(r.outcome == "retry_later" for r in results):
+            return "\r\n".join(
+                ["451 4.3.0 The message is not recorded as sent yet, try again later"] * replies
+            )
         self.received += 1
         return "\r\n".join(["250 OK: processed"] * replies)
 

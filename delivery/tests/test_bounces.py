@@ -231,10 +231,30 @@ def bounce_server(transactional_db):
         server.stop()
 
 
+def test_bounce_that_overtakes_the_sent_record_is_retried_later(make_tx_send, bounce_settings):
+    send = make_tx_send()  # handed to the server, its acceptance not recorded yet: still queued
+    address = verp.verp_address("transactional", send.pk, send.from_email)
+    raw = sample("hard_postfix_dsn", verp_address=address, rcpt=send.email)
+    [result] = bounce_intake(rcpt_tos=[address], raw=raw)
+    assert result.outcome == "retry_later"
+    send.refresh_from_db()
+    assert send.status == "queued"
+    assert send_transition(SendRef.of(send), "sent", {}).ok
+    [result] = bounce_intake(rcpt_tos=[address], raw=raw)  # the MTA's next attempt
+    assert result.outcome == "applied"
+
+
 @pytest.mark.django_db(transaction=True)
-def test_bounce_over_smtp_suppresses_and_forged_rcpt_is_refused(sent, bounce_server):
+def test_bounce_over_smtp_suppresses_and_forged_rcpt_is_refused(sent, bounce_server, make_tx_send):
     send, address, message_id = sent
     server = bounce_server()
+    early = make_tx_send()
+    early_address = verp.verp_address("transactional", early.pk, early.from_email)
+    with smtplib.SMTP("127.0.0.1", server.port, timeout=10) as client:
+        raw = sample("hard_postfix_dsn", verp_address=early_address, rcpt=early.email)
+        with pytest.raises(smtplib.SMTPDataError) as refused:
+            client.sendmail("", [early_address], raw)
+        assert refused.value.smtp_code == 451
     raw = sample("hard_postfix_dsn", verp_address=address, rcpt=send.email, message_id=message_id)
     forged = verp.verp_local_part("transactional", send.pk)[:-16] + "b" * 16 + f"@{BOUNCE_DOMAIN}"
     with smtplib.SMTP("127.0.0.1", server.port, timeout=10) as client:
