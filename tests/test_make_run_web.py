@@ -8,67 +8,27 @@ issue's 50 clients for 30 s; the fast one runs 20 clients for 4 s.
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 import threading
 import time
 import urllib.error
 import urllib.request
 from collections import Counter
-from pathlib import Path
 
 import pytest
 from django.db import connection
 
-from testsupport.waiting import free_port, wait_until
-from testsupport.workers import worker_environment
+from testsupport.web import serve_web
 
-ROOT = Path(__file__).resolve().parent.parent
 THREADS = 4
 APPLICATION_NAME = "owlat-web-under-test"
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 
-def web_command() -> str:
-    for line in (ROOT / "Procfile").read_text().splitlines():
-        if line.startswith("web:"):
-            return line.split(":", 1)[1].strip()
-    raise AssertionError("the Procfile has no web process")
-
-
 @pytest.fixture
 def web_server():
-    port = free_port()
     # libpq names the web process's connections, so only they are counted (not a previous test's exiting workers)
-    env = worker_environment(
-        {"PORT": port, "WEB_THREADS": THREADS, "CONN_MAX_AGE": 600, "PGAPPNAME": APPLICATION_NAME}
-    )
-    proc = subprocess.Popen(
-        ["bash", "-c", web_command()],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-
-    def up() -> bool:
-        try:
-            return urllib.request.urlopen(f"{url}/api/v1/health", timeout=2).status == 200
-        except (OSError, urllib.error.URLError):
-            return False
-
-    try:
-        wait_until(up, timeout=60, interval=0.2, message="the web process did not answer")
-        yield url, proc
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+    with serve_web({"WEB_THREADS": THREADS, "CONN_MAX_AGE": 600, "PGAPPNAME": APPLICATION_NAME}) as served:
+        yield served
 
 
 def server_connections() -> int:

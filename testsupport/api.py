@@ -99,6 +99,42 @@ class ApiClient:
         return self.request("OPTIONS", path, auth=False, **kw)
 
 
+class SdkClient:
+    """What `@owlat/sdk-js` / `owlat-sdk` put on the wire, over real HTTP (`requests`) to `base_url`:
+    `Authorization: Bearer <key>` (`key=None`: none) and `Content-Type: application/json` on every request."""
+
+    def __init__(self, base_url: str, key: str | None = None) -> None:
+        self.base = f"{base_url}/api/v1"
+        self.key = key
+
+    def call(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        key: str | None = "default",
+        params: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+    ):
+        import requests
+
+        all_headers = {"Content-Type": "application/json"}
+        key = self.key if key == "default" else key
+        if key is not None:
+            all_headers["Authorization"] = f"Bearer {key}"
+        all_headers.update(headers or {})
+        return requests.request(
+            method,
+            self.base + path,
+            data=json.dumps(body).encode() if body is not None else None,
+            headers=all_headers,
+            params=params,
+            allow_redirects=False,
+            timeout=30,
+        )
+
+
 def error_of(response) -> dict[str, Any]:
     """The `error` object of an error response."""
     return response.json()["error"]
