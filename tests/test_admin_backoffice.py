@@ -323,6 +323,7 @@ def test_big_unfiltered_contact_list_is_estimated_not_counted(
     monkeypatch.setattr(pagination, "EXACT_BELOW", 20_000)
     response = client.get(url)
     assert response.context["cl"].result_count == 5 and not response.context["cl"].paginator.estimated
+    assert "Show all" not in response.content.decode()  # no "5 results (Show all)" over the unfiltered list
 
 
 def test_topic_list_reads_the_member_counter(client, owner, org, django_assert_max_num_queries):

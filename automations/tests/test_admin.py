@@ -234,7 +234,7 @@ def test_run_browser_shows_the_timeline_and_funnel(client, django_user_model, or
     )
     assert run_id in r.content.decode()
     html = client.get(reverse("admin:automations_automation_change", args=[automation.pk])).content.decode()
-    assert "step funnel" in html.lower() and "<table>" in html
+    assert "step funnel" in html.lower() and '<table id="step-funnel"' in html
 
 
 def test_bulk_delete_refuses_active_automations(client, django_user_model, org, make_automation):

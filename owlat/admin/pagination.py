@@ -99,3 +99,10 @@ class EstimatedCountMixin:
         return self.paginator(
             queryset, per_page, orphans, allow_empty_first_page, filtered=is_filtered(request)
         )
+
+    def get_changelist_instance(self, request: HttpRequest) -> Any:
+        changelist = super().get_changelist_instance(request)  # type: ignore[misc]
+        if not is_filtered(request):
+            # No "5 results (Show all)" over an unfiltered list: the total is the list's own count.
+            changelist.full_result_count = changelist.result_count
+        return changelist
