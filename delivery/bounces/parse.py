@@ -20,13 +20,17 @@ from __future__ import annotations
 
 import email
 import email.policy
+import logging
 import re
 from dataclasses import dataclass
 from email.message import Message
 from email.parser import HeaderParser
+from email.utils import collapse_rfc2231_value
 from typing import Literal
 
 from flufl.bounce import all_failures
+
+logger = logging.getLogger(__name__)
 
 Kind = Literal["hard", "soft", "complaint", "delayed", "auto_reply", "not_a_bounce"]
 SOFT_PERMANENT_STATUSES = frozenset({"5.2.2"})  # mailbox full
@@ -76,6 +80,12 @@ def message_from_bytes(raw: bytes) -> Message:
     return email.message_from_bytes(raw, policy=email.policy.compat32)
 
 
+def _h(msg: Message, name: str) -> str:
+    """A header as text (compat32 hands back a `Header` object for undecodable bytes)."""
+    value = msg.get(name)
+    return "" if value is None else str(value)
+
+
 def _parts(msg: Message, content_type: str) -> list[Message]:
     return [p for p in msg.walk() if p.get_content_type() == content_type]
 
@@ -111,9 +121,9 @@ def _with_original(report: BounceReport, msg: Message) -> BounceReport:
         status=report.status,
         diagnostic=report.diagnostic,
         feedback_type=report.feedback_type,
-        original_message_id=_clean(original.get("Message-ID")),
-        original_return_path=_clean(original.get("Return-Path")),
-        original_to=_clean(original.get("To")),
+        original_message_id=_clean(_h(original, "Message-ID")),
+        original_return_path=_clean(_h(original, "Return-Path")),
+        original_to=_clean(_h(original, "To")),
     )
 
 
@@ -129,7 +139,7 @@ def _address(value: str | None) -> str | None:
 def _feedback(msg: Message) -> BounceReport | None:
     parts = _parts(msg, "message/feedback-report")
     is_arf = msg.get_content_type() == "multipart/report" and (
-        (msg.get_param("report-type") or "").lower() == "feedback-report"
+        str(collapse_rfc2231_value(msg.get_param("report-type") or "")).lower() == "feedback-report"
     )
     if not parts and not is_arf:
         return None
@@ -143,8 +153,8 @@ def _feedback(msg: Message) -> BounceReport | None:
         else:
             for key, value in HeaderParser().parsestr(str(payload)).items():
                 fields[key] = value
-    feedback_type = (fields.get("Feedback-Type") or "abuse").strip().lower()
-    recipient = _address(fields.get("Original-Rcpt-To"))
+    feedback_type = (_h(fields, "Feedback-Type") or "abuse").strip().lower()
+    recipient = _address(_h(fields, "Original-Rcpt-To"))
     kind: Kind = "not_a_bounce" if feedback_type == "not-spam" else "complaint"
     return _with_original(
         BounceReport(
@@ -171,13 +181,13 @@ def _dsn(msg: Message) -> BounceReport | None:
         else:
             blocks = payload
         for block in blocks:
-            action = (block.get("Action") or "").strip().lower()
+            action = (_h(block, "Action") or "").strip().lower()
             if not action:
                 continue  # the per-message block
-            recipient = _address(block.get("Original-Recipient")) or _address(block.get("Final-Recipient"))
-            match = _STATUS_RE.search(block.get("Status") or "")
+            recipient = _address(_h(block, "Original-Recipient")) or _address(_h(block, "Final-Recipient"))
+            match = _STATUS_RE.search(_h(block, "Status") or "")
             status = ".".join(match.groups()) if match else None
-            diagnostic = _clean(block.get("Diagnostic-Code"))
+            diagnostic = _clean(_h(block, "Diagnostic-Code"))
             entry = (recipient, status, diagnostic)
             if action.startswith("delayed"):
                 delayed.append(entry)
@@ -205,19 +215,19 @@ def _dsn(msg: Message) -> BounceReport | None:
 
 
 def _is_auto_reply(msg: Message) -> bool:
-    auto_submitted = (msg.get("Auto-Submitted") or "").strip().lower()
+    auto_submitted = (_h(msg, "Auto-Submitted") or "").strip().lower()
     if auto_submitted and auto_submitted != "no":
         return True
-    if msg.get("X-Autoreply") or msg.get("X-Autorespond") or msg.get("X-Autoresponder"):
+    if _h(msg, "X-Autoreply") or _h(msg, "X-Autorespond") or _h(msg, "X-Autoresponder"):
         return True
-    if (msg.get("Precedence") or "").strip().lower() == "auto_reply":
+    if (_h(msg, "Precedence") or "").strip().lower() == "auto_reply":
         return True
-    if (msg.get("X-Auto-Response-Suppress") or "") and _AUTO_SUBJECT_RE.search(msg.get("Subject") or ""):
+    if (_h(msg, "X-Auto-Response-Suppress") or "") and _AUTO_SUBJECT_RE.search(_h(msg, "Subject") or ""):
         return True
-    subject = str(msg.get("Subject") or "")
+    subject = str(_h(msg, "Subject") or "")
     if _AUTO_SUBJECT_RE.search(subject):
         return True
-    if any(msg.get(h) for h in _CHALLENGE_HEADERS):
+    if any(_h(msg, h) for h in _CHALLENGE_HEADERS):
         return True
     return bool(_CHALLENGE_SUBJECT_RE.search(subject))
 
@@ -225,19 +235,27 @@ def _is_auto_reply(msg: Message) -> bool:
 def _looks_like_bounce(msg: Message) -> bool:
     """Sent by a mail system about a delivery (Exim and qmail bounces also say `Auto-Submitted`)."""
     return bool(
-        _DAEMON_RE.search(str(msg.get("From") or ""))
-        or _BOUNCE_SUBJECT_RE.search(str(msg.get("Subject") or ""))
+        _DAEMON_RE.search(str(_h(msg, "From") or ""))
+        or _BOUNCE_SUBJECT_RE.search(str(_h(msg, "Subject") or ""))
     )
 
 
 def bounce_classify(raw: bytes | Message) -> BounceReport:
-    """What one received message reports (see the module docstring for the order of the checks)."""
-    msg = message_from_bytes(raw) if isinstance(raw, bytes) else raw
+    """What one received message reports (see the module docstring for the order of the checks); a message
+    too malformed to read is `not_a_bounce` (acknowledged, never retried forever)."""
+    try:
+        return _classify(message_from_bytes(raw) if isinstance(raw, bytes) else raw)
+    except Exception:
+        logger.warning("unreadable message at the bounce intake; ignored", exc_info=True)
+        return BounceReport(kind="not_a_bounce", diagnostic="unreadable message")
+
+
+def _classify(msg: Message) -> BounceReport:
     report = _feedback(msg) or _dsn(msg)
     if report is not None:
         return report
     if not _looks_like_bounce(msg) and _is_auto_reply(msg):
-        return BounceReport(kind="auto_reply", diagnostic=_clean(msg.get("Subject")))
+        return BounceReport(kind="auto_reply", diagnostic=_clean(_h(msg, "Subject")))
     try:
         temporary, permanent = all_failures(msg)
     except Exception:  # a detector choking on a malformed message: treat it as not a bounce
@@ -245,11 +263,11 @@ def bounce_classify(raw: bytes | Message) -> BounceReport:
     decode = [a.decode("utf-8", "replace") if isinstance(a, bytes) else str(a) for a in permanent]
     if decode:
         return _with_original(
-            BounceReport(kind="hard", recipients=tuple(decode), diagnostic=_clean(msg.get("Subject"))), msg
+            BounceReport(kind="hard", recipients=tuple(decode), diagnostic=_clean(_h(msg, "Subject"))), msg
         )
     decode = [a.decode("utf-8", "replace") if isinstance(a, bytes) else str(a) for a in temporary]
     if decode:
         return _with_original(
-            BounceReport(kind="soft", recipients=tuple(decode), diagnostic=_clean(msg.get("Subject"))), msg
+            BounceReport(kind="soft", recipients=tuple(decode), diagnostic=_clean(_h(msg, "Subject"))), msg
         )
     return BounceReport(kind="not_a_bounce")

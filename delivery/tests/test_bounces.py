@@ -314,3 +314,13 @@ def test_campaign_send_bounce_counts_on_the_campaign(make_campaign_send, bounce_
     counters = CampaignSendCounters.objects.get(campaign_id=send.campaign_id)
     assert (counters.bounced, counters.hard_bounced) == (1, 1)
     assert BlockedEmail.objects.filter(email=send.contact_email).exists()
+
+
+def test_malformed_messages_are_read_or_ignored_never_raise():
+    raw = sample("hard_postfix_dsn", verp_address="b-x@b.test", rcpt="jane@example.com")
+    mangled = raw.replace(b"Subject: Undelivered", b"Subject: \xff\xfe Undelivered").replace(
+        b"Action: failed", b"Action: failed \xe9"
+    )
+    assert bounce_classify(mangled).kind == "hard"
+    for garbage in (b"", b"\x00\xff\xfe", b"Content-Type: multipart/report; boundary=\r\n\r\n--\r\n"):
+        assert bounce_classify(garbage).kind == "not_a_bounce"
