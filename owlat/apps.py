@@ -10,3 +10,8 @@ class OwlatConfig(AppConfig):
         from owlat.clusters import connect_activity_receivers
 
         connect_activity_receivers()
+
+        from owlat.admin.dashboard import register_attention_source
+        from owlat.domains.attention import domain_attention
+
+        register_attention_source(domain_attention)  # sending domains not verified / stale (DOM-12)

@@ -120,3 +120,31 @@ def test_override_is_staff_only_needs_a_reason_and_is_audited(client, owner, org
     assert domain.status == "verified" and domain.verification_overridden_at
     audit = AuditLog.objects.get(action="domain.verification_overridden")
     assert audit.user_id == str(root.pk) and audit.details["reason"] == "local test setup"
+
+
+def test_dashboard_needs_attention_lists_unverified_and_stale_domains(client, owner, org):
+    import datetime as dt
+
+    from django.utils import timezone
+
+    from owlat.domains.attention import domain_attention
+
+    Domain.objects.create(organization=org, domain="pending.test")
+    Domain.objects.create(
+        organization=org,
+        domain="old.test",
+        status="verified",
+        last_verified_at=timezone.now() - dt.timedelta(hours=30),
+    )
+    Domain.objects.create(
+        organization=org, domain="fresh.test", status="verified", last_verified_at=timezone.now()
+    )
+    other = organization_create(name="Other")
+    Domain.objects.create(organization=other, domain="elsewhere.test")
+    titles = [item.title for item in domain_attention(org.pk)]
+    assert titles == [
+        "1 sending domain(s) not verified",
+        "1 sending domain(s) with a stale verification (older than 24 h)",
+    ]
+    html = client.get(reverse("admin:index")).content.decode()
+    assert "1 sending domain(s) not verified" in html and "stale verification" in html
