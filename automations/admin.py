@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import Any
 
@@ -129,6 +130,10 @@ class StepInline(TenantTabularInline):
     def funnel(self, step: AutomationStep) -> str:
         if step._state.adding:
             return "—"
+        from automations.counters import counters_overlay
+
+        step = copy.copy(step)  # never saved with the overlay
+        counters_overlay(steps=[step])  # stored + pending deltas: exact between roll-ups (issue 12 item 2)
         return (
             f"{step.stat_pending} / {step.stat_executing} / {step.stat_completed} / {step.stat_failed} / "
             f"{step.stat_skipped}"
@@ -180,6 +185,12 @@ class AutomationAdmin(TenantModelAdmin):
     def get_queryset(self, request: HttpRequest):
         return super().get_queryset(request).annotate(_step_count=Count("steps", distinct=True))
 
+    def changelist_view(self, request: HttpRequest, extra_context: dict | None = None):
+        from automations.counters import counters_rollup
+
+        counters_rollup()  # the list sorts by the counter columns: fold the pending deltas first (item 2)
+        return super().changelist_view(request, extra_context)
+
     def get_readonly_fields(self, request: HttpRequest, obj: Automation | None = None):
         fields = list(super().get_readonly_fields(request, obj))
         if obj is not None and obj.status != AutomationStatus.DRAFT:
@@ -209,6 +220,10 @@ class AutomationAdmin(TenantModelAdmin):
 
     @admin.display(description="counters")
     def counters(self, obj: Automation) -> str:
+        from automations.counters import counters_overlay
+
+        obj = copy.copy(obj)  # never saved with the overlay
+        counters_overlay([obj])
         return (
             f"entered {obj.stats_entered} · active {obj.stats_active} · completed {obj.stats_completed} · "
             f"cancelled {obj.stats_cancelled}"

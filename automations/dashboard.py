@@ -46,7 +46,11 @@ def breaker_paused_automations(organization_id: Any) -> Iterator[AttentionItem]:
 
 
 def automation_funnels(organization_id: Any) -> list[Funnel]:
-    """Entered, then completed per step, of the active automations with the most entries (two queries)."""
+    """Entered, then completed per step, of the active automations with the most entries (the pending counter
+    deltas folded first, issue 12 item 2)."""
+    from automations.counters import counters_rollup
+
+    counters_rollup()
     top = list(
         _automations(organization_id)
         .filter(status=AutomationStatus.ACTIVE, stats_entered__gt=0)

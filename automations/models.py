@@ -256,3 +256,27 @@ class AutomationStepRun(FSMModelMixin, models.Model):
     def skip(self, patch: dict) -> None:
         """AUT-23: a step bypassed by a forward branch (the row is written already skipped)."""
         apply_patch(self, patch)
+
+
+class AutomationCounterDelta(models.Model):
+    """A pending move of a counter (issue 12 item 2): writers insert deltas instead of updating the shared
+    `Automation.stats_*` / `AutomationStep.stat_*` rows, so no request or worker waits on another's counter lock;
+    `automations.counters.counters_rollup` (a cron, and the backfill) folds them into the rows. Readers add the
+    pending deltas (`automations.counters.counters_overlay`), so a funnel is exact before and after a roll-up.
+    `automation_id` is set for the run counters (`field` = entered|completed|cancelled), `step_id` for the
+    per-step counters (`field` = a step-run status). No foreign keys: an insert takes no lock on the parent."""
+
+    id = models.BigAutoField(primary_key=True)
+    automation_id = models.UUIDField(null=True, blank=True)
+    step_id = models.UUIDField(null=True, blank=True)
+    field = models.CharField(max_length=10)
+    delta = models.IntegerField()
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["automation_id"], name="counterdelta_automation"),
+            models.Index(fields=["step_id"], name="counterdelta_step"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.automation_id or self.step_id} {self.field} {self.delta:+d}"

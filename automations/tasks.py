@@ -21,3 +21,10 @@ def process_pending_delays_task(after: list | None = None) -> str:
 def automation_walk_task() -> str:
     """The batched walker: claim and execute one batch of due step runs (issue 12 item 1)."""
     return walk()
+
+
+def counters_rollup_task() -> str:
+    """Fold the pending counter deltas (issue 12 item 2); a no-op while another roll-up runs."""
+    from automations.counters import counters_rollup
+
+    return f"rolled up {counters_rollup(wait=False)} counter deltas"

@@ -8,6 +8,7 @@ admin), whose refusals name the field too.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from drf_spectacular.utils import extend_schema_field
@@ -227,6 +228,13 @@ class AutomationStatsSerializer(serializers.Serializer):
     active = serializers.IntegerField(source="stats_active")
     completed = serializers.IntegerField(source="stats_completed")
     cancelled = serializers.IntegerField(source="stats_cancelled")
+
+    def to_representation(self, instance: Any) -> Any:
+        from automations.counters import counters_overlay
+
+        instance = copy.copy(instance)  # the caller's object keeps the stored values
+        counters_overlay([instance])  # stored + pending deltas, once per object (issue 12 item 2)
+        return super().to_representation(instance)
 
 
 class AutomationSummarySerializer(serializers.Serializer):

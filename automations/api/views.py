@@ -5,6 +5,7 @@ transitions, runs and stats (API-27, API-28). Thin: serializers check the body, 
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from django.db.models import Count
@@ -29,6 +30,7 @@ from automations.api.serializers import (
     StepRunSerializer,
     StepUpdateSerializer,
 )
+from automations.counters import counters_overlay
 from automations.lifecycle import PUBLIC_ACTIONS
 from automations.models import Automation, AutomationRun, AutomationStepRun
 from owlat.api.base import ApiView, iso, require_uuid
@@ -103,6 +105,8 @@ class AutomationListView(AutomationsView):
         if params.get("search"):
             queryset = queryset.filter(name__icontains=params["search"])
         page = self.paginate_queryset(queryset)
+        page = [copy.copy(a) for a in page]
+        counters_overlay(page)  # stored + pending deltas for the whole page at once (issue 12 item 2)
         return self.get_paginated_response(AutomationSummarySerializer(page, many=True).data)
 
     @extend_schema(
@@ -450,7 +454,8 @@ class StatsView(AutomationsView):
         responses={200: envelope(AutomationCountersSerializer, "AutomationCounters"), **errors(400, 404)},
     )
     def get(self, request: Request, automation_id: str) -> Response:
-        automation = self.get_automation(automation_id)
+        automation = copy.copy(self.get_automation(automation_id))
+        counters_overlay([automation])  # stored + pending deltas (issue 12 item 2)
         return self.ok(
             {
                 "entered": automation.stats_entered,

@@ -23,8 +23,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import F, Value
-from django.db.models.functions import Greatest
+from django.db.models import F
 from django.utils import timezone
 
 from automations.models import (
@@ -123,22 +122,11 @@ def step_run_reduce(
 # --- Counters (AUT-05, AUT-02) -------------------------------------------------------------------------------
 
 
-def _bump_automation(automation_id: Any, field: str, at: dt.datetime, **extra: Any) -> None:
-    Automation.objects.filter(pk=automation_id).update(**{field: F(field) + 1}, stats_updated_at=at, **extra)
-
-
 def _step_counters_apply(deltas: dict[Any, dict[str, int]]) -> None:
-    """One UPDATE per step: `stat_<status>` moved by the summed deltas (floor 0)."""
-    for step_id, per_status in deltas.items():
-        updates = {}
-        for status, delta in per_status.items():
-            name = f"stat_{status}"
-            if delta > 0:
-                updates[name] = F(name) + delta
-            elif delta < 0:
-                updates[name] = Greatest(F(name) + delta, Value(0))
-        if step_id is not None and updates:
-            AutomationStep.objects.filter(pk=step_id).update(**updates)
+    """Per-step counter moves recorded as deltas (issue 12 item 2: one insert, no lock on the step rows)."""
+    from automations.counters import record_step_counts
+
+    record_step_counts(deltas)
 
 
 def _count_step_runs(items: list[tuple[Any, dict[str, Any]]]) -> None:
@@ -151,19 +139,19 @@ def _count_step_runs(items: list[tuple[Any, dict[str, Any]]]) -> None:
 
 
 def _count_runs(items: list[tuple[Any, dict[str, Any]]]) -> None:
-    """Finished runs per automation: one UPDATE each; a completed run also resets the breaker (AUT-27)."""
+    """Finished runs per automation as counter deltas (issue 12 item 2); a completed run also resets the
+    breaker (AUT-27) — an UPDATE only where the counter is not 0 already, so the common case locks nothing."""
+    from automations.counters import record_run_counts
+
     per: dict[Any, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for run, kwargs in items:
         per[run.automation_id][kwargs["to"]] += 1
-    at = timezone.now()
-    for automation_id, counts in per.items():
-        updates: dict[str, Any] = {"stats_updated_at": at}
-        if counts[COMPLETED]:
-            updates["stats_completed"] = F("stats_completed") + counts[COMPLETED]
-            updates["consecutive_run_failures"] = 0
-        if counts[CANCELLED]:
-            updates["stats_cancelled"] = F("stats_cancelled") + counts[CANCELLED]
-        Automation.objects.filter(pk=automation_id).update(**updates)
+    record_run_counts(per)
+    reset = [automation_id for automation_id, counts in per.items() if counts[COMPLETED]]
+    if reset:
+        Automation.objects.filter(pk__in=reset, consecutive_run_failures__gt=0).update(
+            consecutive_run_failures=0
+        )
 
 
 # --- The lifecycles ------------------------------------------------------------------------------------------
@@ -245,7 +233,9 @@ def run_open(
             )
     except IntegrityError:
         return None
-    _bump_automation(automation.pk, "stats_entered", at)
+    from automations.counters import record_run_counts
+
+    record_run_counts({automation.pk: {"entered": 1}})  # a delta: the automation row is not locked (item 2)
     return run
 
 

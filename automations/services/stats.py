@@ -9,12 +9,18 @@ from typing import Any
 from django.db.models import Count, Q
 from django.utils import timezone
 
+from automations.counters import counters_rollup
 from automations.models import Automation, AutomationRun, AutomationStep, RunStatus, StepRunStatus
 
 # --- reads and backfill (AUT-05, AUT-35) ------------------------------------------------------------------------
 
 
 def automation_funnel(automation: Automation) -> list[dict[str, Any]]:
+    """Per step: the stored counters plus the pending deltas (exact between roll-ups, issue 12 item 2)."""
+    from automations.counters import counters_overlay
+
+    steps = list(AutomationStep.objects.filter(automation=automation).order_by("step_index"))
+    counters_overlay(steps=steps)
     return [
         {
             "stepId": str(s.pk),
@@ -26,7 +32,7 @@ def automation_funnel(automation: Automation) -> list[dict[str, Any]]:
             "failed": s.stat_failed,
             "skipped": s.stat_skipped,
         }
-        for s in AutomationStep.objects.filter(automation=automation).order_by("step_index")
+        for s in steps
     ]
 
 
@@ -58,7 +64,8 @@ def automation_stats_backfill(
         batch = list(qs[:batch_size])
         if not batch:
             break
-        for automation in batch:
+        counters_rollup(automation_ids=[a.pk for a in batch])  # compare rows with folded counters
+        for automation in Automation.objects.filter(pk__in=[a.pk for a in batch]).order_by("pk"):
             report.automations += 1
             counts = AutomationRun.objects.filter(automation=automation).aggregate(
                 entered=Count("pk"),

@@ -7,6 +7,7 @@ import threading
 import pytest
 from django.db import connection, transaction
 
+from automations.counters import counters_rollup
 from automations.models import AutomationRun
 from automations.tests.conftest import DELAY_1H
 from automations.triggers import automation_fanout, trigger_matches
@@ -83,6 +84,7 @@ def test_contact_creation_opens_a_run_and_schedules_its_start(make_automation, m
         None,
     )
     assert _start_tasks() == [str(run.pk)]
+    counters_rollup()  # counters move as deltas (issue 12 item 2)
     automation.refresh_from_db()
     assert (automation.stats_entered, automation.stats_active) == (1, 1)
 
@@ -132,6 +134,7 @@ def test_a_running_run_blocks_reentry_but_finished_runs_do_not(make_automation, 
     assert len(second) == 1
     run_cancel(second[0])
     assert len(automation_fanout(event)) == 1
+    counters_rollup()  # counters move as deltas (issue 12 item 2)
     automation.refresh_from_db()
     assert (automation.stats_entered, automation.stats_completed, automation.stats_cancelled) == (3, 1, 1)
     assert automation.stats_active == 1
@@ -205,6 +208,7 @@ def test_simultaneous_firings_open_one_running_run(make_automation, contact):
         t.join()
     assert sum(len(r) for r in results) == 1
     assert AutomationRun.objects.filter(automation=automation, status="running").count() == 1
+    counters_rollup()  # counters move as deltas (issue 12 item 2)
     automation.refresh_from_db()
     assert automation.stats_entered == 1
 
@@ -221,6 +225,7 @@ def test_erasing_a_contact_cancels_its_running_runs_before_they_go(make_automati
     step_run_id = str(AutomationRun.objects.get(pk=run_id).step_runs.get().pk)
     contact_erase(contact=contact, actor="t")
     assert not AutomationRun.objects.filter(pk=run_id).exists()
+    counters_rollup()  # counters move as deltas (issue 12 item 2)
     automation.refresh_from_db()
     assert (automation.stats_entered, automation.stats_cancelled, automation.stats_active) == (1, 1, 0)
     # the delayed dispatch that was still due finds nothing to do

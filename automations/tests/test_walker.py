@@ -7,6 +7,7 @@ import datetime as dt
 
 from django.utils import timezone
 
+from automations.counters import counters_rollup
 from automations.lifecycle import automation_transition
 from automations.models import Automation, AutomationRun, AutomationStep, AutomationStepRun
 from automations.tests.conftest import DELAY_1H
@@ -55,6 +56,7 @@ def fast_forward():
 
 
 def funnel(automation):
+    counters_rollup()  # the counters move as deltas (issue 12 item 2)
     return {
         s.step_index: (s.stat_pending, s.stat_executing, s.stat_completed, s.stat_failed, s.stat_skipped)
         for s in AutomationStep.objects.filter(automation=automation)
@@ -101,6 +103,7 @@ def test_start_cancels_when_the_automation_is_no_longer_active(make_automation, 
     run.refresh_from_db()
     assert run.status == "cancelled" and run.completed_at is not None
     assert step_runs(run) == []
+    counters_rollup()  # counters move as deltas (issue 12 item 2)
     automation.refresh_from_db()
     assert (automation.stats_cancelled, automation.stats_active) == (1, 0)
 
@@ -148,6 +151,7 @@ def test_delay_then_condition_walks_to_completion_with_the_yes_branch(make_autom
         2: (0, 0, 0, 0, 1),
         3: (0, 0, 1, 0, 0),
     }
+    counters_rollup()  # counters move as deltas (issue 12 item 2)
     automation.refresh_from_db()
     assert (automation.stats_entered, automation.stats_completed, automation.stats_active) == (1, 1, 0)
 
@@ -221,6 +225,7 @@ def test_pausing_mid_run_cancels_the_run_at_its_next_step(make_automation, conta
     [sr] = step_runs(run)
     assert (sr.status, sr.error_message) == ("failed", "Automation is no longer active")
     assert run.status == "cancelled"
+    counters_rollup()  # counters move as deltas (issue 12 item 2)
     automation.refresh_from_db()
     assert (automation.consecutive_run_failures, automation.stats_cancelled, automation.stats_active) == (
         0,

@@ -1,0 +1,150 @@
+"""Counters without hot rows (issue 12 item 2; refines AUT-05 and AUT-02's single-row increments).
+
+Writers (`automations.lifecycle`) record every counter move as an `AutomationCounterDelta` row in their own
+transaction — an insert, so no request or worker waits on another's lock of the shared automation or step row
+(`stats_entered` no longer locks the automation row inside the caller's transaction).
+`counters_rollup` folds the pending deltas into `Automation.stats_*` and `AutomationStep.stat_*` in one
+statement (`DELETE … RETURNING` feeding the two UPDATEs, so each delta is applied exactly once); it runs every
+minute (`automations.schedules`) and before the backfill compares counters with the rows.
+Readers stay exact at any moment: they add the pending deltas to the stored values (`counters_overlay`), which
+is what the admin funnel, the API stats and the dashboard show (our choice: read rolled-up + pending rather than
+roll up on read, so a page view never waits on a roll-up either).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import Any
+
+from django.db import connection, transaction
+from django.db.models import Sum
+from django.utils import timezone
+
+from automations.models import Automation, AutomationCounterDelta, AutomationStep, StepRunStatus
+
+RUN_FIELDS = {"entered": "stats_entered", "completed": "stats_completed", "cancelled": "stats_cancelled"}
+STEP_FIELDS = {status: f"stat_{status}" for status in StepRunStatus.values}
+_ROLLUP_LOCK = 0x0A17_0C0F  # pg advisory lock key: one roll-up at a time (no deadlocks between roll-ups)
+
+
+def record_run_counts(per_automation: dict[Any, dict[str, int]]) -> None:
+    """Record run-counter moves (`entered`, `completed`, `cancelled`) per automation, one insert."""
+    rows = [
+        AutomationCounterDelta(automation_id=automation_id, field=name, delta=delta)
+        for automation_id, moves in per_automation.items()
+        for name, delta in moves.items()
+        if delta and automation_id is not None
+    ]
+    if rows:
+        AutomationCounterDelta.objects.bulk_create(rows)
+
+
+def record_step_counts(per_step: dict[Any, dict[str, int]]) -> None:
+    """Record per-step counter moves (step-run statuses) per step, one insert."""
+    rows = [
+        AutomationCounterDelta(step_id=step_id, field=status, delta=delta)
+        for step_id, moves in per_step.items()
+        for status, delta in moves.items()
+        if delta and step_id is not None
+    ]
+    if rows:
+        AutomationCounterDelta.objects.bulk_create(rows)
+
+
+def _sums(alias: str, fields: dict[str, str]) -> str:
+    return ", ".join(
+        f"COALESCE(SUM(delta) FILTER (WHERE field = '{name}'), 0) AS {column}"
+        for name, column in fields.items()
+    )
+
+
+def _assign(fields: dict[str, str], source: str) -> str:
+    return ", ".join(f"{column} = GREATEST(t.{column} + {source}.{column}, 0)" for column in fields.values())
+
+
+def counters_rollup(*, automation_ids: Iterable[Any] | None = None, wait: bool = True) -> int:
+    """Fold pending deltas (all, or those of `automation_ids` and their steps) into the counter rows; returns
+    how many deltas were applied. With `wait=False` (the cron) it returns 0 at once if another roll-up runs."""
+    delta_table = AutomationCounterDelta._meta.db_table
+    automation_table = Automation._meta.db_table
+    step_table = AutomationStep._meta.db_table
+    params: list[Any] = []
+    where = ""
+    if automation_ids is not None:
+        ids = [str(i) for i in automation_ids]
+        if not ids:
+            return 0
+        where = (
+            f"WHERE automation_id = ANY(%s::uuid[]) OR step_id IN "
+            f"(SELECT id FROM {step_table} WHERE automation_id = ANY(%s::uuid[]))"
+        )
+        params = [ids, ids]
+    sql = f"""
+        WITH d AS (DELETE FROM {delta_table} {where} RETURNING automation_id, step_id, field, delta),
+        a AS (SELECT automation_id, {_sums("d", RUN_FIELDS)} FROM d
+              WHERE automation_id IS NOT NULL GROUP BY automation_id),
+        ua AS (UPDATE {automation_table} t SET {_assign(RUN_FIELDS, "a")}, stats_updated_at = now()
+               FROM a WHERE t.id = a.automation_id RETURNING 1),
+        s AS (SELECT step_id, {_sums("d", STEP_FIELDS)} FROM d WHERE step_id IS NOT NULL GROUP BY step_id),
+        us AS (UPDATE {step_table} t SET {_assign(STEP_FIELDS, "s")} FROM s WHERE t.id = s.step_id RETURNING 1)
+        SELECT (SELECT count(*) FROM d), (SELECT count(*) FROM ua), (SELECT count(*) FROM us)
+    """
+    with transaction.atomic(), connection.cursor() as cursor:
+        if wait:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_ROLLUP_LOCK])
+        else:
+            cursor.execute("SELECT pg_try_advisory_xact_lock(%s)", [_ROLLUP_LOCK])
+            if not cursor.fetchone()[0]:
+                return 0
+        cursor.execute(sql, params)
+        return int(cursor.fetchone()[0])
+
+
+def pending_run_counts(automation_ids: Iterable[Any]) -> dict[Any, dict[str, int]]:
+    out: dict[Any, dict[str, int]] = defaultdict(dict)
+    rows = (
+        AutomationCounterDelta.objects.filter(automation_id__in=list(automation_ids))
+        .values_list("automation_id", "field")
+        .annotate(total=Sum("delta"))
+    )
+    for automation_id, name, total in rows:
+        out[automation_id][name] = total or 0
+    return out
+
+
+def pending_step_counts(step_ids: Iterable[Any]) -> dict[Any, dict[str, int]]:
+    out: dict[Any, dict[str, int]] = defaultdict(dict)
+    rows = (
+        AutomationCounterDelta.objects.filter(step_id__in=list(step_ids))
+        .values_list("step_id", "field")
+        .annotate(total=Sum("delta"))
+    )
+    for step_id, name, total in rows:
+        out[step_id][name] = total or 0
+    return out
+
+
+def counters_overlay(automations: Iterable[Automation] = (), steps: Iterable[AutomationStep] = ()) -> None:
+    """Add the pending deltas to loaded rows, in memory (floor 0): what a roll-up would make them now."""
+    automations = [a for a in automations if not getattr(a, "_counters_overlaid", False)]
+    steps = [s for s in steps if not getattr(s, "_counters_overlaid", False)]
+    for obj in (*automations, *steps):
+        obj._counters_overlaid = True
+    if automations:
+        pending = pending_run_counts(a.pk for a in automations)
+        now = timezone.now()
+        for automation in automations:
+            for name, column in RUN_FIELDS.items():
+                moved = pending.get(automation.pk, {}).get(name, 0)
+                if moved:
+                    setattr(automation, column, max(0, getattr(automation, column) + moved))
+            if automation.pk in pending:
+                automation.stats_updated_at = now  # the counters shown are as of now
+    if steps:
+        pending = pending_step_counts(s.pk for s in steps)
+        for step in steps:
+            for name, column in STEP_FIELDS.items():
+                moved = pending.get(step.pk, {}).get(name, 0)
+                if moved:
+                    setattr(step, column, max(0, getattr(step, column) + moved))
