@@ -8,12 +8,20 @@ steps), the loopback chat-completions server (`testsupport.llm`, answering at on
 `qcluster` processes for the default queue. The AGT-02 pipeline-start limits are lifted through their documented
 settings (`INBOX_START_RATE_PER_SENDER=0`, `INBOX_START_RATE_GLOBAL=0`, D-17). The `--messages` (1,000) inbound
 messages are stored through the receive path before timing (with `ai.agent` off, so nothing starts); then the
-flag is switched on and one `message_start` task per message is enqueued at t0.
+flag is switched on and one `message_start` task per message (which also runs the security scan) is enqueued at t0.
 
 Measured: messages/second end to end (t0 → the last `route` step completed); per step kind the overhead p50/p95
 (the action's duration minus the time spent in model calls, i.e. step execution outside the model) and,
 separately, the queue wait p50/p95 (the step task enqueued → claimed). A warm-up of `--warmup` messages runs
 first. The load average is printed at start and end.
+
+Where the time went at 5.9 messages/s (the first measurement): the loopback stand-in answered each model call
+~40 ms late (Nagle's algorithm held its response body back until the client's delayed ACK), and the pipeline makes
+four model calls per message — ~160 ms of stall per message with two workers. The stand-in now answers at once
+(TCP_NODELAY); and the start hop runs the security scan in the same task execution (six task executions per
+message became five, still one step per execution). Queue wait is the backlog of a saturated queue (all messages
+are enqueued at t0), not latency of a single hop; the per-hop floor is django-q2's poll interval (`Q_POLL`, 10 ms
+here).
 
 Targets (issue 10): ≥ 20 messages/s on this machine; step overhead p95 < 50 ms. A missed target is reported as
 MISSED with where the time goes. Run: `.venv/bin/python bench/inbox_pipeline.py` on an idle machine.

@@ -44,17 +44,36 @@ def schedule_step(message: InboundMessage, kind: str, input: dict[str, Any] | No
 
 
 def message_start(message_id: Any, *, now: dt.datetime | None = None) -> str:
-    """AGT-10 `start`: `received → security_check`, then the security scan."""
+    """AGT-10 `start`: `received → security_check` and the security scan's pending action, committed together;
+    then the scan runs in this same task execution — the start hop is no step of its own, so running the first
+    step here keeps "one step per task execution, persisted between steps" and saves a queue hop per message.
+
+    A redelivered start task (its worker died after the commit) finds the message in `security_check` with the
+    scan still pending, or running past the lease, and runs it — the claim's compare-and-set makes that safe;
+    the 5-minute sweep (`stale_steps_resume`) covers the rest."""
     now = now or timezone.now()
     with transaction.atomic():
         message = InboundMessage.objects.select_for_update().filter(pk=message_id).first()
         if message is None:
             return "message not found"
         outcome = message_transition_locked(message, P.SECURITY_CHECK, at=now)
-        if not outcome.ok:
-            return f"not started: {outcome.reason}"
-        action = schedule_step(message, StepKind.SECURITY_SCAN)
-    return f"scheduled security_scan {action.pk}"
+        if outcome.ok:
+            action = action_prepare(message=message, kind=StepKind.SECURITY_SCAN, input={})
+        else:
+            action = (
+                AgentAction.objects.filter(
+                    inbound_message_id=message.pk,
+                    action_type=StepKind.SECURITY_SCAN,
+                    status__in=(ActionStatus.PENDING, ActionStatus.RUNNING),
+                )
+                .order_by("-created_at")
+                .first()
+                if message.processing_status == P.SECURITY_CHECK
+                else None
+            )
+            if action is None:
+                return f"not started: {outcome.reason}"
+    return f"started; security_scan {action.pk}: {step_run(message_id, action.pk)}"
 
 
 def step_run(message_id: Any, action_id: Any, *, now: dt.datetime | None = None) -> str:

@@ -255,3 +255,23 @@ def test_knowledge_entries_reach_the_briefing(ai_org, llm_server, receive, run_p
     m = _msg(r)
     assert m.context_coverage["knowledge"] is True and m.grounding_sources[0]["title"] == "Invoices"
     assert any("Billing → Invoices as PDF" in p for p in llm_server.prompts())
+
+
+def test_start_runs_the_scan_in_the_same_task_and_a_redelivered_start_resumes_it(
+    ai_org, llm_server, make_message
+):
+    from inbox.lifecycle import action_prepare
+    from inbox.walker import message_start
+
+    m = make_message("received")
+    summary = message_start(m.pk)
+    assert summary.startswith("started; security_scan") and "→ classifying" in summary
+    scan = AgentAction.objects.get(inbound_message=m, action_type="security_scan")
+    assert scan.status == "completed"
+    assert message_start(m.pk) == "not started: illegal_edge"  # a duplicate start redoes nothing
+
+    # the worker died after the start committed: the message waits in security_check with the scan pending
+    lost = make_message("security_check")
+    action_prepare(message=lost, kind="security_scan", input={})
+    assert "→ classifying" in message_start(lost.pk)
+    assert InboundMessage.objects.get(pk=lost.pk).processing_status == "classifying"
