@@ -221,13 +221,18 @@ class Watch:
     """The stall rule of one cluster, fed by the supervisor every interval (pure but for the clock)."""
 
     stall_seconds: float
-    started_at: float = 0.0  # wall-clock start of the current cluster process
+    ready_at: float | None = None  # wall-clock time the current cluster's first worker was seen
+
+    def restarted(self) -> None:
+        self.ready_at = None
 
     def stalled(self, *, activity: Activity, oldest_task_age: float | None, now: float | None = None) -> bool:
         now = time.time() if now is None else now
-        if oldest_task_age is None or oldest_task_age <= self.stall_seconds:
+        if self.ready_at is None:
+            if not activity.workers:
+                return False  # still starting (Django's start-up takes seconds on a loaded machine)
+            self.ready_at = now
+        if oldest_task_age is None or oldest_task_age <= self.stall_seconds or activity.busy:
             return False
-        if now - self.started_at <= self.stall_seconds or activity.busy:
-            return False
-        last = max(self.started_at, activity.progress_at or 0.0)
+        last = max(self.ready_at, activity.progress_at or 0.0)
         return now - last > self.stall_seconds

@@ -4,6 +4,14 @@
 from testsupport.dns import dns_stand_in
 from testsupport.http import http_receiver
 from testsupport.smtp import smtp_sink
-from testsupport.workers import pytest_configure, worker_env, workers
+from testsupport.workers import pytest_configure, supervised_workers, worker_env, workers
 
-__all__ = ["dns_stand_in", "http_receiver", "pytest_configure", "smtp_sink", "worker_env", "workers"]
+__all__ = [
+    "dns_stand_in",
+    "http_receiver",
+    "pytest_configure",
+    "smtp_sink",
+    "supervised_workers",
+    "worker_env",
+    "workers",
+]

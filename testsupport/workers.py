@@ -33,6 +33,14 @@ WORKER_PROCESSES: dict[str, tuple[list[str], dict[str, str]]] = {
     "campaign": (["qcluster"], {"Q_CLUSTER_NAME": "campaign"}),
     "dispatcher": (["run_due_tasks", "--name", "dispatcher"], {}),
 }
+#: the same processes as `make run` starts them: each queue's cluster under its supervisor (`run_cluster`,
+#: owlat/clusters.py), which restarts it when it dies or stalls
+SUPERVISED_PROCESSES: dict[str, tuple[list[str], dict[str, str]]] = {
+    "default": (["run_cluster", "default"], {}),
+    "transactional": (["run_cluster", "transactional"], {}),
+    "campaign": (["run_cluster", "campaign"], {}),
+    "dispatcher": (["run_due_tasks", "--name", "dispatcher"], {}),
+}
 #: heartbeat rows that prove a process works: the dispatcher beats itself at start and enqueues one
 #: `heartbeat_task("queue:<name>")` per queue, which each queue's cluster runs.
 _READY_BEATS = {
@@ -41,6 +49,28 @@ _READY_BEATS = {
     "campaign": "queue:campaign",
     "dispatcher": "dispatcher",
 }
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live process below `pid` (children, grandchildren, …), read from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(ppid, []).append(int(entry))
+    out: list[int] = []
+    todo = [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
 
 
 def database_url_for_tests() -> str:
@@ -68,19 +98,25 @@ class WorkerSet:
     """The running worker processes of one test: `default`, `transactional`, `campaign` (qcluster each) and
     `dispatcher` (run_due_tasks). Each process runs in its own process group (qcluster forks children)."""
 
-    def __init__(self, env: dict[str, str], log_dir: Path) -> None:
+    def __init__(
+        self,
+        env: dict[str, str],
+        log_dir: Path,
+        processes: dict[str, tuple[list[str], dict[str, str]]] | None = None,
+    ) -> None:
         self.env = env
         self.log_dir = log_dir
+        self.processes = processes or WORKER_PROCESSES
         self.procs: dict[str, subprocess.Popen] = {}
         self._stopped: set[str] = set()  # stopped on purpose: not a failure
         self._logs: dict[str, Any] = {}
 
     def start(self, *names: str) -> None:
         """Start the named processes (all when none given) without waiting for them."""
-        for name in names or tuple(WORKER_PROCESSES):
+        for name in names or tuple(self.processes):
             if name in self.procs and self.procs[name].poll() is None:
                 continue
-            args, extra = WORKER_PROCESSES[name]
+            args, extra = self.processes[name]
             self._stopped.discard(name)
             log = open(self.log_dir / f"{name}.log", "ab")  # noqa: SIM115 - closed in stop()
             self._logs[name] = log
@@ -98,7 +134,7 @@ class WorkerSet:
         """Wait until each named process proved it works (a heartbeat row newer than `since`)."""
         from owlat.models import WorkerHeartbeat
 
-        names = names or tuple(WORKER_PROCESSES)
+        names = names or tuple(self.processes)
         wanted = {_READY_BEATS[n] for n in names}
 
         def ready() -> bool:
@@ -123,6 +159,8 @@ class WorkerSet:
         """Stop the named processes (all when none given): `sig` to each, then SIGKILL to its process group."""
         names = names or tuple(self.procs)
         self._stopped.update(names)
+        # a supervised cluster runs in a session of its own: note the whole tree before signalling
+        trees = {n: descendants(p.pid) for n, p in self.procs.items() if n in names and p.poll() is None}
         for name in names:
             proc = self.procs.get(name)
             if proc is not None and proc.poll() is None:
@@ -145,6 +183,9 @@ class WorkerSet:
                 os.killpg(proc.pid, signal.SIGKILL)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=5)
+            for pid in trees.get(name, []):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
             log = self._logs.pop(name, None)
             if log is not None:
                 log.close()
@@ -156,7 +197,7 @@ class WorkerSet:
     def restart(self, *names: str, timeout: float = 30.0) -> None:
         from django.utils import timezone
 
-        names = names or tuple(WORKER_PROCESSES)
+        names = names or tuple(self.processes)
         self.stop(*names)
         since = timezone.now()
         self.start(*names)
@@ -182,7 +223,7 @@ class WorkerSet:
 
     def logs_tail(self, lines: int = 30) -> str:
         out = []
-        for name in WORKER_PROCESSES:
+        for name in self.processes:
             text = self.log(name)
             if text:
                 tail = "\n".join(text.splitlines()[-lines:])
@@ -241,6 +282,17 @@ def workers(request, transactional_db, settings, tmp_path, worker_env):
     fixture sets any environment variable of the workers (DELIVERY_*_RATE are mirrored into `settings`). `smtp_sink` and `http_receiver` are set up
     before the workers when the test uses them, so EMAIL_URL reaches the workers.
     """
+    yield from _worker_set(request, settings, tmp_path, worker_env, WORKER_PROCESSES)
+
+
+@pytest.fixture
+def supervised_workers(request, transactional_db, settings, tmp_path, worker_env):
+    """Like `workers`, but each queue's cluster runs under its supervisor (`manage.py run_cluster`), as
+    `make run` starts it: killed or stalled clusters are restarted by the watchdog, not by the test."""
+    yield from _worker_set(request, settings, tmp_path, worker_env, SUPERVISED_PROCESSES)
+
+
+def _worker_set(request, settings, tmp_path, worker_env, processes):
     from django.utils import timezone
 
     if "smtp_sink" in request.fixturenames:
@@ -253,7 +305,7 @@ def workers(request, transactional_db, settings, tmp_path, worker_env):
     env = worker_environment(overrides)
     log_dir = tmp_path / "worker-logs"
     log_dir.mkdir()
-    ws = WorkerSet(env, log_dir)
+    ws = WorkerSet(env, log_dir, processes)
     since = timezone.now() - dt.timedelta(milliseconds=5)
     try:
         ws.start()

@@ -18,16 +18,20 @@ pytestmark = pytest.mark.django_db
 
 
 def test_watch_restarts_only_an_idle_cluster_that_made_no_progress():
-    watch = clusters.Watch(stall_seconds=10, started_at=1000.0)
-    idle = clusters.Activity(workers=[1], busy=[], progress_at=1005.0, lost_tasks=[])
+    watch = clusters.Watch(stall_seconds=10)
+    idle = clusters.Activity(workers=[1], busy=[], progress_at=None, lost_tasks=[])
+    starting = clusters.Activity(workers=[], busy=[], progress_at=None, lost_tasks=[])
+    assert not watch.stalled(activity=starting, oldest_task_age=300, now=1000)  # no worker up yet
+    assert not watch.stalled(activity=idle, oldest_task_age=300, now=1001)  # first worker seen: ready
     assert not watch.stalled(activity=idle, oldest_task_age=None, now=1100)  # nothing waits
     assert not watch.stalled(activity=idle, oldest_task_age=5, now=1100)  # nothing waits long
-    assert not watch.stalled(activity=idle, oldest_task_age=30, now=1008)  # just started
     assert watch.stalled(activity=idle, oldest_task_age=30, now=1100)
     busy = clusters.Activity(workers=[1], busy=[1], progress_at=1005.0, lost_tasks=[])
     assert not watch.stalled(activity=busy, oldest_task_age=30, now=1100)  # a long task runs
     recent = clusters.Activity(workers=[1], busy=[], progress_at=1095.0, lost_tasks=[])
     assert not watch.stalled(activity=recent, oldest_task_age=30, now=1100)
+    watch.restarted()
+    assert not watch.stalled(activity=idle, oldest_task_age=300, now=1200)  # a new cluster gets its time
 
 
 def test_activity_files_tell_workers_busy_ones_and_tasks_lost_with_a_dead_worker(tmp_path, monkeypatch):

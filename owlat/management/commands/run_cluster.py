@@ -142,7 +142,7 @@ class Supervisor:
             start_new_session=True,  # a signal to the supervisor's group must not reach the workers
         )
         self.last_start = time.monotonic()
-        self.watch.started_at = time.time()
+        self.watch.restarted()
         self.say(f"cluster {self.queue}: qcluster started (pid {self.child.pid})")
 
     def _stop_child(self) -> None:
