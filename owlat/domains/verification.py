@@ -145,7 +145,14 @@ def domains_recheck(queryset: Any = None, *, actor: str = CRON_ACTOR) -> Recheck
     summary = RecheckSummary(changed=[], stale=[])
     qs = queryset if queryset is not None else Domain.objects.all()
     for domain in qs.order_by("organization_id", "domain").iterator():
-        outcome = domain_check(domain, actor=actor)
+        try:
+            outcome = domain_check(domain, actor=actor)
+        except Domain.DoesNotExist:
+            continue  # deleted while the re-check ran
+        except Exception:  # one domain's failure must not stop the others' re-check
+            logger.exception("re-check of sending domain %s failed", domain.domain)
+            summary.changed.append(f"{domain.domain}: the check failed (see the log)")
+            continue
         summary.checked += 1
         if outcome.ok and outcome.from_state != outcome.to_state:
             summary.changed.append(f"{domain.domain}: {outcome.from_state} → {outcome.to_state}")

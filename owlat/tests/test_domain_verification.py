@@ -258,3 +258,21 @@ def test_the_return_path_points_at_the_bounce_domain(settings):
 def test_domain_names_are_validated():
     assert rec.valid_domain_name("mail.example.com") and rec.valid_domain_name("xn--bcher-kva.example")
     assert not rec.valid_domain_name("localhost") and not rec.valid_domain_name("bad_name.example")
+
+
+def test_one_broken_domain_does_not_stop_the_recheck(domain, dns_stand_in, monkeypatch):
+    from owlat.domains import verification
+
+    Domain.objects.create(organization=domain.organization, domain="zzz.test")
+    real = verification.domain_check
+
+    def flaky(d, *, actor):
+        if d.domain == "acme.test":
+            raise RuntimeError("boom")
+        return real(d, actor=actor)
+
+    monkeypatch.setattr(verification, "domain_check", flaky)
+    summary = domains_recheck()
+    assert summary.checked == 1
+    assert "acme.test: the check failed (see the log)" in summary.lines()
+    assert Domain.objects.get(domain="zzz.test").status == "failed"
