@@ -93,16 +93,21 @@ class Page:
     exhausted: bool
 
 
-def _candidate_ids(organization_id: Any, audience: dict[str, Any], cursor: str, limit: int) -> QuerySet:
-    """The next `limit` candidate contact ids after `cursor`, as `(contact_id, pending_doi)` rows."""
+def _candidates(organization_id: Any, audience: dict[str, Any], cursor: str, limit: int) -> QuerySet:
+    """The next `limit` candidates after `cursor` in contact-id order, each row `(pending_doi, *_CONTACT_FIELDS)`
+    read with its contact in the same query (a join, no id list)."""
     after = _uuid(cursor) if cursor else None
     if audience.get("kind") == "topic":
         qs = ContactTopic.objects.filter(
-            organization_id=organization_id, topic_id=_uuid(audience.get("topicId"))
+            organization_id=organization_id,
+            topic_id=_uuid(audience.get("topicId")),
+            contact__organization_id=organization_id,
         )
         if after:
             qs = qs.filter(contact_id__gt=after)
-        return qs.order_by("contact_id").values_list("contact_id", "pending_doi_confirmation")[:limit]
+        return qs.order_by("contact_id").values_list(
+            "pending_doi_confirmation", *(f"contact__{f}" for f in _CONTACT_FIELDS)
+        )[:limit]
     from owlat.conditions import filters_queryset_safe
 
     filters = audience.get("frozenFilters")
@@ -117,7 +122,28 @@ def _candidate_ids(organization_id: Any, audience: dict[str, Any], cursor: str, 
         qs = filters_queryset_safe(organization_id, filters, warn=True, context=f"audience {audience}")
     if after:
         qs = qs.filter(pk__gt=after)
-    return qs.order_by("pk").values_list("pk", Value(False))[:limit]
+    return qs.order_by("pk").values_list(Value(False), *_CONTACT_FIELDS)[:limit]
+
+
+def _blocked(organization_id: Any, emails: list[str]) -> set[str]:
+    """Which of `emails` (normalized) are suppressed (DLV-12). On PostgreSQL one array parameter
+    (`email = ANY(%s)`), so the statement text is the same for every page."""
+    if not emails:
+        return set()
+    from django.db import connection
+
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT email FROM {BlockedEmail._meta.db_table} WHERE organization_id = %s AND email = ANY(%s)",
+                [organization_id, emails],
+            )
+            return {row[0] for row in cursor.fetchall()}
+    return set(
+        BlockedEmail.objects.filter(organization_id=organization_id, email__in=emails).values_list(
+            "email", flat=True
+        )
+    )
 
 
 def audience_page(
@@ -128,11 +154,13 @@ def audience_page(
     audiences) membership not pending DOI."""
     from owlat.contacts import normalize_email
 
-    rows = list(_candidate_ids(organization_id, audience, cursor, limit))
+    rows = [
+        (bool(pending), dict(zip(_CONTACT_FIELDS, rest, strict=True)))
+        for pending, *rest in _candidates(organization_id, audience, cursor, limit)
+    ]
     if not rows:
         return Page([], 0, cursor, True)
-    next_cursor = str(rows[-1][0])
-    pending = {cid: bool(p) for cid, p in rows}
+    next_cursor = str(rows[-1][1]["id"])
     is_topic = audience.get("kind") == "topic"
     requires_doi = False
     if is_topic:
@@ -141,22 +169,10 @@ def audience_page(
             .values_list("require_double_opt_in", flat=True)
             .first()
         )
-    contacts = {
-        c["id"]: c
-        for c in Contact.objects.filter(organization_id=organization_id, pk__in=list(pending)).values(
-            *_CONTACT_FIELDS
-        )
-    }
-    emails = {normalize_email(c["email"]) for c in contacts.values() if c["email"]}
-    blocked = set(
-        BlockedEmail.objects.filter(organization_id=organization_id, email__in=list(emails)).values_list(
-            "email", flat=True
-        )
-    )
+    blocked = _blocked(organization_id, sorted({normalize_email(c["email"]) for _, c in rows if c["email"]}))
     eligible: list[Candidate] = []
-    for cid, _ in rows:
-        c = contacts.get(cid)
-        if c is None or c["deleted_at"] is not None:
+    for pending, c in rows:
+        if c["deleted_at"] is not None:
             continue
         email = (c["email"] or "").strip()
         if not email:
@@ -168,10 +184,10 @@ def audience_page(
         if is_topic:
             if requires_doi and c["doi_status"] not in (DoiStatus.CONFIRMED, DoiStatus.NOT_REQUIRED):
                 continue
-            if pending[cid]:
+            if pending:
                 continue
         eligible.append(
-            Candidate(str(cid), email, c["first_name"], c["last_name"], c["language"], c["timezone"])
+            Candidate(str(c["id"]), email, c["first_name"], c["last_name"], c["language"], c["timezone"])
         )
     return Page(eligible, len(rows), next_cursor, len(rows) < limit)
 

@@ -108,3 +108,58 @@ def test_worker_processes_share_the_sqlite_database(workers):
         lambda: set(WorkerHeartbeat.objects.values_list("name", flat=True)) >= names, timeout=20
     )
     assert DueTask.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_campaign_send_on_sqlite(settings):
+    """The campaign walk's plain paths (send rows by `bulk_create`, suppression by `IN`) on SQLite: each eligible
+    member gets exactly one row, a re-run page writes nothing twice, the campaign ends `sent`."""
+    from campaigns.services import campaign_create, campaign_send_now
+    from delivery.models import EmailSend
+    from delivery.services import CampaignRecipient, CampaignSendContext, create_batch
+    from owlat.models import BlockedEmail, Domain, DomainStatus, Topic
+    from owlat.permissions import Authority
+    from templates.models import EmailTemplate
+
+    settings.EMAIL_PROVIDER = "local"
+    settings.SITE_URL = "http://testserver"
+    org = organization_create(name="Acme", default_from_email="news@acme.test", default_from_name="Acme")
+    Domain.objects.create(organization=org, domain="acme.test", status=DomainStatus.VERIFIED)
+    topic = Topic.objects.create(organization=org, name="News", require_double_opt_in=False)
+    template = EmailTemplate.objects.create(
+        organization=org, name="N", subject="Hi {{firstName}}", html_content="<p>Hello {{firstName}}</p>"
+    )
+    members = []
+    for i in range(5):
+        contact = Contact.objects.create(organization=org, email=f"m{i}@example.com", first_name=f"M{i}")
+        ContactTopic.objects.create(organization=org, contact=contact, topic=topic)
+        members.append(contact)
+    BlockedEmail.objects.create(organization=org, email="m4@example.com", reason="bounced")
+    system = Authority.system("smoke")
+    campaign = campaign_create(
+        organization_id=org.pk,
+        actor="smoke",
+        authority=system,
+        fields={
+            "name": "March",
+            "email_template_id": template.pk,
+            "from_email": "news@acme.test",
+            "audience": {"kind": "topic", "topicId": str(topic.pk)},
+        },
+    )
+    assert campaign_send_now(
+        campaign_id=campaign.pk, organization_id=org.pk, actor="smoke", authority=system
+    ).ok
+    drain_queue(max_tasks=200)
+    campaign.refresh_from_db()
+    assert campaign.status == "sent"
+    rows = EmailSend.objects.filter(campaign_id=campaign.pk)
+    assert sorted(rows.values_list("contact_email", flat=True)) == [f"m{i}@example.com" for i in range(4)]
+    again = create_batch(
+        organization_id=org.pk,
+        campaign_id=campaign.pk,
+        context=CampaignSendContext(from_email="news@acme.test"),
+        sends=[CampaignRecipient(contact_id=str(c.pk), email=c.email) for c in members],
+        enqueue=False,
+    )
+    assert again == {str(members[4].pk): again[str(members[4].pk)]} and rows.count() == 5

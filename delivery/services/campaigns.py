@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
@@ -49,21 +49,37 @@ class CampaignRecipient:
 def campaign_send_settings_set(
     *, organization_id: Any, campaign_id: Any, context: CampaignSendContext
 ) -> None:
-    CampaignSendSettings.objects.update_or_create(
-        campaign_id=campaign_id,
-        defaults={
-            "organization_id": organization_id,
-            "from_email": context.from_email,
-            "from_name": context.from_name or "",
-            "reply_to": context.reply_to or "",
-            "topic_id": context.topic_id or None,
-            "topic_name": context.topic_name or "",
-            "view_in_browser_url": context.view_in_browser_url or "",
-            "track": context.track,
-        },
+    """The campaign-level composition data and the counters row: one upsert each (called for every page)."""
+    CampaignSendSettings.objects.bulk_create(
+        [
+            CampaignSendSettings(
+                campaign_id=campaign_id,
+                organization_id=organization_id,
+                from_email=context.from_email,
+                from_name=context.from_name or "",
+                reply_to=context.reply_to or "",
+                topic_id=context.topic_id or None,
+                topic_name=context.topic_name or "",
+                view_in_browser_url=context.view_in_browser_url or "",
+                track=context.track,
+            )
+        ],
+        update_conflicts=True,
+        unique_fields=["campaign_id"],
+        update_fields=[
+            "organization_id",
+            "from_email",
+            "from_name",
+            "reply_to",
+            "topic_id",
+            "topic_name",
+            "view_in_browser_url",
+            "track",
+        ],
     )
-    CampaignSendCounters.objects.get_or_create(
-        campaign_id=campaign_id, defaults={"organization_id": organization_id}
+    CampaignSendCounters.objects.bulk_create(
+        [CampaignSendCounters(campaign_id=campaign_id, organization_id=organization_id)],
+        ignore_conflicts=True,
     )
 
 
@@ -78,51 +94,122 @@ def create_batch(
 ) -> dict[str, str]:
     """DLV-03: insert a row only for contacts without a row for this campaign; return `{contact_id: send_id}`
     for exactly the rows inserted, and (unless `enqueue=False`) enqueue only those on the campaign pool.
-    Idempotent: a page processed twice inserts and enqueues nothing the second time."""
-    sends = list(sends)
-    with transaction.atomic():
-        campaign_send_settings_set(organization_id=organization_id, campaign_id=campaign_id, context=context)
-        if not sends:
-            return {}
-        contact_ids = [uuid.UUID(str(s.contact_id)) for s in sends]
-        existing = set(
-            EmailSend.objects.filter(campaign_id=campaign_id, contact_id__in=contact_ids).values_list(
-                "contact_id", flat=True
+    Idempotent: a page processed twice inserts and enqueues nothing the second time.
+
+    On PostgreSQL one set-based statement per call (`INSERT … SELECT FROM unnest(…) ON CONFLICT (campaign_id,
+    contact_id) DO NOTHING RETURNING`): the unique constraint decides, so a concurrent page inserting the same
+    (campaign, contact) loses quietly and the result lists exactly the rows this call inserted. Elsewhere
+    (SQLite) `bulk_create(ignore_conflicts=True)` and a re-read. The caller pages the audience (CMP-29), so a call
+    holds one page, never the audience."""
+    now = timezone.now()
+    rows: list[tuple[Any, ...]] = []
+    seen: set[uuid.UUID] = set()
+    for s in sends:
+        cid = uuid.UUID(str(s.contact_id))
+        if cid in seen:
+            continue
+        seen.add(cid)
+        rows.append(
+            (
+                cid,
+                s.email,
+                s.first_name,
+                s.last_name,
+                s.personalized_subject,
+                s.language,
+                s.ab_variant,
+                uuid.UUID(str(s.email_template_id)) if s.email_template_id else None,
             )
         )
-        now = timezone.now()
-        rows: list[EmailSend] = []
-        seen: set[uuid.UUID] = set()
-        for s in sends:
-            cid = uuid.UUID(str(s.contact_id))
-            if cid in existing or cid in seen:
-                continue
-            seen.add(cid)
-            rows.append(
-                EmailSend(
-                    id=uuid.uuid4(),
-                    organization_id=organization_id,
-                    campaign_id=campaign_id,
-                    contact_id=cid,
-                    contact_email=s.email,
-                    contact_first_name=s.first_name,
-                    contact_last_name=s.last_name,
-                    personalized_subject=s.personalized_subject,
-                    language=s.language,
-                    ab_variant=s.ab_variant,
-                    email_template_id=s.email_template_id,
-                    queued_at=now,
-                )
-            )
-        # ignore_conflicts: a concurrent page inserting the same (campaign, contact) loses quietly; we then
-        # re-read which of our ids exist so the result lists exactly the rows this call inserted.
-        EmailSend.objects.bulk_create(rows, batch_size=1000, ignore_conflicts=True)
-        ids = [r.id for r in rows]
-        inserted = set(EmailSend.objects.filter(id__in=ids).values_list("id", flat=True)) if rows else set()
-        result = {str(r.contact_id): str(r.id) for r in rows if r.id in inserted}
+    with transaction.atomic(savepoint=False):
+        campaign_send_settings_set(organization_id=organization_id, campaign_id=campaign_id, context=context)
+        if not rows:
+            return {}
+        insert = _insert_rows_postgres if connection.vendor == "postgresql" else _insert_rows_orm
+        result = insert(organization_id, uuid.UUID(str(campaign_id)), rows, now)
         if enqueue and result:
             sends_enqueue("campaign", list(result.values()), at=at)
         return result
+
+
+#: the per-recipient columns of a campaign send row, in the order of the tuples `create_batch` builds
+_ROW_FIELDS = (
+    "contact_id",
+    "contact_email",
+    "contact_first_name",
+    "contact_last_name",
+    "personalized_subject",
+    "language",
+    "ab_variant",
+    "email_template_id",
+)
+
+
+def _insert_rows_postgres(
+    organization_id: Any, campaign_id: uuid.UUID, rows: list[tuple[Any, ...]], now: Any
+) -> dict[str, str]:
+    """One `INSERT … SELECT … FROM unnest(<one array per per-recipient column>)`; the id is PostgreSQL's
+    `gen_random_uuid()` (a version-4 UUID, as `uuid.uuid4` would give); every other column is the model field's
+    default (or the batch's organization, campaign and `queued_at`), so the row is what `EmailSend(...)` would
+    have saved. Parameters are bound server-side (arrays travel as arrays, nothing is quoted into the SQL)."""
+    import psycopg
+
+    constants = {"organization_id": organization_id, "campaign_id": campaign_id, "queued_at": now}
+    columns: list[str] = []
+    selects: list[str] = []
+    params: list[Any] = []
+    arrays: dict[str, str] = {}
+    for field in EmailSend._meta.concrete_fields:
+        db_type = field.db_type(connection)
+        columns.append(connection.ops.quote_name(field.column))
+        if field.attname == "id":
+            selects.append("gen_random_uuid()")
+            continue
+        if field.attname in _ROW_FIELDS:
+            arrays[field.attname] = db_type
+            selects.append(f"v.{connection.ops.quote_name(field.attname)}")
+            continue
+        value = constants[field.attname] if field.attname in constants else field.get_default()
+        selects.append(f"%s::{db_type}")
+        params.append(field.get_db_prep_save(value, connection))
+    unnest = ", ".join(f"%s::{arrays[name]}[]" for name in _ROW_FIELDS)
+    aliases = ", ".join(connection.ops.quote_name(name) for name in _ROW_FIELDS)
+    params.extend([row[i] for row in rows] for i in range(len(_ROW_FIELDS)))
+    sql = (
+        f"INSERT INTO {connection.ops.quote_name(EmailSend._meta.db_table)} ({', '.join(columns)}) "
+        f"SELECT {', '.join(selects)} FROM unnest({unnest}) AS v({aliases}) "
+        "ON CONFLICT (campaign_id, contact_id) DO NOTHING RETURNING id, contact_id"
+    )
+    connection.ensure_connection()
+    with psycopg.Cursor(connection.connection) as cursor:
+        cursor.execute(sql, params)
+        return {str(contact_id): str(send_id) for send_id, contact_id in cursor.fetchall()}
+
+
+def _insert_rows_orm(
+    organization_id: Any, campaign_id: uuid.UUID, rows: list[tuple[Any, ...]], now: Any
+) -> dict[str, str]:
+    """The plain path (SQLite): skip contacts that already have a row, `bulk_create(ignore_conflicts=True)`
+    (a concurrent page inserting the same pair loses quietly), then re-read which of our ids exist."""
+    existing = set(
+        EmailSend.objects.filter(campaign_id=campaign_id, contact_id__in=[r[0] for r in rows]).values_list(
+            "contact_id", flat=True
+        )
+    )
+    objs = [
+        EmailSend(
+            organization_id=organization_id,
+            campaign_id=campaign_id,
+            queued_at=now,
+            **dict(zip(_ROW_FIELDS, row, strict=True)),
+        )
+        for row in rows
+        if row[0] not in existing
+    ]
+    EmailSend.objects.bulk_create(objs, batch_size=500, ignore_conflicts=True)
+    ids = [o.id for o in objs]
+    inserted = set(EmailSend.objects.filter(id__in=ids).values_list("id", flat=True)) if objs else set()
+    return {str(o.contact_id): str(o.id) for o in objs if o.id in inserted}
 
 
 def campaign_counters(campaign_id: Any) -> dict[str, Any]:
