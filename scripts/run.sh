@@ -2,7 +2,8 @@
 # `make run`: install into .venv, migrate the database (embedded SQLite under var/ unless DATABASE_URL is set),
 # sync periodic schedules, bootstrap the demo organization, print the admin login and API key, then start the
 # web server (gunicorn, one process, WEB_THREADS threads), one django-q2 cluster per queue with one worker each
-# (Q_WORKERS …) and the due-task dispatcher in the foreground (Ctrl-C stops all).
+# (Q_WORKERS …; all three under one supervisor process) and the due-task dispatcher in the foreground (Ctrl-C stops
+# all).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/venv.sh
@@ -33,4 +34,12 @@ Owlat is starting on $SITE_URL  (admin: $SITE_URL/admin/, API: $SITE_URL/api/v1,
 Email provider: $EMAIL_PROVIDER.  Press Ctrl-C to stop every process.
 
 MSG
-exec .venv/bin/honcho start -f Procfile -p "$PORT"
+# Every Procfile process, except the bounce intake while BOUNCE_DOMAIN is unset (no VERP return path is issued
+# then, so no bounce is addressed to it): one Python process fewer on a laptop (issue 8 item 6).
+processes=$(sed -nE 's/^([a-z_]+):.*/\1/p' Procfile)
+if [ -z "${BOUNCE_DOMAIN:-}" ] && ! grep -qE '^(export )?BOUNCE_DOMAIN=.+' .env; then
+  processes=$(grep -vx bounces <<<"$processes")
+  echo "(bounce intake not started: set BOUNCE_DOMAIN to issue VERP return paths and receive bounces)"
+fi
+# shellcheck disable=SC2086  # one word per process name
+exec .venv/bin/honcho start -f Procfile -p "$PORT" $processes

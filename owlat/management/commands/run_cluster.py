@@ -37,10 +37,49 @@ class Command(BaseCommand):
     help = "Run one django-q2 cluster (default, transactional or campaign) and restart it when it dies or stalls."
 
     def add_arguments(self, parser: Any) -> None:
-        parser.add_argument("queue", choices=QUEUES, help="The queue (django-q2 cluster) to run.")
+        parser.add_argument(
+            "queue",
+            nargs="+",
+            choices=QUEUES,
+            help="The queue (django-q2 cluster) to run; several: one supervisor process for all (make run).",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        Supervisor(options["queue"], self.stdout.write).run()
+        queues = list(dict.fromkeys(options["queue"]))
+        if len(queues) == 1:
+            Supervisor(queues[0], self.stdout.write).run()
+        else:
+            run_together([Supervisor(queue, self.stdout.write) for queue in queues])
+
+
+def run_together(supervisors: list[Supervisor]) -> None:
+    """Several clusters under one supervisor process (a lighter `make run`): the same start, watchdog rounds
+    and stop as `Supervisor.run`, for each cluster in turn."""
+
+    def request_stop(*_: Any) -> None:
+        for supervisor in supervisors:
+            supervisor._stop = True
+
+    signal.signal(signal.SIGTERM, request_stop)
+    signal.signal(signal.SIGINT, request_stop)
+    interval = min(s.interval for s in supervisors)
+    try:
+        for supervisor in supervisors:
+            supervisor._announce()
+            supervisor._start_child()
+        while not supervisors[0]._stop:
+            for supervisor in supervisors:
+                supervisor._tick()
+            deadline = time.monotonic() + interval
+            while not supervisors[0]._stop and time.monotonic() < deadline:
+                time.sleep(0.05)
+    finally:
+        # every cluster is told to stop at once, so stopping takes one grace period, not one per cluster (honcho
+        # and keepalive.sh kill the supervisor 10 s after their SIGTERM)
+        for supervisor in supervisors:
+            supervisor._signal_child()
+        for supervisor in supervisors:
+            supervisor._finish()
 
 
 class Supervisor:
@@ -59,9 +98,7 @@ class Supervisor:
     def run(self) -> None:
         signal.signal(signal.SIGTERM, self._request_stop)
         signal.signal(signal.SIGINT, self._request_stop)
-        self.say(
-            f"cluster {self.queue}: supervising (heartbeat {self.name}, stall after {self.watch.stall_seconds:g} s)"
-        )
+        self._announce()
         try:
             self._start_child()
             while not self._stop:
@@ -70,13 +107,21 @@ class Supervisor:
                 while not self._stop and time.monotonic() < deadline:
                     time.sleep(0.05)
         finally:
-            self._stop_child()
-            with contextlib.suppress(Exception):
-                from owlat.models import WorkerHeartbeat
+            self._finish()
 
-                close_old_connections()
-                WorkerHeartbeat.objects.filter(name=self.name, pid=os.getpid()).delete()
-            shutil.rmtree(self.activity_dir, ignore_errors=True)
+    def _announce(self) -> None:
+        self.say(
+            f"cluster {self.queue}: supervising (heartbeat {self.name}, stall after {self.watch.stall_seconds:g} s)"
+        )
+
+    def _finish(self) -> None:
+        self._stop_child()
+        with contextlib.suppress(Exception):
+            from owlat.models import WorkerHeartbeat
+
+            close_old_connections()
+            WorkerHeartbeat.objects.filter(name=self.name, pid=os.getpid()).delete()
+        shutil.rmtree(self.activity_dir, ignore_errors=True)
 
     def _request_stop(self, *_: Any) -> None:
         self._stop = True
@@ -144,6 +189,11 @@ class Supervisor:
         self.last_start = time.monotonic()
         self.watch.restarted()
         self.say(f"cluster {self.queue}: qcluster started (pid {self.child.pid})")
+
+    def _signal_child(self) -> None:
+        if self.child is not None and self.child.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.child.pid, signal.SIGTERM)
 
     def _stop_child(self) -> None:
         child = self.child
