@@ -88,6 +88,27 @@ class CampaignFilter(admin.SimpleListFilter):
             return queryset.none()
 
 
+#: what every send row shows after its own fields: the delivery outcome
+DELIVERY_FIELDS = (
+    "status",
+    "provider_type",
+    "provider_message_id",
+    "message_id",
+    "error_code",
+    "error_message",
+    "open_count",
+    "clicked_links",
+    "bounce_type",
+    "outcome_unknown",
+    "dispatch_attempts",
+)
+
+
+def row_fieldsets(*own: str) -> tuple:
+    """A send row's change page: the timeline, then its own fields (recipient, content) and `DELIVERY_FIELDS`."""
+    return ((None, {"fields": ("timeline_table",)}), ("Row", {"fields": (*own, *DELIVERY_FIELDS)}))
+
+
 class SendAdminMixin:
     """Read-only send rows; the change view shows the timeline.
 
@@ -165,36 +186,17 @@ class EmailSendAdmin(SendAdminMixin, TenantModelAdmin):
     list_filter = ("status", "outcome_unknown", CampaignFilter, "bounce_type")
     list_select_related = ("email_template",)
     search_fields = ("contact_email", "provider_message_id", "message_id")
-    fieldsets = (
-        (None, {"fields": ("timeline_table",)}),
-        (
-            "Row",
-            {
-                "fields": (
-                    "id",
-                    "campaign_id",
-                    "contact",
-                    "contact_email",
-                    "contact_first_name",
-                    "contact_last_name",
-                    "personalized_subject",
-                    "ab_variant",
-                    "language",
-                    "email_template",
-                    "status",
-                    "provider_type",
-                    "provider_message_id",
-                    "message_id",
-                    "error_code",
-                    "error_message",
-                    "open_count",
-                    "clicked_links",
-                    "bounce_type",
-                    "outcome_unknown",
-                    "dispatch_attempts",
-                )
-            },
-        ),
+    fieldsets = row_fieldsets(
+        "id",
+        "campaign_id",
+        "contact",
+        "contact_email",
+        "contact_first_name",
+        "contact_last_name",
+        "personalized_subject",
+        "ab_variant",
+        "language",
+        "email_template",
     )
 
     def get_urls(self):
@@ -262,37 +264,18 @@ class TransactionalSendAdmin(SendAdminMixin, TenantModelAdmin):
         extra_context["title"] = self.KIND_TITLES.get(kind or "", "All sends (every kind)")
         return super().changelist_view(request, extra_context)
 
-    fieldsets = (
-        (None, {"fields": ("timeline_table",)}),
-        (
-            "Row",
-            {
-                "fields": (
-                    "id",
-                    "kind",
-                    "contact",
-                    "email",
-                    "subject",
-                    "language",
-                    "transactional_email",
-                    "email_template",
-                    "automation_id",
-                    "inbound_message_id",
-                    "from_email",
-                    "status",
-                    "provider_type",
-                    "provider_message_id",
-                    "message_id",
-                    "error_code",
-                    "error_message",
-                    "open_count",
-                    "clicked_links",
-                    "bounce_type",
-                    "outcome_unknown",
-                    "dispatch_attempts",
-                )
-            },
-        ),
+    fieldsets = row_fieldsets(
+        "id",
+        "kind",
+        "contact",
+        "email",
+        "subject",
+        "language",
+        "transactional_email",
+        "email_template",
+        "automation_id",
+        "inbound_message_id",
+        "from_email",
     )
 
 
@@ -336,18 +319,7 @@ class LocalMessageAdmin(TenantModelAdmin):
 
 @admin.register(CampaignSendCounters)
 class CampaignSendCountersAdmin(PlatformOnlyAdmin):
-    list_display = (
-        "campaign_id",
-        "sent",
-        "failed",
-        "delivered",
-        "opened",
-        "clicked",
-        "bounced",
-        "unsubscribed",
-        "updated_at",
-    )
-    readonly_fields = ("campaign_id", *CampaignSendCounters.COUNTERS, "updated_at")
+    list_display = readonly_fields = ("campaign_id", *CampaignSendCounters.COUNTERS, "updated_at")
     read_only = True
 
 

@@ -33,7 +33,7 @@ from automations.api.serializers import (
 from automations.counters import counters_overlay
 from automations.lifecycle import PUBLIC_ACTIONS
 from automations.models import Automation, AutomationRun, AutomationStepRun
-from owlat.api.base import ApiView, iso, require_uuid
+from owlat.api.base import ApiView, iso, require_uuid, validated
 from owlat.api.errors import invalid_input, invalid_state, not_found
 from owlat.api.schema import DeletedSerializer, envelope, errors, transitioned_envelope
 from owlat.permissions import Authority
@@ -58,21 +58,11 @@ def _call(fn: Any, **kwargs: Any) -> Any:
         raise invalid_state(exc.message, exc.reason) from exc
 
 
-def _valid(serializer_class: type, data: Any, **kwargs: Any) -> dict[str, Any]:
-    serializer = serializer_class(data=data, **kwargs)
-    serializer.is_valid(raise_exception=True)
-    return dict(serializer.validated_data)
-
-
 class AutomationsView(ApiView):
     feature_flag = "automations"
 
     def get_automation(self, automation_id: str) -> Automation:
-        pk = require_uuid(automation_id, "automation")
-        automation = Automation.objects.filter(pk=pk, organization_id=self.organization_id).first()
-        if automation is None:
-            raise not_found("Automation not found")
-        return automation
+        return self.get_owned(Automation, automation_id, "automation")
 
     def detail(self, automation_id: Any) -> dict[str, Any]:
         return AutomationSerializer(Automation.objects.get(pk=automation_id)).data
@@ -94,7 +84,7 @@ class AutomationListView(AutomationsView):
         responses={200: AutomationSummarySerializer(many=True), **errors(400)},
     )
     def get(self, request: Request) -> Response:
-        params = _valid(AutomationListQuerySerializer, request.query_params)
+        params = validated(AutomationListQuerySerializer, request.query_params)
         queryset = Automation.objects.filter(organization_id=self.organization_id).annotate(
             step_count=Count("steps")
         )
@@ -118,7 +108,7 @@ class AutomationListView(AutomationsView):
         responses={201: envelope(AutomationSerializer), **errors(400, 404)},
     )
     def post(self, request: Request) -> Response:
-        fields = _valid(AutomationCreateSerializer, request.data)
+        fields = validated(AutomationCreateSerializer, request.data)
         automation = _call(
             services.automation_create,
             organization_id=self.organization_id,
@@ -160,7 +150,7 @@ class AutomationDetailView(AutomationsView):
         responses={200: envelope(AutomationSerializer), **errors(400, 404, 422)},
     )
     def put(self, request: Request, automation_id: str) -> Response:
-        fields = _valid(AutomationUpdateSerializer, request.data)
+        fields = validated(AutomationUpdateSerializer, request.data)
         automation = self.get_automation(automation_id)
         automation = _call(
             services.automation_update,
@@ -283,7 +273,7 @@ class StepListView(AutomationsView):
         responses={201: envelope(AutomationSerializer), **errors(400, 404, 422)},
     )
     def post(self, request: Request, automation_id: str) -> Response:
-        fields = _valid(StepCreateSerializer, request.data)
+        fields = validated(StepCreateSerializer, request.data)
         automation = self.get_automation(automation_id)
         _call(
             services.step_add,
@@ -308,7 +298,7 @@ class StepReorderView(AutomationsView):
         responses={200: envelope(AutomationSerializer), **errors(400, 404, 422)},
     )
     def post(self, request: Request, automation_id: str) -> Response:
-        fields = _valid(StepReorderSerializer, request.data)
+        fields = validated(StepReorderSerializer, request.data)
         automation = self.get_automation(automation_id)
         _call(
             services.steps_reorder,
@@ -336,7 +326,7 @@ class StepDetailView(AutomationsView):
         responses={200: envelope(AutomationSerializer), **errors(400, 404, 422)},
     )
     def put(self, request: Request, automation_id: str, step_id: str) -> Response:
-        fields = _valid(StepUpdateSerializer, request.data)
+        fields = validated(StepUpdateSerializer, request.data)
         changes = {"step_type": fields["stepType"]} if "stepType" in fields else {}
         if "config" in fields:
             changes["config"] = fields["config"]
@@ -394,7 +384,7 @@ class RunListView(AutomationsView):
     )
     def get(self, request: Request, automation_id: str) -> Response:
         automation = self.get_automation(automation_id)
-        params = _valid(RunListQuerySerializer, request.query_params)
+        params = validated(RunListQuerySerializer, request.query_params)
         queryset = AutomationRun.objects.filter(automation=automation)
         if params.get("status"):
             queryset = queryset.filter(status__in=params["status"])
@@ -486,7 +476,7 @@ class EventsView(ApiView):
     def post(self, request: Request) -> Response:
         from owlat.contacts import normalize_email
 
-        fields = _valid(EventSerializer, request.data)
+        fields = validated(EventSerializer, request.data)
         try:
             result = services.event_record(
                 organization_id=self.organization_id,

@@ -28,20 +28,14 @@ from campaigns.api.serializers import (
 )
 from campaigns.models import Campaign, CampaignStatus
 from campaigns.preflight import validate_ready_to_send
-from owlat.api.base import ApiView, require_uuid
-from owlat.api.errors import ApiError, invalid_input, invalid_state, not_found
+from owlat.api.base import ApiView, validated
+from owlat.api.errors import ApiError, invalid_input, invalid_state
 from owlat.api.permissions import required_scope
 from owlat.api.schema import DeletedSerializer, envelope, errors, transitioned_envelope
 from owlat.permissions import Authority
 
 CAMPAIGN_ID = OpenApiParameter("campaign_id", str, OpenApiParameter.PATH, description="The campaign's id.")
 DRAFT_ONLY = "Only while the campaign is a draft (422 `not_draft` otherwise)."
-
-
-def _valid(serializer_class: type, data: Any, **kwargs: Any) -> dict[str, Any]:
-    serializer = serializer_class(data=data, **kwargs)
-    serializer.is_valid(raise_exception=True)
-    return dict(serializer.validated_data)
 
 
 def _service_error(exc: services.CampaignError) -> ApiError:
@@ -64,11 +58,7 @@ class CampaignsView(ApiView):
     feature_flag = "campaigns"
 
     def get_campaign(self, campaign_id: str) -> Campaign:
-        pk = require_uuid(campaign_id, "campaign")
-        campaign = Campaign.objects.filter(pk=pk, organization_id=self.organization_id).first()
-        if campaign is None:
-            raise not_found("Campaign not found")
-        return campaign
+        return self.get_owned(Campaign, campaign_id, "campaign")
 
     @property
     def authority(self) -> Authority:
@@ -99,7 +89,7 @@ class CampaignListView(CampaignsView):
         responses={200: CampaignSerializer(many=True), **errors(400)},
     )
     def get(self, request: Request) -> Response:
-        params = _valid(CampaignListQuerySerializer, request.query_params)
+        params = validated(CampaignListQuerySerializer, request.query_params)
         queryset = Campaign.objects.filter(organization_id=self.organization_id)
         if params.get("status"):
             queryset = queryset.filter(status__in=params["status"])
@@ -117,7 +107,7 @@ class CampaignListView(CampaignsView):
         responses={201: envelope(CampaignSerializer), **errors(400)},
     )
     def post(self, request: Request) -> Response:
-        fields = _valid(CampaignCreateSerializer, request.data)
+        fields = validated(CampaignCreateSerializer, request.data)
         campaign = _call(
             services.campaign_create,
             organization_id=self.organization_id,
@@ -155,7 +145,7 @@ class CampaignDetailView(CampaignsView):
     )
     def put(self, request: Request, campaign_id: str) -> Response:
         campaign = self.get_campaign(campaign_id)
-        fields = _valid(CampaignWriteSerializer, request.data)
+        fields = validated(CampaignWriteSerializer, request.data)
         if campaign.status != CampaignStatus.DRAFT:
             raise invalid_state(services.NOT_DRAFT_MESSAGE, "not_draft")
         campaign = _call(
@@ -245,7 +235,7 @@ class CampaignTransitionView(CampaignsView):
             "authority": self.authority,
         }
         if self.verb == "schedule":
-            fields = _valid(ScheduleSerializer, request.data)
+            fields = validated(ScheduleSerializer, request.data)
             outcome = services.campaign_schedule(
                 **common,
                 scheduled_at=fields["scheduled_at"],
@@ -308,7 +298,7 @@ class AbTestView(CampaignsView):
     def post(self, request: Request, campaign_id: str) -> Response:
         campaign = self.get_campaign(campaign_id)
         if self.action == "enable":
-            config = _valid(
+            config = validated(
                 AbTestConfigSerializer, request.data, context={"organization_id": self.organization_id}
             )
             outcome = abtest.ab_enable(
@@ -317,7 +307,7 @@ class AbTestView(CampaignsView):
         elif self.action == "disable":
             outcome = abtest.ab_disable(campaign=campaign, actor=self.actor, authority=self.authority)
         else:
-            fields = _valid(DeclareWinnerSerializer, request.data)
+            fields = validated(DeclareWinnerSerializer, request.data)
             outcome = abtest.ab_declare_winner(
                 campaign_id=campaign.pk,
                 winner=fields["winner"],
@@ -364,7 +354,7 @@ class PreflightView(CampaignsView):
     )
     def get(self, request: Request, campaign_id: str) -> Response:
         campaign = self.get_campaign(campaign_id)
-        params = _valid(PreflightQuerySerializer, request.query_params)
+        params = validated(PreflightQuerySerializer, request.query_params)
         result = validate_ready_to_send(campaign, scheduled_at=params.get("scheduledAt"))
         return self.ok(PreflightSerializer(result.as_dict()).data)
 
@@ -403,7 +393,7 @@ class SendListView(CampaignsView):
         from delivery.models import EmailSend
 
         campaign = self.get_campaign(campaign_id)
-        params = _valid(SendListQuerySerializer, request.query_params)
+        params = validated(SendListQuerySerializer, request.query_params)
         queryset = EmailSend.objects.filter(
             campaign_id=campaign.pk, organization_id=self.organization_id, deleted_at__isnull=True
         )

@@ -17,7 +17,7 @@ from delivery.api.serializers import (
 )
 from delivery.models import TransactionalSend
 from delivery.services import IntakeRejected, transactional_send_create
-from owlat.api.base import ApiView, parse_uuid
+from owlat.api.base import ApiView, parse_uuid, validated
 from owlat.api.errors import ApiError, invalid_input, not_found
 from owlat.api.schema import envelope, errors
 
@@ -40,9 +40,7 @@ class TransactionalSendView(ApiView):
         },
     )
     def post(self, request: Request) -> Response:
-        serializer = TransactionalSendSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        fields = serializer.validated_data
+        fields = validated(TransactionalSendSerializer, request.data)
         transactional_id = fields.get("transactionalId") or None
         try:
             intake = transactional_send_create(

@@ -23,28 +23,18 @@ from inbox.api.serializers import (
 )
 from inbox.models import AgentAction, InboundMessage
 from inbox.receive import InvalidMessage, MessageTooLarge, ParsedMessage, message_receive, parse_address
-from owlat.api.base import ApiView, require_uuid
-from owlat.api.errors import invalid_input, not_found
+from owlat.api.base import ApiView, validated
+from owlat.api.errors import invalid_input
 from owlat.api.schema import envelope, errors, transitioned_envelope
 
 MESSAGE_ID = OpenApiParameter("message_id", str, OpenApiParameter.PATH, description="The message's id.")
-
-
-def _valid(serializer_class: type, data: Any) -> dict[str, Any]:
-    serializer = serializer_class(data=data)
-    serializer.is_valid(raise_exception=True)
-    return dict(serializer.validated_data)
 
 
 class InboxView(ApiView):
     feature_flag = "inbox"
 
     def get_message(self, message_id: str) -> InboundMessage:
-        pk = require_uuid(message_id, "message")
-        message = InboundMessage.objects.filter(pk=pk, organization_id=self.organization_id).first()
-        if message is None:
-            raise not_found("Message not found")
-        return message
+        return self.get_owned(InboundMessage, message_id, "message")
 
 
 @extend_schema(tags=["Inbox"])
@@ -61,7 +51,7 @@ class MessageListView(InboxView):
         responses={200: MessageSerializer(many=True), **errors(400)},
     )
     def get(self, request: Request) -> Response:
-        params = _valid(MessageListQuerySerializer, request.query_params)
+        params = validated(MessageListQuerySerializer, request.query_params)
         queryset = InboundMessage.objects.filter(organization_id=self.organization_id)
         if params.get("processingStatus"):
             queryset = queryset.filter(processing_status__in=params["processingStatus"])
@@ -91,7 +81,7 @@ class MessageListView(InboxView):
         },
     )
     def post(self, request: Request) -> Response:
-        data = _valid(MessageIngestSerializer, request.data)
+        data = validated(MessageIngestSerializer, request.data)
         try:
             from_name, from_email = parse_address(data["from"])
         except InvalidMessage as exc:
@@ -159,7 +149,7 @@ class MessageActionsView(InboxView):
 
 
 def _approve(view: ReviewView, message: InboundMessage, body: dict[str, Any]) -> Any:
-    data = _valid(ApproveSerializer, body)
+    data = validated(ApproveSerializer, body)
     return review.message_approve(
         message_id=message.pk,
         organization_id=view.organization_id,
@@ -170,7 +160,7 @@ def _approve(view: ReviewView, message: InboundMessage, body: dict[str, Any]) ->
 
 
 def _edit(view: ReviewView, message: InboundMessage, body: dict[str, Any]) -> Any:
-    data = _valid(DraftEditSerializer, body)
+    data = validated(DraftEditSerializer, body)
     return review.message_edit(
         message_id=message.pk,
         organization_id=view.organization_id,
@@ -181,7 +171,7 @@ def _edit(view: ReviewView, message: InboundMessage, body: dict[str, Any]) -> An
 
 
 def _reject(view: ReviewView, message: InboundMessage, body: dict[str, Any]) -> Any:
-    data = _valid(RejectSerializer, body)
+    data = validated(RejectSerializer, body)
     return review.message_reject(
         message_id=message.pk,
         organization_id=view.organization_id,

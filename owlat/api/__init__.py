@@ -4,11 +4,14 @@ Shared parts (every app's `api/` package builds on them):
 
 - `base.ApiView` — the base view: `ApiKeyAuthentication` (401), `ApiKeyRateThrottle` (429), `HasScope` and
   `FeatureFlagEnabled` (403), in that order; unsafe methods in one transaction; `Idempotency-Key` on POST;
-  `X-RateLimit-*` headers; `ok/created/accepted/deleted/transitioned` build the `{"data": …}` answers.
+  `X-RateLimit-*` headers; `ok/created/accepted/deleted/transitioned` build the `{"data": …}` answers;
+  `get_owned(Model, id, "resource")` is the organization's row (400 malformed id, 404 unknown or foreign).
+  `base.validated(Serializer, request.data | request.query_params)` runs a request serializer.
 - `errors` — `ApiError` and shorthands (`invalid_input`, `not_found`, `invalid_state`, …) for the DOM-04
   envelope; DRF `ValidationError`s become 400 with `data.field` / `data.fields`.
 - `fields` — strict serializer fields (`StringField`, `StrictBooleanField`, `StrictIntegerField`,
-  `JSONValueField`) and `InputSerializer` (refuses `read_only_keys`).
+  `TimestampField`, `ChoiceListField`, `JSONValueField`), `InputSerializer` (refuses `read_only_keys`) and
+  `QuerySerializer` (an empty query parameter is absent).
 - `pagination.KeysetPagination` — API-07 cursors (set `ordering` and `list_key` on the view).
 - `schema` — `errors(400, 404, …)` and `envelope(Serializer)` for `extend_schema`.
 - Routes are plain `path()`s: `ApiMiddleware` makes every `/api/v1` route slash-optional (API-01).
@@ -34,7 +37,7 @@ each app's `urls.py`. A new endpoint, HackSoft style (thin view, serializers in,
 
     # campaigns/api/views.py
     from drf_spectacular.utils import extend_schema
-    from owlat.api.base import ApiView
+    from owlat.api.base import ApiView, validated
     from owlat.api.schema import envelope, errors
 
     class CampaignListView(ApiView):
@@ -51,10 +54,8 @@ each app's `urls.py`. A new endpoint, HackSoft style (thin view, serializers in,
         @extend_schema(summary="Create a campaign", request=CampaignCreateSerializer,
                        responses={201: envelope(CampaignSerializer), **errors(400, 404)})
         def post(self, request):
-            serializer = CampaignCreateSerializer(data=request.data)
-            serializer.is_valid(raise_exception=True)
-            campaign = campaign_create(organization_id=self.organization_id, actor=self.actor,
-                                       **serializer.validated_data)
+            fields = validated(CampaignCreateSerializer, request.data)  # 400 naming the field
+            campaign = campaign_create(organization_id=self.organization_id, actor=self.actor, **fields)
             return self.created(CampaignSerializer(campaign).data)
 
     # campaigns/api/urls.py

@@ -21,6 +21,7 @@ import uuid
 from typing import Any, ClassVar
 
 from django.db import transaction
+from django.db.models import Model
 from rest_framework import exceptions
 from rest_framework.generics import GenericAPIView
 from rest_framework.renderers import JSONRenderer
@@ -73,6 +74,13 @@ def require_uuid(value: Any, resource: str) -> uuid.UUID:
     if parsed is None:
         raise invalid_input(f"Invalid {resource} ID format")
     return parsed
+
+
+def validated(serializer_class: type, data: Any, **kwargs: Any) -> dict[str, Any]:
+    """`data` (a body or a query) through a request serializer; invalid → 400 naming the field (API-08)."""
+    serializer = serializer_class(data=data, **kwargs)
+    serializer.is_valid(raise_exception=True)
+    return dict(serializer.validated_data)
 
 
 def outcome_error(outcome: Any) -> ApiError:
@@ -149,6 +157,15 @@ class ApiView(GenericAPIView):
     def actor(self) -> str:
         """The audit actor of this request (API-12): `api_key:<key id>`."""
         return f"api_key:{self.request.auth.pk}"
+
+    def get_owned(self, model: type[Model], object_id: Any, resource: str) -> Any:
+        """The key's organization's `model` row with this id: a malformed id → 400 "Invalid <resource> ID
+        format" (API-09); none, or another organization's → 404 "<Resource> not found" (API-02)."""
+        pk = require_uuid(object_id, resource)
+        row = model.objects.filter(pk=pk, organization_id=self.organization_id).first()
+        if row is None:
+            raise not_found(f"{resource.capitalize()} not found")
+        return row
 
     # -- responses ---------------------------------------------------------------------------------------
     def ok(self, data: Any, status: int = 200, **extra: Any) -> Response:
@@ -285,4 +302,5 @@ __all__ = [
     "require_uuid",
     "to_jsonable",
     "transition_object",
+    "validated",
 ]

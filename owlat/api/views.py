@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from typing import Any
 from urllib.parse import unquote_to_bytes
 
 from django.db.models import Case, IntegerField, Q, QuerySet, Value, When
@@ -16,7 +15,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from owlat.api.base import ApiView, parse_uuid, require_uuid
+from owlat.api.base import ApiView, parse_uuid, require_uuid, validated
 from owlat.api.errors import ApiError, already_exists, invalid_input, invalid_state, not_found
 from owlat.api.schema import DeletedSerializer, envelope, errors
 from owlat.api.serializers import (
@@ -60,9 +59,7 @@ EMAIL_OR_ID = OpenApiParameter(
 
 def search_term(request: Request) -> str | None:
     """`?search=` validated (a NUL byte is a 400 naming `search`); blank → None."""
-    params = SearchQuerySerializer(data=request.query_params)
-    params.is_valid(raise_exception=True)
-    return params.validated_data.get("search") or None
+    return validated(SearchQuerySerializer, request.query_params).get("search") or None
 
 
 def _path_has_malformed_escape(request) -> bool:
@@ -104,32 +101,12 @@ def resolve_contact_param(view: ApiView, raw: str) -> Contact:
     return contact
 
 
-def _topic(view: ApiView, topic_id: Any) -> Topic:
-    topic = Topic.objects.filter(organization_id=view.organization_id, pk=topic_id).first()
-    if topic is None:
-        raise not_found("Topic not found")
-    return topic
-
-
-def _segment(view: ApiView, segment_id: Any) -> Segment:
-    segment = Segment.objects.filter(organization_id=view.organization_id, pk=segment_id).first()
-    if segment is None:
-        raise not_found("Segment not found")
-    return segment
-
-
 def _client_ip(request) -> str | None:
     value = request.META.get("REMOTE_ADDR")
     try:
         return str(ipaddress.ip_address(value)) if value else None
     except ValueError:
         return None
-
-
-def _valid(serializer_class: type, data: Any, **kwargs: Any) -> dict[str, Any]:
-    serializer = serializer_class(data=data, **kwargs)
-    serializer.is_valid(raise_exception=True)
-    return dict(serializer.validated_data)
 
 
 # --- contacts ------------------------------------------------------------------------------------------------
@@ -194,7 +171,7 @@ class ContactListView(ApiView):
     def post(self, request: Request) -> Response:
         from owlat.contacts import ContactAlreadyExists, contact_find_or_create
 
-        fields = _valid(ContactCreateSerializer, request.data)
+        fields = validated(ContactCreateSerializer, request.data)
         try:
             contact, _ = contact_find_or_create(
                 organization_id=self.organization_id,
@@ -231,7 +208,7 @@ class ContactDetailView(ApiView):
     def put(self, request: Request, id_or_email: str) -> Response:
         from owlat.contacts import ContactAlreadyExists, contact_update
 
-        changes = _valid(ContactUpdateSerializer, request.data)
+        changes = validated(ContactUpdateSerializer, request.data)
         contact = resolve_contact_param(self, id_or_email)
         try:
             contact, _ = contact_update(contact=contact, changes=changes, actor=self.actor)
@@ -266,7 +243,7 @@ class TopicContactsView(ApiView):
         responses={200: TopicMemberSerializer(many=True), **errors(400, 404)},
     )
     def get(self, request: Request, topic_id: str) -> Response:
-        topic = _topic(self, require_uuid(topic_id, "topic"))
+        topic = self.get_owned(Topic, topic_id, "topic")
         queryset = ContactTopic.objects.filter(
             organization_id=self.organization_id, topic=topic, contact__deleted_at__isnull=True
         ).select_related("contact")
@@ -287,8 +264,8 @@ class TopicContactsView(ApiView):
         from owlat.topics import PENDING_DOI, topic_subscribe
 
         topic_pk = require_uuid(topic_id, "topic")
-        fields = _valid(TopicSubscribeSerializer, request.data)
-        topic = _topic(self, topic_pk)
+        fields = validated(TopicSubscribeSerializer, request.data)
+        topic = self.get_owned(Topic, topic_pk, "topic")
         contacts = live_contacts(self.organization_id)
         if fields.get("contactId") is not None:
             contact = contacts.filter(pk=fields["contactId"]).first()
@@ -335,7 +312,7 @@ class TopicContactDeleteView(ApiView):
         by_email = is_valid_email(email_or_id)
         if not by_email and (parse_uuid(email_or_id) is None or "@" in email_or_id):
             raise invalid_input(INVALID_CONTACT_PARAM)
-        topic = _topic(self, topic_pk)
+        topic = self.get_owned(Topic, topic_pk, "topic")
         try:
             contact = resolve_contact_param(self, email_or_id)
         except ApiError as exc:
@@ -380,7 +357,7 @@ class TopicListView(ApiView):
     def post(self, request: Request) -> Response:
         from owlat.topics import topic_create
 
-        fields = _valid(TopicWriteSerializer, request.data)
+        fields = validated(TopicWriteSerializer, request.data)
         topic = topic_create(organization_id=self.organization_id, actor=self.actor, **fields)
         return self.created(TopicSerializer(topic).data)
 
@@ -401,7 +378,7 @@ class TopicDetailView(ApiView):
         responses={200: envelope(TopicSerializer), **errors(400, 404)},
     )
     def get(self, request: Request, topic_id: str) -> Response:
-        return self.ok(TopicSerializer(_topic(self, require_uuid(topic_id, "topic"))).data)
+        return self.ok(TopicSerializer(self.get_owned(Topic, topic_id, "topic")).data)
 
     @extend_schema(
         operation_id="topics_update",
@@ -414,8 +391,8 @@ class TopicDetailView(ApiView):
         from owlat.topics import topic_update
 
         topic_pk = require_uuid(topic_id, "topic")
-        fields = _valid(TopicWriteSerializer, request.data, partial=True)
-        topic = topic_update(topic=_topic(self, topic_pk), changes=fields)
+        fields = validated(TopicWriteSerializer, request.data, partial=True)
+        topic = topic_update(topic=self.get_owned(Topic, topic_pk, "topic"), changes=fields)
         return self.ok(TopicSerializer(topic).data)
 
     @extend_schema(
@@ -438,7 +415,7 @@ class TopicDetailView(ApiView):
     def delete(self, request: Request, topic_id: str) -> Response:
         from owlat.topics import topic_delete
 
-        topic = _topic(self, require_uuid(topic_id, "topic"))
+        topic = self.get_owned(Topic, topic_id, "topic")
         used_by = topic_in_use(self.organization_id, topic.pk)
         if used_by:
             raise invalid_state(
@@ -486,7 +463,7 @@ class SegmentListView(ApiView):
     def post(self, request: Request) -> Response:
         from owlat.segments import segment_create
 
-        fields = _valid(
+        fields = validated(
             SegmentWriteSerializer, request.data, context={"organization_id": self.organization_id}
         )
         segment = segment_create(organization_id=self.organization_id, actor=self.actor, **fields)
@@ -509,7 +486,7 @@ class SegmentDetailView(ApiView):
         responses={200: envelope(SegmentSerializer), **errors(400, 404)},
     )
     def get(self, request: Request, segment_id: str) -> Response:
-        return self.ok(SegmentSerializer(_segment(self, require_uuid(segment_id, "segment"))).data)
+        return self.ok(SegmentSerializer(self.get_owned(Segment, segment_id, "segment")).data)
 
     @extend_schema(
         operation_id="segments_update",
@@ -523,13 +500,13 @@ class SegmentDetailView(ApiView):
         from owlat.segments import segment_update
 
         segment_pk = require_uuid(segment_id, "segment")
-        fields = _valid(
+        fields = validated(
             SegmentWriteSerializer,
             request.data,
             partial=True,
             context={"organization_id": self.organization_id},
         )
-        segment = segment_update(segment=_segment(self, segment_pk), changes=fields)
+        segment = segment_update(segment=self.get_owned(Segment, segment_pk, "segment"), changes=fields)
         return self.ok(SegmentSerializer(segment).data)
 
     @extend_schema(
@@ -552,7 +529,7 @@ class SegmentDetailView(ApiView):
     def delete(self, request: Request, segment_id: str) -> Response:
         from owlat.segments import segment_delete
 
-        segment = _segment(self, require_uuid(segment_id, "segment"))
+        segment = self.get_owned(Segment, segment_id, "segment")
         used_by = segment_in_use(self.organization_id, segment.pk)
         if used_by:
             raise invalid_state(
@@ -578,7 +555,7 @@ class SegmentContactsView(ApiView):
     def get(self, request: Request, segment_id: str) -> Response:
         from owlat.conditions import filters_queryset_safe
 
-        segment = _segment(self, require_uuid(segment_id, "segment"))
+        segment = self.get_owned(Segment, segment_id, "segment")
         queryset = filters_queryset_safe(self.organization_id, segment.filters)
         self.list_key = f"segments/{segment.pk}/contacts"
         page = self.paginate_queryset(queryset)

@@ -7,7 +7,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from owlat.api.base import ApiView, outcome_error, require_uuid, transition_object
+from owlat.api.base import ApiView, outcome_error, require_uuid, transition_object, validated
 from owlat.api.errors import ApiError, not_found
 from owlat.api.schema import DeletedSerializer, envelope, errors, transitioned_envelope
 from templates.api.serializers import (
@@ -41,14 +41,13 @@ class TemplateListView(ApiView):
         responses={200: TemplateSummarySerializer(many=True), **errors(400)},
     )
     def get(self, request: Request) -> Response:
-        params = TemplateListQuerySerializer(data=request.query_params)
-        params.is_valid(raise_exception=True)
+        params = validated(TemplateListQuerySerializer, request.query_params)
         queryset = EmailTemplate.objects.filter(organization_id=self.organization_id)
         for name in ("status", "type"):
-            if params.validated_data.get(name):
-                queryset = queryset.filter(**{f"{name}__in": params.validated_data[name]})
-        if params.validated_data.get("search"):
-            queryset = queryset.filter(name__icontains=params.validated_data["search"])
+            if params.get(name):
+                queryset = queryset.filter(**{f"{name}__in": params[name]})
+        if params.get("search"):
+            queryset = queryset.filter(name__icontains=params["search"])
         page = self.paginate_queryset(queryset)
         return self.get_paginated_response(TemplateSummarySerializer(page, many=True).data)
 
@@ -60,10 +59,10 @@ class TemplateListView(ApiView):
         responses={201: envelope(TemplateSerializer), **errors(400)},
     )
     def post(self, request: Request) -> Response:
-        serializer = TemplateWriteSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
         template = email_template_create(
-            organization_id=self.organization_id, actor=self.actor, fields=dict(serializer.validated_data)
+            organization_id=self.organization_id,
+            actor=self.actor,
+            fields=validated(TemplateWriteSerializer, request.data),
         )
         return self.created(TemplateSerializer(template).data)
 
@@ -78,11 +77,7 @@ class TemplateDetailView(ApiView):
     }
 
     def get_template(self, template_id: str) -> EmailTemplate:
-        pk = require_uuid(template_id, "template")
-        template = EmailTemplate.objects.filter(pk=pk, organization_id=self.organization_id).first()
-        if template is None:
-            raise not_found("Template not found")
-        return template
+        return self.get_owned(EmailTemplate, template_id, "template")
 
     @extend_schema(
         operation_id="templates_retrieve",
@@ -103,11 +98,8 @@ class TemplateDetailView(ApiView):
     )
     def put(self, request: Request, template_id: str) -> Response:
         template = self.get_template(template_id)
-        serializer = TemplateWriteSerializer(data=request.data, partial=True)
-        serializer.is_valid(raise_exception=True)
-        template = email_template_update(
-            template=template, actor=self.actor, changes=dict(serializer.validated_data)
-        )
+        changes = validated(TemplateWriteSerializer, request.data, partial=True)
+        template = email_template_update(template=template, actor=self.actor, changes=changes)
         return self.ok(TemplateSerializer(template).data)
 
     @extend_schema(
