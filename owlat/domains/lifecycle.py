@@ -11,7 +11,8 @@ Events (the `input["event"]` of a move):
   failed`, `unknown` (DNS errors) keeps the state. A domain verified by the staff override stays verified when
   its records are not (yet) published — the override is for setups without public DNS;
 - `override`: platform staff mark the domain verified without DNS (audited);
-- `records`: the records to publish changed (DKIM rotation); the state is kept.
+- `records`: the records to publish changed (DKIM rotation; a domain from before verification existed gets its
+  token and first key); the state is kept.
 Re-checks that keep the state are self-loops the reducer decides (no audit row: the cron runs them every few
 hours); every change of state writes an audit row.
 """
@@ -69,7 +70,10 @@ class DomainLifecycle(Lifecycle):
             if to != frm:
                 return Decision.refuse("illegal_edge")
             audit = input.get("audit")
-            return Decision.accept({"dns_records": input["records"]}, [Audit(*audit)] if audit else [])
+            patch = {"dns_records": input["records"]}
+            if input.get("token"):
+                patch["verification_token"] = input["token"]
+            return Decision.accept(patch, [Audit(*audit)] if audit else [])
         if event == "override":
             if frm == VERIFIED:
                 return Decision.refuse("already_verified")

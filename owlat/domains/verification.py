@@ -52,6 +52,9 @@ def domain_check(domain: Domain, *, actor: str) -> Outcome:
     if domain.status == REGISTERING:
         domain_register(domain, actor=actor)
         domain.refresh_from_db()
+    elif not domain.verification_token or not keys.live_keys(domain):
+        _complete_legacy(domain, actor=actor)
+        domain.refresh_from_db()
     wanted = _records(domain)
     results = checks.check_records(wanted)  # network I/O outside any transaction
     now = timezone.now()
@@ -73,6 +76,19 @@ def domain_check(domain: Domain, *, actor: str) -> Outcome:
             to,
             actor=actor,
             input={"event": "check", "verdict": verdict, "checks": stamped, "records": records},
+        )
+
+
+def _complete_legacy(domain: Domain, *, actor: str) -> None:
+    """A domain added before verification existed (or by hand): give it its token and first DKIM key."""
+    with transaction.atomic():
+        locked = Domain.objects.select_for_update().get(pk=domain.pk, organization_id=domain.organization_id)
+        if not keys.live_keys(locked):
+            keys.dkim_key_create(locked)
+        token = locked.verification_token or secrets.token_hex(16)
+        records = expected_records(locked.domain, token, keys.live_keys(locked))
+        domain_transition(
+            locked, locked.status, actor=actor, input={"event": "records", "records": records, "token": token}
         )
 
 

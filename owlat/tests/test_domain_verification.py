@@ -276,3 +276,21 @@ def test_one_broken_domain_does_not_stop_the_recheck(domain, dns_stand_in, monke
     assert summary.checked == 1
     assert "acme.test: the check failed (see the log)" in summary.lines()
     assert Domain.objects.get(domain="zzz.test").status == "failed"
+
+
+def test_a_domain_from_before_verification_gets_its_token_and_key_on_the_first_check(dns_stand_in):
+    org = make_org("Legacy")
+    legacy = Domain.objects.create(organization=org, domain="legacy.test", status="verified")
+    outcome = domain_check(legacy, actor="system:domain-recheck")
+    legacy.refresh_from_db()
+    assert legacy.verification_token and DkimKey.objects.filter(domain=legacy).count() == 1
+    assert [r["key"].split(":")[0] for r in legacy.dns_records] == [
+        "ownership",
+        "spf",
+        "dkim",
+        "dmarc",
+        "return_path",
+    ]
+    assert (outcome.from_state, outcome.to_state) == ("verified", "failed")  # nothing published
+    dns_stand_in.publish(legacy.dns_records)
+    assert domain_check(legacy, actor="system:domain-recheck").to_state == "verified"
