@@ -55,7 +55,7 @@ class EstimatedCountPaginator(Paginator):
                 self.estimated = True
                 return estimate
             return super().count
-        counted = self.object_list.order_by()[: COUNT_CAP + 1].count()
+        counted = self.object_list.order_by().values("pk")[: COUNT_CAP + 1].count()
         if counted > COUNT_CAP:
             self.estimated = self.capped = True
             return COUNT_CAP
