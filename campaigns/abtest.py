@@ -139,24 +139,15 @@ def _rate(part: int, whole: int) -> float:
 
 
 def variant_stats(campaign_id: Any, variant: str) -> dict[str, Any]:
-    from django.db.models import Count, Q
-
+    """CMP-20 from at most 10,000 of the variant's rows; `sent` = rows; buckets by delivery's one definition."""
     from delivery.models import EmailSend
+    from delivery.services import send_buckets
 
-    ids = list(
-        EmailSend.objects.filter(campaign_id=campaign_id, ab_variant=variant, deleted_at__isnull=True)
-        .order_by("pk")
-        .values_list("pk", flat=True)[:10_000]
-    )
-    agg = EmailSend.objects.filter(pk__in=ids).aggregate(
-        sent=Count("pk"),
-        delivered=Count(
-            "pk",
-            filter=Q(delivered_at__isnull=False) | Q(opened_at__isnull=False) | Q(clicked_at__isnull=False),
-        ),
-        opened=Count("pk", filter=Q(opened_at__isnull=False)),
-        clicked=Count("pk", filter=Q(clicked_at__isnull=False) | ~Q(clicked_links=[])),
-    )
+    first = EmailSend.objects.filter(
+        campaign_id=campaign_id, ab_variant=variant, deleted_at__isnull=True
+    ).order_by("pk")
+    buckets = send_buckets(EmailSend.objects.filter(pk__in=first.values("pk")[:10_000]))
+    agg = {"sent": buckets["rows"], **{k: buckets[k] for k in ("delivered", "opened", "clicked")}}
     return {
         **agg,
         "openRate": _rate(agg["opened"], agg["delivered"]),

@@ -6,8 +6,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Count, Q
-
 from campaigns import review, services
 from campaigns.lifecycle import LEGAL_EDGES
 from campaigns.models import STATS_FIELDS, Campaign
@@ -81,24 +79,13 @@ class BackfillReport:
 
 
 def _row_counts(campaign_id: Any) -> dict[str, int]:
-    """DLV-09 buckets from every row (no scan cap), in the campaign's `stats_*` names."""
-    from delivery.models import EmailSend, SendStatus
+    """DLV-09 buckets from every row (no scan cap; delivery's one definition), in the campaign's `stats_*`
+    names."""
+    from delivery.models import EmailSend
+    from delivery.services import send_buckets
 
-    agg = EmailSend.objects.filter(campaign_id=campaign_id, deleted_at__isnull=True).aggregate(
-        stats_sent=Count("pk", filter=Q(sent_at__isnull=False)),
-        stats_failed=Count("pk", filter=Q(status=SendStatus.FAILED)),
-        stats_delivered=Count(
-            "pk",
-            filter=Q(delivered_at__isnull=False) | Q(opened_at__isnull=False) | Q(clicked_at__isnull=False),
-        ),
-        stats_opened=Count("pk", filter=Q(opened_at__isnull=False)),
-        stats_clicked=Count("pk", filter=Q(clicked_at__isnull=False) | ~Q(clicked_links=[])),
-        stats_bounced=Count("pk", filter=Q(bounced_at__isnull=False)),
-        stats_hard_bounced=Count("pk", filter=Q(bounced_at__isnull=False, bounce_type="hard")),
-        stats_soft_bounced=Count("pk", filter=Q(bounced_at__isnull=False, bounce_type="soft")),
-        stats_unsubscribed=Count("pk", filter=Q(unsubscribed_at__isnull=False)),
-    )
-    return {k: int(v or 0) for k, v in agg.items()}
+    buckets = send_buckets(EmailSend.objects.filter(campaign_id=campaign_id, deleted_at__isnull=True))
+    return {field: buckets[field.removeprefix("stats_")] for field in STATS_FIELDS}
 
 
 def campaign_stats_backfill(

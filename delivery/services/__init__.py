@@ -11,6 +11,7 @@ Interface for the campaign engine (which delivery does not import):
   delays them, CMP-34);
 - `campaign_counters(campaign_id)` (DLV-10, incl. `unsubscribed`) and `campaign_counters_reset(...)` (→ sending);
 - `campaign_send_stats(campaign_id, ab_variant=None)` (DLV-09 ever-reached buckets, CMP-20);
+  `send_buckets(rows_queryset)` (the one bucket definition, over any set of campaign send rows);
 - `campaign_has_sends` / `campaign_has_queued_sends` (CMP-13; outcome-unknown rows count as finished, D-07);
 - `delivery.lifecycle.register_completion_handler("campaign", try_complete_campaign)` (DLV-18) and
   `register_complaint_handler("campaign", fn)` (DLV-11 content-scan flag);
@@ -40,6 +41,7 @@ from delivery.services.campaigns import (
     campaign_send_settings_set,
     campaign_send_stats,
     create_batch,
+    send_buckets,
 )
 from delivery.services.direct import (
     agent_reply_queue,
@@ -104,6 +106,7 @@ __all__ = [
     "doi_email_queue",
     "on_unsubscribe",
     "pool_for",
+    "send_buckets",
     "send_lookup",
     "sender_domain_problem",
     "sends_enqueue",

@@ -232,6 +232,34 @@ def campaign_counters_reset(*, organization_id: Any, campaign_id: Any) -> None:
     )
 
 
+def _bucket_expressions() -> dict[str, Count]:
+    reached = Q(delivered_at__isnull=False) | Q(opened_at__isnull=False) | Q(clicked_at__isnull=False)
+    return {
+        "sent": Count("pk", filter=Q(sent_at__isnull=False)),
+        "failed": Count("pk", filter=Q(status=SendStatus.FAILED)),
+        "delivered": Count("pk", filter=reached),
+        "opened": Count("pk", filter=Q(opened_at__isnull=False)),
+        "clicked": Count("pk", filter=Q(clicked_at__isnull=False) | ~Q(clicked_links=[])),
+        "bounced": Count("pk", filter=Q(bounced_at__isnull=False)),
+        "hard_bounced": Count("pk", filter=Q(bounced_at__isnull=False, bounce_type="hard")),
+        "soft_bounced": Count("pk", filter=Q(bounced_at__isnull=False, bounce_type="soft")),
+        "complained": Count("pk", filter=Q(complained_at__isnull=False)),
+        "unsubscribed": Count("pk", filter=Q(unsubscribed_at__isnull=False)),
+        "queued": Count("pk", filter=Q(status=SendStatus.QUEUED)),
+        "outcome_unknown": Count("pk", filter=Q(status=SendStatus.QUEUED, outcome_unknown=True)),
+        "rows": Count("pk"),
+    }
+
+
+def send_buckets(rows: Any) -> dict[str, int]:
+    """The one definition of a campaign's result buckets (DLV-09 "ever reached", CMP-20): counted in one query
+    over the send rows `rows` (a queryset) from their monotonic timestamps, never the current status. `rows` is
+    the number of rows; `delivered` counts a row with `delivered_at`, `opened_at` or `clicked_at`; `clicked`
+    one with `clicked_at` or recorded links. Used by the stats below, the campaign engine's stats backfill and
+    its per-variant A/B results."""
+    return {k: int(v or 0) for k, v in rows.aggregate(**_bucket_expressions()).items()}
+
+
 def campaign_send_stats(campaign_id: Any, *, ab_variant: str | None = None) -> dict[str, int]:
     """DLV-09 "ever reached" buckets from the rows' monotonic timestamps (never the current status); above
     `ROW_SCAN_CAP` rows (or for the whole campaign when the cap is hit) the denormalized counters are used."""
@@ -247,24 +275,9 @@ def campaign_send_stats(campaign_id: Any, *, ab_variant: str | None = None) -> d
             "outcome_unknown": qs.filter(status=SendStatus.QUEUED, outcome_unknown=True).count(),
             "source": "counters",  # type: ignore[dict-item]
         }
-    agg = qs.aggregate(
-        sent=Count("pk", filter=Q(sent_at__isnull=False)),
-        failed=Count("pk", filter=Q(status=SendStatus.FAILED)),
-        delivered=Count(
-            "pk",
-            filter=Q(delivered_at__isnull=False) | Q(opened_at__isnull=False) | Q(clicked_at__isnull=False),
-        ),
-        opened=Count("pk", filter=Q(opened_at__isnull=False)),
-        clicked=Count("pk", filter=Q(clicked_at__isnull=False) | ~Q(clicked_links=[])),
-        bounced=Count("pk", filter=Q(bounced_at__isnull=False)),
-        hard_bounced=Count("pk", filter=Q(bounced_at__isnull=False, bounce_type="hard")),
-        soft_bounced=Count("pk", filter=Q(bounced_at__isnull=False, bounce_type="soft")),
-        complained=Count("pk", filter=Q(complained_at__isnull=False)),
-        unsubscribed=Count("pk", filter=Q(unsubscribed_at__isnull=False)),
-        queued=Count("pk", filter=Q(status=SendStatus.QUEUED)),
-        outcome_unknown=Count("pk", filter=Q(status=SendStatus.QUEUED, outcome_unknown=True)),
-    )
-    return {**agg, "total": total}
+    buckets = send_buckets(qs)
+    del buckets["rows"]  # `total` above
+    return {**buckets, "total": total}
 
 
 def campaign_has_queued_sends(campaign_id: Any, *, count_unknown_as_finished: bool = True) -> bool:
