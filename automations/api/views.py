@@ -163,15 +163,7 @@ class AutomationDetailView(AutomationsView):
         )
         return self.ok(self.detail(automation.pk))
 
-    @extend_schema(
-        operation_id="automations_partial_update",
-        summary="Update an automation (partial)",
-        description="Same as PUT. Scope `automations:write`.",
-        request=AutomationUpdateSerializer,
-        responses={200: envelope(AutomationSerializer), **errors(400, 404, 422)},
-    )
-    def patch(self, request: Request, automation_id: str) -> Response:
-        return self.put(request, automation_id)
+    patch = put
 
     @extend_schema(
         operation_id="automations_destroy",
@@ -340,15 +332,7 @@ class StepDetailView(AutomationsView):
         )
         return self.ok(self.detail(automation.pk))
 
-    @extend_schema(
-        operation_id="automations_steps_partial_update",
-        summary="Update a step (partial)",
-        description=f"Same as PUT. {DRAFT_ONLY} Scope `automations:write`.",
-        request=StepUpdateSerializer,
-        responses={200: envelope(AutomationSerializer), **errors(400, 404, 422)},
-    )
-    def patch(self, request: Request, automation_id: str, step_id: str) -> Response:
-        return self.put(request, automation_id, step_id)
+    patch = put
 
     @extend_schema(
         operation_id="automations_steps_destroy",

@@ -157,15 +157,7 @@ class CampaignDetailView(CampaignsView):
         )
         return self.ok(CampaignSerializer(campaign).data)
 
-    @extend_schema(
-        operation_id="campaigns_partial_update",
-        summary="Update a campaign (partial)",
-        description=f"Same as PUT. {DRAFT_ONLY} Scope `campaigns:write`.",
-        request=CampaignWriteSerializer,
-        responses={200: envelope(CampaignSerializer), **errors(400, 404, 422)},
-    )
-    def patch(self, request: Request, campaign_id: str) -> Response:
-        return self.put(request, campaign_id)
+    patch = put
 
     @extend_schema(
         operation_id="campaigns_destroy",

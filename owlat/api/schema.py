@@ -108,7 +108,22 @@ def envelope(
 
 
 class ApiAutoSchema(AutoSchema):
-    """Adds the common error answers (401, 403, 429, 500) to every authenticated operation; bodies are JSON."""
+    """Adds the common error answers (401, 403, 429, 500) to every authenticated operation; bodies are JSON.
+
+    A view that answers PATCH like PUT declares `patch = put`: the PATCH operation gets PUT's documentation
+    with the id `<put id minus _update>_partial_update` and the summary "<PUT's summary> (partial)"."""
+
+    def get_operation(self, path: str, path_regex: str, path_prefix: str, method: str, registry: Any) -> Any:
+        operation = super().get_operation(path, path_regex, path_prefix, method, registry)
+        view_class = type(self.view)
+        if (
+            operation
+            and method == "PATCH"
+            and getattr(view_class, "patch", None) is getattr(view_class, "put", 0)
+        ):
+            operation["operationId"] = operation["operationId"].removesuffix("_update") + "_partial_update"
+            operation["summary"] = f"{operation['summary']} (partial)"
+        return operation
 
     def map_parsers(self) -> list[str]:
         # JSONObjectParser reads any Content-Type as JSON (API-05); clients send application/json.

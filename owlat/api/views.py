@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Callable
+from typing import Any
 from urllib.parse import unquote_to_bytes
 
 from django.db.models import Case, IntegerField, Q, QuerySet, Value, When
@@ -107,6 +109,23 @@ def _client_ip(request) -> str | None:
         return str(ipaddress.ip_address(value)) if value else None
     except ValueError:
         return None
+
+
+def _delete_unless_in_use(
+    view: ApiView, row: Any, resource: str, in_use: Callable[[Any, Any], Any], delete: Callable[[], Any]
+) -> Response:
+    """Delete a topic or segment; while a campaign or automation uses it → 422 `<resource>_in_use` with
+    `usedBy` (API-25)."""
+    used_by = in_use(view.organization_id, row.pk)
+    if used_by:
+        raise invalid_state(
+            f"{resource.capitalize()} is in use by a campaign or automation and cannot be deleted",
+            f"{resource}_in_use",
+            usedBy=used_by,
+        )
+    row_id = str(row.pk)
+    delete()
+    return view.deleted(row_id)
 
 
 # --- contacts ------------------------------------------------------------------------------------------------
@@ -395,15 +414,7 @@ class TopicDetailView(ApiView):
         topic = topic_update(topic=self.get_owned(Topic, topic_pk, "topic"), changes=fields)
         return self.ok(TopicSerializer(topic).data)
 
-    @extend_schema(
-        operation_id="topics_partial_update",
-        summary="Update a topic (partial)",
-        description="Same as PUT. Scope `topics:manage`.",
-        request=TopicWriteSerializer(partial=True),
-        responses={200: envelope(TopicSerializer), **errors(400, 404)},
-    )
-    def patch(self, request: Request, topic_id: str) -> Response:
-        return self.put(request, topic_id)
+    patch = put
 
     @extend_schema(
         operation_id="topics_destroy",
@@ -416,16 +427,7 @@ class TopicDetailView(ApiView):
         from owlat.topics import topic_delete
 
         topic = self.get_owned(Topic, topic_id, "topic")
-        used_by = topic_in_use(self.organization_id, topic.pk)
-        if used_by:
-            raise invalid_state(
-                "Topic is in use by a campaign or automation and cannot be deleted",
-                "topic_in_use",
-                usedBy=used_by,
-            )
-        topic_id_str = str(topic.pk)
-        topic_delete(topic=topic)
-        return self.deleted(topic_id_str)
+        return _delete_unless_in_use(self, topic, "topic", topic_in_use, lambda: topic_delete(topic=topic))
 
 
 # --- segments (API-25) -------------------------------------------------------------------------------------
@@ -509,15 +511,7 @@ class SegmentDetailView(ApiView):
         segment = segment_update(segment=self.get_owned(Segment, segment_pk, "segment"), changes=fields)
         return self.ok(SegmentSerializer(segment).data)
 
-    @extend_schema(
-        operation_id="segments_partial_update",
-        summary="Update a segment (partial)",
-        description="Same as PUT. Scope `segments:write`.",
-        request=SegmentWriteSerializer(partial=True),
-        responses={200: envelope(SegmentSerializer), **errors(400, 404)},
-    )
-    def patch(self, request: Request, segment_id: str) -> Response:
-        return self.put(request, segment_id)
+    patch = put
 
     @extend_schema(
         operation_id="segments_destroy",
@@ -530,16 +524,9 @@ class SegmentDetailView(ApiView):
         from owlat.segments import segment_delete
 
         segment = self.get_owned(Segment, segment_id, "segment")
-        used_by = segment_in_use(self.organization_id, segment.pk)
-        if used_by:
-            raise invalid_state(
-                "Segment is in use by a campaign or automation and cannot be deleted",
-                "segment_in_use",
-                usedBy=used_by,
-            )
-        segment_id_str = str(segment.pk)
-        segment_delete(segment=segment)
-        return self.deleted(segment_id_str)
+        return _delete_unless_in_use(
+            self, segment, "segment", segment_in_use, lambda: segment_delete(segment=segment)
+        )
 
 
 @extend_schema(parameters=[SEGMENT_ID], tags=["Segments"])

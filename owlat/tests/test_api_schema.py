@@ -111,3 +111,22 @@ def test_every_routed_operation_is_in_the_document(schema):
     documented = {(path, method) for path, method, _ in operations(schema)}
     assert routed and routed <= documented, sorted(routed - documented)
     assert {p for p, _ in routed if "/campaigns" in p} and {p for p, _ in routed if "/inbox/" in p}
+
+
+def test_patch_answered_like_put_is_documented_as_its_partial_variant(schema):
+    patched = 0
+    for path, item in schema["paths"].items():
+        if "patch" in item:
+            patched += 1
+            put, patch = item["put"], item["patch"]
+            assert patch["operationId"] == put["operationId"].removesuffix("_update") + "_partial_update", (
+                path
+            )
+            assert patch["summary"] == f"{put['summary']} (partial)", path
+            assert patch["responses"] == put["responses"], path
+            put_body = put["requestBody"]["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[1]
+            patch_body = patch["requestBody"]["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[
+                1
+            ]
+            assert patch_body in (put_body, f"Patched{put_body}"), path  # every key optional
+    assert patched >= 6

@@ -102,15 +102,7 @@ class TemplateDetailView(ApiView):
         template = email_template_update(template=template, actor=self.actor, changes=changes)
         return self.ok(TemplateSerializer(template).data)
 
-    @extend_schema(
-        operation_id="templates_partial_update",
-        summary="Update an email template (partial)",
-        description="Same as PUT. Scope `templates:write`.",
-        request=TemplateWriteSerializer(partial=True),
-        responses={200: envelope(TemplateSerializer), **errors(400, 404)},
-    )
-    def patch(self, request: Request, template_id: str) -> Response:
-        return self.put(request, template_id)
+    patch = put
 
     @extend_schema(
         operation_id="templates_destroy",
