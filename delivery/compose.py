@@ -277,9 +277,10 @@ def compose_transactional(
         prepared = prepare_template(template, send.language)
         uses_unsubscribe = prepared_uses(prepared, UNSUBSCRIBE_VARIABLE)
         uses_preferences = prepared_uses(prepared, PREFERENCES_VARIABLE)
-        if kind in ("automation", "transactional"):
+        # transactional mail signs the links only when its template uses them (the API path stays cheap)
+        if kind == "automation" or (kind == "transactional" and (uses_unsubscribe or uses_preferences)):
             unsubscribe, preferences = _contact_links(
-                send, with_preferences=kind == "automation" or uses_preferences
+                send, with_preferences=uses_preferences or (kind == "automation" and options.footer)
             )
             links = {UNSUBSCRIBE_VARIABLE: unsubscribe or "", PREFERENCES_VARIABLE: preferences or ""}
             if kind == "automation":
@@ -299,8 +300,8 @@ def compose_transactional(
     for name, value in (send.extra_headers or {}).items():
         headers[str(name)] = str(value).replace("\r", " ").replace("\n", " ")
     if kind == "automation":
-        if unsubscribe is None:
-            unsubscribe, preferences = _contact_links(send, with_preferences=True)
+        if unsubscribe is None:  # content given directly, no template
+            unsubscribe, preferences = _contact_links(send, with_preferences=options.footer)
         if unsubscribe:
             headers.update(list_unsubscribe_headers(unsubscribe))
         if options.footer and html is not None:

@@ -169,3 +169,26 @@ def test_duplicating_an_automation_keeps_its_mail_switches(org):
     source = _automation(org, unsubscribe_footer=False, track_engagement=True)
     copy = automation_duplicate(automation_id=source.pk, organization_id=org.pk, actor="test")
     assert (copy.unsubscribe_footer, copy.track_engagement) == (False, True)
+
+
+def test_transactional_templates_can_use_the_link_variables(org, contact, site):
+    from delivery.compose import compose_transactional
+    from templates.models import TransactionalEmail
+
+    template = TransactionalEmail.objects.create(
+        organization=org,
+        slug="receipt",
+        name="Receipt",
+        subject="Receipt",
+        html_content='<p>Thanks</p><p><a href="{{preferencesUrl}}">Email settings</a></p>',
+    )
+    send = TransactionalSend.objects.create(
+        organization=org,
+        kind="transactional",
+        transactional_email=template,
+        contact=contact,
+        email=contact.email,
+    )
+    message = compose_transactional(send)
+    assert 'href="https://owlat.example/preferences/' in message.html
+    assert "owlat-footer" not in message.html and "List-Unsubscribe" not in message.headers
