@@ -13,47 +13,13 @@ import json
 from typing import Any
 
 from django import forms
-from django.conf import global_settings
 from django.utils.html import format_html
-from django.utils.translation import get_language_info
 
 from owlat.api.serializers import LANGUAGE_RE
+from owlat.forms.languages import language_choices, language_name
 
 SUBJECT = "subject"
 HTML = "html"
-
-
-def normalize_language(code: str) -> str:
-    """BCP 47 spelling: `pt-br` → `pt-BR` (the API's and contacts' spelling)."""
-    base, _, region = (code or "").strip().partition("-")
-    return f"{base.lower()}-{region.upper()}" if region else base.lower()
-
-
-def language_name(code: str) -> str:
-    try:
-        return get_language_info(code.lower())["name"]
-    except KeyError:
-        try:
-            return get_language_info(code.split("-")[0].lower())["name"] + f" ({code.split('-', 1)[1]})"
-        except (KeyError, IndexError):
-            return code
-
-
-LANGUAGES: list[tuple[str, str]] = sorted(
-    {
-        normalize_language(code): f"{normalize_language(code)} — {name}"
-        for code, name in global_settings.LANGUAGES
-        if LANGUAGE_RE.match(code)
-    }.items(),
-    key=lambda item: item[1],
-)
-
-
-def language_choices(extra: list[str]) -> list[tuple[str, str]]:
-    """Every known language, plus codes already stored on the template that the list lacks (e.g. `en-US`)."""
-    known = {code for code, _ in LANGUAGES}
-    added = [(c, f"{c} — {language_name(c)}") for c in dict.fromkeys(extra) if c and c not in known]
-    return [*LANGUAGES, *added]
 
 
 def stored_languages(template: Any) -> list[str]:

@@ -39,6 +39,20 @@ class ContactForm(forms.ModelForm):
     class Meta:
         model = Contact
         fields = ("organization", "email", "first_name", "last_name", "language", "timezone", "notes")
+        help_texts = {
+            "language": "The language the contact's emails are sent in, when a template has it (else the "
+            "template's default). Type to search.",
+            "timezone": "The contact's IANA time zone. Type to search, e.g. Berlin.",
+        }
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        from owlat.forms.languages import use_language_picker, use_time_zone_picker
+
+        if "language" in self.fields:
+            use_language_picker(self.fields["language"], self.instance.language, blank="(none)")
+        if "timezone" in self.fields:
+            use_time_zone_picker(self.fields["timezone"], self.instance.timezone, blank="(none)")
 
     def clean_email(self) -> str | None:
         from owlat.contacts import is_valid_email, normalize_email
@@ -49,6 +63,14 @@ class ContactForm(forms.ModelForm):
         if not is_valid_email(value):
             raise ValidationError("Enter a valid email address.")
         return normalize_email(value)
+
+    def clean_language(self) -> str | None:
+        from owlat.api.serializers import LANGUAGE_RE
+
+        value = (self.cleaned_data.get("language") or "").strip()
+        if value and not LANGUAGE_RE.match(value):
+            raise ValidationError("Choose a language from the list (a code such as de or pt-BR).")
+        return value or None
 
     def clean_timezone(self) -> str | None:
         value = (self.cleaned_data.get("timezone") or "").strip()

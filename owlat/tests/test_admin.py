@@ -400,6 +400,12 @@ def test_contact_created_in_admin_goes_through_the_service(client, world):
     contact = Contact.objects.get(organization=org, email="new@example.com")
     assert contact.first_name == "Nia"
     assert contact.source == "admin"  # typed in by an operator, not an API call (the posted "api" is ignored)
+    page = client.get(url(Contact, "change", contact.pk)).content.decode()
+    # language and time zone are searchable pickers, not free text
+    assert '<select name="language"' in page and '<option value="pt-BR">pt-BR — Brazilian Portuguese' in page
+    assert '<option value="Europe/Berlin" selected>' in page
+    response = client.post(url(Contact, "add"), {"email": "x@example.com", "language": "klingon!"})
+    assert "Choose a language from the list" in response.content.decode()
     assert AuditLog.objects.filter(
         organization=org,
         action="contact.created",
