@@ -15,6 +15,7 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from unfold.paginator import InfinitePaginator
 
+from delivery import admin_health  # noqa: F401  (registers the provider health screen, DLV-17)
 from delivery.models import CampaignSendCounters, EmailSend, LocalMessage, TransactionalSend
 from delivery.providers import provider_status
 from owlat.admin.contact_timeline import ContactSection, Link, register_contact_section
@@ -373,5 +374,3 @@ def _history_row(send: Any, kind: str, subject: str | None, template: Any) -> li
 
 
 register_contact_section(contact_email_history)
-
-from delivery import admin_health  # noqa: E402, F401  (registers ProviderHealthAdmin)
