@@ -425,7 +425,11 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
-    "loggers": {"django-q": {"level": env.str("Q_LOG_LEVEL", default="WARNING")}},
+    "loggers": {
+        "django-q": {"level": env.str("Q_LOG_LEVEL", default="WARNING")},
+        # flufl.bounce logs every detector it runs at INFO: one line per detector per received message
+        "flufl.bounce": {"level": "WARNING"},
+    },
 }
 
 # --- Admin login (forms engineer) -----------------------------------------------------------------------
