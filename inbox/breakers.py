@@ -62,8 +62,13 @@ def open_breaker(organization_id: Any, now: dt.datetime | None = None) -> Circui
 
 
 def _locked(organization_id: Any, kind: str) -> CircuitBreaker:
-    row, _ = CircuitBreaker.objects.get_or_create(organization_id=organization_id, kind=kind)
-    return CircuitBreaker.objects.select_for_update().get(pk=row.pk)
+    row = (
+        CircuitBreaker.objects.select_for_update().filter(organization_id=organization_id, kind=kind).first()
+    )
+    if row is None:
+        CircuitBreaker.objects.get_or_create(organization_id=organization_id, kind=kind)
+        row = CircuitBreaker.objects.select_for_update().get(organization_id=organization_id, kind=kind)
+    return row
 
 
 def _trip(row: CircuitBreaker, reason: str, now: dt.datetime) -> None:

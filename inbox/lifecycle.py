@@ -319,20 +319,27 @@ def action_complete(
     at: dt.datetime | None = None,
 ) -> bool:
     at = at or timezone.now()
+    patch = {
+        "output": output,
+        "completed_at": at,
+        "duration_ms": duration_ms,
+        "model_used": model_used,
+        "token_usage": token_usage,
+        "error_message": None,
+    }
+    if duration_ms is not None:
+        # the walker's path: one compare-and-set `running → completed` (a finished row is never completed twice)
+        return bool(
+            AgentAction.objects.filter(pk=action_id, status=ActionStatus.RUNNING).update(
+                status=ActionStatus.COMPLETED, **patch
+            )
+        )
     with transaction.atomic(savepoint=False):
         row = AgentAction.objects.select_for_update().filter(pk=action_id).first()
         if row is None or row.status != ActionStatus.RUNNING:
             return False
-        if duration_ms is None and row.started_at:
-            duration_ms = max(0, int((at - row.started_at).total_seconds() * 1000))
-        patch = {
-            "output": output,
-            "completed_at": at,
-            "duration_ms": duration_ms,
-            "model_used": model_used,
-            "token_usage": token_usage,
-            "error_message": None,
-        }
+        if row.started_at:
+            patch["duration_ms"] = max(0, int((at - row.started_at).total_seconds() * 1000))
         row.complete(patch)
         row.save(update_fields=["status", *patch])
     return True

@@ -78,21 +78,29 @@ def message_start(message_id: Any, *, now: dt.datetime | None = None) -> str:
 
 def step_run(message_id: Any, action_id: Any, *, now: dt.datetime | None = None) -> str:
     """AGT-10 `run_step` for the prepared action `action_id`."""
-    action = AgentAction.objects.filter(pk=action_id, inbound_message_id=message_id).first()
+    # one query for the action, its message (with contact) and the organization's agent configuration
+    action = (
+        AgentAction.objects.select_related(
+            "inbound_message__contact", "inbound_message__organization__agent_config"
+        )
+        .filter(pk=action_id, inbound_message_id=message_id)
+        .first()
+    )
     if action is None:
         return "action not found"
     if action.status in _FINISHED:
         return f"action already {action.status}"
     module = step_module(action.action_type)
-    message = InboundMessage.objects.select_related("contact").filter(pk=message_id).first()
-    if message is None:
-        return "message not found"
+    message = action.inbound_message
     if message.processing_status != module.RUNS_IN:
         return f"message is {message.processing_status}, step runs in {module.RUNS_IN}"
     now = now or timezone.now()
     if not action_claim(action.pk, at=now):
         return "not claimed"
-    config, _ = AgentConfig.objects.get_or_create(organization_id=message.organization_id)
+    try:
+        config = message.organization.agent_config
+    except AgentConfig.DoesNotExist:
+        config, _ = AgentConfig.objects.get_or_create(organization_id=message.organization_id)
     ctx = StepContext(message=message, config=config, now=now)
     started = time.perf_counter()
     step_input = action.input or {}
