@@ -62,7 +62,7 @@ def build(contacts: int, sends: int) -> dict[str, Any]:
 
     from automations.models import Automation, AutomationStep
     from delivery.models import EmailSend, TransactionalSend
-    from owlat.models import Contact, Membership, SendingStat, Topic
+    from owlat.models import Contact, ContactActivity, Event, Membership, SendingStat, Topic
     from owlat.organizations import organization_create
     from templates.models import EmailTemplate
 
@@ -159,6 +159,35 @@ def build(contacts: int, sends: int) -> dict[str, Any]:
         {"join": join},
         numbered,
     )
+    # the contact page's timeline and events: one activity per two send rows, one event per ten
+    generate(
+        ContactActivity,
+        sends // 2,
+        {
+            "id": "gen_random_uuid()",
+            "organization_id": org_id,
+            "contact_id": "c.id",
+            "activity_type": "(ARRAY['email_sent','email_opened','email_clicked'])[1 + g % 3]",
+            "metadata": "'{}'::jsonb",
+            "occurred_at": f"{now} - ((g % 2880) || ' minutes')::interval * 15",
+        },
+        {"join": join},
+        numbered,
+    )
+    generate(
+        Event,
+        max(1, sends // 10),
+        {
+            "id": "'evt_bench_' || g",
+            "organization_id": org_id,
+            "contact_id": "c.id",
+            "event_name": "'signed_up'",
+            "properties": '\'{"plan": "pro"}\'::jsonb',
+            "created_at": f"{now} - ((g % 2880) || ' minutes')::interval * 15",
+        },
+        {"join": join},
+        numbered,
+    )
     today = dt.date.today()
     SendingStat.objects.bulk_create(
         SendingStat(
@@ -229,6 +258,7 @@ def measure(runs: int) -> list[dict[str, Any]]:
         ("failed sends", reverse("admin:delivery_transactionalsend_changelist") + "?status__exact=failed"),
         ("campaign sends", reverse("admin:delivery_emailsend_changelist")),
         ("topics", reverse("admin:owlat_topic_changelist")),
+        ("organizations", reverse("admin:owlat_organization_changelist")),
         ("automations", reverse("admin:automations_automation_changelist")),
         ("email templates", reverse("admin:templates_emailtemplate_changelist")),
     ]
