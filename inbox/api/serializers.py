@@ -12,7 +12,7 @@ from rest_framework import serializers
 
 from inbox.models import ActionStatus, InboundMessage, ProcessingStatus, StepKind
 from inbox.receive import AUTH_RESULTS
-from owlat.api.fields import ChoiceListField, JSONValueField, QuerySerializer, TimestampField
+from owlat.api.fields import ChoiceListField, JSONValueField, QuerySerializer, StringField, TimestampField
 
 # --- requests ------------------------------------------------------------------------------------------------
 
@@ -65,15 +65,18 @@ def _with_from(
 class MessageIngestSerializer(serializers.Serializer):
     """An inbound email, for integrations without an MTA webhook."""
 
-    messageId = serializers.CharField(
-        max_length=998, help_text="The Message-ID header; a repeat is not re-run."
+    messageId = StringField(
+        max_length=998,
+        trim_whitespace=True,
+        allow_blank=False,
+        help_text="The Message-ID header; a repeat is not re-run.",
     )
     to = FlexibleToField()
-    subject = serializers.CharField(required=False, allow_blank=True, max_length=998, default="")
-    textBody = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
-    htmlBody = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
-    inReplyTo = serializers.CharField(required=False, allow_blank=True, max_length=998)
-    references = serializers.CharField(required=False, allow_blank=True)
+    subject = StringField(required=False, trim_whitespace=True, max_length=998, default="")
+    textBody = StringField(required=False)
+    htmlBody = StringField(required=False)
+    inReplyTo = StringField(required=False, trim_whitespace=True, max_length=998)
+    references = StringField(required=False, trim_whitespace=True)
     headers = serializers.DictField(child=serializers.CharField(allow_blank=True), required=False)
     attachments = InboundAttachmentSerializer(many=True, required=False)
     receivedAt = TimestampField(required=False, help_text="Default: now.")
@@ -82,25 +85,27 @@ class MessageIngestSerializer(serializers.Serializer):
     def get_fields(self) -> dict[str, serializers.Field]:
         return _with_from(
             super().get_fields(),
-            serializers.CharField(max_length=500, help_text="`addr` or `Name <addr>`."),
+            StringField(
+                max_length=500, trim_whitespace=True, allow_blank=False, help_text="`addr` or `Name <addr>`."
+            ),
             after="messageId",
         )
 
 
 class DraftEditSerializer(serializers.Serializer):
-    draftResponse = serializers.CharField(trim_whitespace=False, help_text="The reply's new text.")
-    draftSubject = serializers.CharField(required=False, allow_blank=True, max_length=998)
+    draftResponse = StringField(allow_blank=False, help_text="The reply's new text.")
+    draftSubject = StringField(required=False, trim_whitespace=True, max_length=998)
 
 
 class ApproveSerializer(serializers.Serializer):
     """Optionally an edit, applied first."""
 
-    draftResponse = serializers.CharField(required=False, trim_whitespace=False)
-    draftSubject = serializers.CharField(required=False, allow_blank=True, max_length=998)
+    draftResponse = StringField(required=False, allow_blank=False)
+    draftSubject = StringField(required=False, trim_whitespace=True, max_length=998)
 
 
 class RejectSerializer(serializers.Serializer):
-    reason = serializers.CharField(required=False, allow_blank=True, max_length=1000)
+    reason = StringField(required=False, trim_whitespace=True, max_length=1000)
 
 
 class MessageListQuerySerializer(QuerySerializer):

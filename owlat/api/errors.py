@@ -144,6 +144,8 @@ def _validation_error_response(detail: Any) -> Response:
     def walk(value: Any, path: str) -> None:
         if isinstance(value, dict):
             for key, sub in value.items():
+                if isinstance(key, int):  # a list's errors keyed by index (ListField, nested many=True)
+                    key = f"[{key}]"
                 sub_path = str(key) if not path or str(key).startswith("[") else f"{path}.{key}"
                 if path and str(key).startswith("["):
                     sub_path = f"{path}{key}"
