@@ -34,3 +34,8 @@ class AutomationsConfig(AppConfig):
         from delivery.mail_options import register_automation_mail_options
 
         register_automation_mail_options(automation_mail_options_lookup)
+
+        from automations.recovery import abandoned_step_runs_sweep
+        from owlat.registry import register_sweep
+
+        register_sweep("automations.abandoned_step_runs", abandoned_step_runs_sweep)
