@@ -6,8 +6,9 @@ from automations.walker import pending_delays_process, run_start, step_execute
 from automations.walker_batch import walk
 
 
-def automation_run_start_task(run_id: str) -> str:
-    return run_start(run_id)
+def automation_run_start_task(run_id: str, *more: str) -> str:
+    """Start the runs one fan-out opened (one task for all of them, issue 12 item 3)."""
+    return "; ".join(run_start(i) for i in (run_id, *more))
 
 
 def automation_step_execute_task(run_id: str, step_run_id: str, retry_count: int = 0) -> str:

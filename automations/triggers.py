@@ -16,7 +16,7 @@ from typing import Any
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
-from automations.lifecycle import run_open
+from automations.lifecycle import runs_open_many
 from automations.models import Automation, AutomationRun, AutomationStatus, AutomationStep, RunStatus
 from owlat.registry import TriggerEvent
 
@@ -79,7 +79,11 @@ def trigger_matches(kind: str, config: Any, data: dict[str, Any]) -> tuple[bool,
 
 
 def automation_fanout(event: TriggerEvent, *, now: dt.datetime | None = None) -> list[str]:
-    """AUT-17: open a run per matching active automation; returns the created run ids."""
+    """AUT-17: open a run per matching active automation; returns the created run ids.
+
+    Set-based (issue 12 item 3): one read of the candidate automations, one insert of every run (the partial
+    unique index drops a contact's second running run without a savepoint), one counter insert and one start
+    task for all of them."""
     from owlat.jobs import enqueue
 
     now = now or timezone.now()
@@ -93,20 +97,13 @@ def automation_fanout(event: TriggerEvent, *, now: dt.datetime | None = None) ->
             )
         ),
     )
-    run_ids: list[str] = []
+    wanted = []
     for automation in automations:
         matched, trigger_data = trigger_matches(event.kind, automation.trigger_config, event.data)
         if not matched or automation.has_running or not automation.has_steps:
             continue
-        run = run_open(
-            automation=automation,
-            contact_id=event.contact_id,
-            triggered_by=event.kind,
-            trigger_data=trigger_data,
-            at=now,
-        )
-        if run is None:  # a concurrent firing won the partial unique index
-            continue
-        enqueue("automations.tasks.automation_run_start_task", str(run.pk))
-        run_ids.append(str(run.pk))
+        wanted.append((automation.pk, automation.organization_id, event.contact_id, event.kind, trigger_data))
+    run_ids = [str(run_id) for run_id, _ in runs_open_many(wanted, at=now)]
+    if run_ids:
+        enqueue("automations.tasks.automation_run_start_task", *run_ids)
     return run_ids

@@ -153,11 +153,18 @@ def contact_find_or_create(
                         organization_id=organization_id, email=address, source=source, **fields
                     )
                     if address:
-                        ContactIdentity.objects.get_or_create(
-                            organization_id=organization_id,
-                            channel=IdentityChannel.EMAIL,
-                            identifier=address,
-                            defaults={"contact": contact},
+                        # get-or-create in one statement (INSERT … ON CONFLICT DO NOTHING): an existing
+                        # identity is kept, as before (issue 12 item 3).
+                        ContactIdentity.objects.bulk_create(
+                            [
+                                ContactIdentity(
+                                    organization_id=organization_id,
+                                    channel=IdentityChannel.EMAIL,
+                                    identifier=address,
+                                    contact=contact,
+                                )
+                            ],
+                            ignore_conflicts=True,
                         )
             except IntegrityError:
                 existing = live_contacts(organization_id).select_for_update().filter(email=address).first()

@@ -5,6 +5,7 @@ runner (`Lifecycle.transition_many`, `Lifecycle.create_many`):
   `UPDATE … WHERE id = ANY(ARRAY(SELECT … FOR UPDATE SKIP LOCKED)) RETURNING` that also counts the execution on
   each run (`steps_executed`, the loop cap of AUT-25) — so two claimers never take the same row;
 - `step_runs_complete_many`, `step_runs_fail_many`, `runs_finish_many`: one compare-and-set per edge;
+- `runs_open_many` (AUT-17's fan-out in one insert);
 - `step_runs_create_many` (pending rows, one insert) and `step_runs_skip_many` (rows created `skipped`, AUT-23).
 
 Counters move through the same delta helpers as the single-row writers (`automations.lifecycle.runs`).
@@ -27,6 +28,7 @@ from automations.lifecycle.runs import (
     EXECUTING,
     FAILED,
     PENDING,
+    RUNNING,
     RUNS,
     SKIPPED,
     STEP_RUNS,
@@ -179,3 +181,48 @@ def step_runs_skip_many(
         for step in steps
     ]
     return STEP_RUNS.create_many([Move(row, SKIPPED, {"created": True}) for row in rows], actor=ACTOR, at=at)
+
+
+def runs_open_many(
+    items: Sequence[tuple[Any, Any, Any, str, dict[str, Any] | None]], *, at: dt.datetime
+) -> list[tuple[Any, Any]]:
+    """AUT-17 set-based: `running` runs for (automation id, organization id, contact id, triggered_by,
+    trigger_data) in one `INSERT … ON CONFLICT DO NOTHING RETURNING` — the partial unique index decides races
+    (a contact with a running run gets none) without a savepoint per run; each opened run is counted as
+    entered (one delta insert). Returns (run id, automation id) of the runs opened."""
+    import json
+    import uuid
+
+    from automations.counters import record_run_counts
+
+    if not items:
+        return []
+    table = AutomationRun._meta.db_table
+    rows_sql = ", ".join(
+        ["(%s::uuid, %s::uuid, %s::uuid, %s::uuid, 0, 0, %s, %s, %s, %s::jsonb)"] * len(items)
+    )
+    params: list[Any] = []
+    for automation_id, organization_id, contact_id, triggered_by, trigger_data in items:
+        params += [
+            str(uuid.uuid4()),
+            str(organization_id),
+            str(automation_id),
+            str(contact_id),
+            RUNNING,
+            at,
+            triggered_by,
+            None if trigger_data is None else json.dumps(trigger_data),
+        ]
+    sql = (
+        f"INSERT INTO {table} (id, organization_id, automation_id, contact_id, current_step_index, "
+        f"steps_executed, status, started_at, triggered_by, trigger_data) VALUES {rows_sql} "
+        f"ON CONFLICT DO NOTHING RETURNING id, automation_id"
+    )
+    with transaction.atomic(savepoint=False), connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        opened = [(row[0], row[1]) for row in cursor.fetchall()]
+        counts: dict[Any, dict[str, int]] = {}
+        for _, automation_id in opened:
+            counts.setdefault(automation_id, {"entered": 0})["entered"] += 1
+        record_run_counts(counts)
+    return opened

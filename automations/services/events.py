@@ -59,30 +59,33 @@ def event_record(
     from owlat.triggers import fire_trigger
 
     address = normalize_email(email)
-    with transaction.atomic():
-        contact = live_contacts(organization_id).filter(email=address).first()
+    # Issue 12 item 3: no savepoint of our own (the caller's transaction, or one without savepoints), the
+    # contact read once (the find-or-create only when it is missing), the fan-out before the event row so the
+    # row is inserted with its count (no UPDATE after), the runs opened set-based (automations.triggers).
+    contact = live_contacts(organization_id).filter(email=address).first()
+    if contact is None and not create_contact:
+        raise ContactNotFound(address)
+    with transaction.atomic(savepoint=False):
         created = False
         if contact is None:
-            if not create_contact:
-                raise ContactNotFound(address)
             # Fires contact_created first (its runs are not counted below).
             contact, created = contact_find_or_create(
                 organization_id=organization_id, email=address, source="api", actor=actor, mode="upsert"
             )
-        event = Event.objects.create(
-            id=new_event_id(),
-            organization_id=organization_id,
-            contact=contact,
-            event_name=event_name,
-            properties=event_properties,
-        )
         run_ids = fire_trigger(
             "event_received",
             organization_id=organization_id,
             contact_id=contact.pk,
             data={"eventName": event_name, "eventProperties": event_properties},
         )
-        Event.objects.filter(pk=event.pk).update(triggered_automations=len(run_ids))
+        event = Event.objects.create(
+            id=new_event_id(),
+            organization_id=organization_id,
+            contact=contact,
+            event_name=event_name,
+            properties=event_properties,
+            triggered_automations=len(run_ids),
+        )
         activity_record(
             organization_id=organization_id,
             contact_id=contact.pk,

@@ -1,0 +1,90 @@
+"""Cheaper intake (issue 12 item 3): the statements one events API call costs, asserted so it cannot creep back.
+
+Before issue 12 item 3 (this test run on the tree just before it): an event for an existing contact that starts
+one automation took 18 statements, an event that creates the contact and starts two automations
+(contact_created and event_received) took 37; now 13 and 27. The counts include the API key, rate limit,
+idempotency and transaction statements of the API layer (savepoints as Django reports them), which this item
+does not own.
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from automations.models import AutomationRun
+from automations.tests.conftest import DELAY_1H
+from owlat.models import AuditLog, ContactActivity, Event
+from testsupport import queued_tasks
+from testsupport.api import ApiClient, make_key
+
+EXISTING_BEFORE, NEW_BEFORE = 18, 37
+EXISTING_NOW, NEW_NOW = 13, 27
+
+
+@pytest.fixture(autouse=True)
+def _no_rate_limit(settings):
+    settings.API_RATE_LIMIT_PER_SECOND = 10_000
+    settings.API_RATE_LIMIT_BURST = 10_000
+
+
+@pytest.fixture
+def api(org):
+    _, raw = make_key(org, scopes=["events:write"])
+    return ApiClient(raw)
+
+
+def statements(api, body, **kw) -> tuple[int, list[str]]:
+    with CaptureQueriesContext(connection) as ctx:
+        r = api.post("/events", body, **kw)
+    assert r.status_code == 201, r.content
+    return len(ctx.captured_queries), [q["sql"] for q in ctx.captured_queries]
+
+
+def test_an_event_costs_fewer_statements_and_still_writes_everything(api, org, make_automation, make_contact):
+    on_event = make_automation(
+        [DELAY_1H], trigger_type="event_received", trigger_config={"eventName": "signup"}, status="active"
+    )
+    on_create = make_automation([DELAY_1H], trigger_type="contact_created", status="active")
+    make_contact("old@example.com")
+    api.post("/events", {"email": "warm@example.com", "eventName": "other", "createContactIfNotExists": True})
+
+    existing, sql = statements(api, {"email": "old@example.com", "eventName": "signup"})
+    new, sql_new = statements(
+        api, {"email": "new@example.com", "eventName": "signup", "createContactIfNotExists": True}
+    )
+    print(f"\nevent for an existing contact: {existing} statements (before: {EXISTING_BEFORE})")
+    print(f"event creating its contact: {new} statements (before: {NEW_BEFORE})")
+    assert existing <= EXISTING_NOW < EXISTING_BEFORE
+    assert not any(s.startswith("UPDATE") and "owlat_event" in s for s in sql)  # inserted with its count
+    assert sum("automations_automationrun" in s and s.startswith("INSERT") for s in sql) == 1
+    assert new <= NEW_NOW < NEW_BEFORE
+
+    # everything the semantics require is still written: contact, identity, event with its count, activities,
+    # the audit row of the creation, one run per automation, and their start
+    event = Event.objects.get(contact__email="new@example.com", event_name="signup")
+    assert event.triggered_automations == 1
+    assert set(
+        ContactActivity.objects.filter(contact=event.contact).values_list("activity_type", flat=True)
+    ) >= {"event_received"}
+    assert AuditLog.objects.filter(resource_id=str(event.contact_id)).exists()
+    assert set(
+        AutomationRun.objects.filter(contact=event.contact).values_list("automation_id", flat=True)
+    ) == {
+        on_event.pk,
+        on_create.pk,
+    }
+    starts = [t for t in queued_tasks() if t.func == "automations.tasks.automation_run_start_task"]
+    assert sum(len(t.args) for t in starts) == AutomationRun.objects.count()
+
+
+def test_a_second_firing_for_a_running_contact_opens_no_second_run(api, org, make_automation, make_contact):
+    make_automation(
+        [DELAY_1H], trigger_type="event_received", trigger_config={"eventName": "go"}, status="active"
+    )
+    make_contact("a@example.com")
+    first = api.post("/events", {"email": "a@example.com", "eventName": "go"}).json()["data"]
+    second = api.post("/events", {"email": "a@example.com", "eventName": "go"}).json()["data"]
+    assert (first["triggeredAutomations"], second["triggeredAutomations"]) == (1, 0)
+    assert AutomationRun.objects.count() == 1
