@@ -442,4 +442,4 @@ class KnowledgeEntryAdmin(TenantModelAdmin):
     fields = ("title", "content", "source")
 
 
-from inbox import admin_breakers, admin_provider  # noqa: E402,F401 - register their screens (AGT-20, AGT-28)
+from inbox import admin_breakers, admin_provider, admin_rules  # noqa: E402,F401 - their screens (AGT-20, 28, 17)

@@ -448,3 +448,49 @@ class LlmProviderSetting(models.Model):
 
     def __str__(self) -> str:
         return f"{self.get_provider_display()} for {self.organization_id}"
+
+
+class RuleMatch(models.TextChoices):
+    SENDER = "sender", "sender address is"
+    SENDER_DOMAIN = "sender_domain", "sender domain is"
+    SUBJECT = "subject", "subject contains"
+    CATEGORY = "category", "classified category is"
+
+
+class RuleAction(models.TextChoices):
+    ARCHIVE = "archive", "archive without reply"
+    RELABEL = "relabel", "relabel the category"
+
+
+class HandlingRule(models.Model):
+    """AGT-17 [orig]: an operator's rule applied after classification — force-archive (`handling_rule_archive`)
+    or relabel the category. Complaints, spam and urgent messages are never relabelled."""
+
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="handling_rules")
+    name = models.CharField(max_length=200)
+    match = models.CharField(max_length=16, choices=RuleMatch.choices)
+    value = models.CharField(
+        max_length=300,
+        help_text="Address, domain, words of the subject, or a category name (case-insensitive).",
+    )
+    action = models.CharField(max_length=10, choices=RuleAction.choices)
+    category = models.CharField(
+        max_length=20,
+        blank=True,
+        default="",
+        choices=[
+            (c, c.replace("_", " "))
+            for c in ("support", "sales", "billing", "feature_request", "internal", "other")
+        ],
+        help_text="The new category (relabel only).",
+    )
+    position = models.PositiveSmallIntegerField(
+        default=0, help_text="Rules run in this order; the first match wins."
+    )
+    is_active = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["position", "name"]
+
+    def __str__(self) -> str:
+        return self.name

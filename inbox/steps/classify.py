@@ -7,6 +7,7 @@ from typing import Any
 
 from inbox import llm
 from inbox.models import ProcessingStatus as P
+from inbox.rules import rule_apply, rules_for
 from inbox.steps import Route, StepContext
 
 RUNS_IN = P.CLASSIFYING
@@ -63,7 +64,14 @@ def execute(ctx: StepContext, input: dict[str, Any]) -> dict[str, Any]:
         organization_id=ctx.message.organization_id,
     )
     ctx.calls.add(result)
-    return {"aiConfigured": True, "classification": validate(result.data)}
+    m = ctx.message
+    return {
+        "aiConfigured": True,
+        "classification": validate(result.data),
+        "rules": rules_for(m.organization_id),  # AGT-17 operator handling rules, applied in `route`
+        "sender": m.from_email,
+        "subject": m.subject,
+    }
 
 
 def route(output: dict[str, Any], input: dict[str, Any], ctx: StepContext) -> Route:
@@ -80,6 +88,14 @@ def route(output: dict[str, Any], input: dict[str, Any], ctx: StepContext) -> Ro
     classification = output["classification"]
     if classification["category"] == "spam":
         return Route.transition(P.ARCHIVED, {"reason": "classifier_spam"})
+    action, classification, _rule = rule_apply(
+        output.get("rules") or [],
+        sender=output.get("sender", ""),
+        subject=output.get("subject", ""),
+        classification=classification,
+    )
+    if action == "archive":
+        return Route.transition(P.ARCHIVED, {"reason": "handling_rule_archive"})
     next_input = {"briefing": input.get("briefing", ""), "classification": classification}
     if ctx.config.is_clarification_enabled:
         return Route.in_state("clarify", next_input)  # AGT-12: in_state → clarify
