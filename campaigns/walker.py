@@ -189,10 +189,7 @@ def _enqueue_chunks(send_ids: list[str], at: dt.datetime | None) -> int:
     """DLV-16: one pool job per chunk of `CAMPAIGN_ENQUEUE_CHUNK_SIZE` rows, delayed to `at` (CMP-34)."""
     from delivery.services import sends_enqueue
 
-    jobs = 0
-    for start in range(0, len(send_ids), CAMPAIGN_ENQUEUE_CHUNK_SIZE):
-        jobs += sends_enqueue("campaign", send_ids[start : start + CAMPAIGN_ENQUEUE_CHUNK_SIZE], at=at)
-    return jobs
+    return sends_enqueue("campaign", send_ids, at=at, chunk_size=CAMPAIGN_ENQUEUE_CHUNK_SIZE)
 
 
 # --- the hop ---------------------------------------------------------------------------------------------------

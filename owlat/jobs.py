@@ -66,6 +66,64 @@ def enqueue(
         transaction.on_commit(lambda: _push(path, args, kwargs, queue))
 
 
+def enqueue_many(
+    func: Callable[..., Any] | str,
+    arg_lists: list[tuple | list],
+    *,
+    at: dt.datetime | None = None,
+    queue: str | None = None,
+) -> None:
+    """`enqueue(func, *args, at=at, queue=queue)` for every `args` in `arg_lists`, written in one statement: the
+    due-task rows by one bulk insert, immediate tasks on the ORM broker as the broker rows django-q2's
+    `async_task` would write (same signed package, `pre_enqueue` signal sent), by one bulk insert. Anything
+    else (Redis, django-q2 sync mode, the test switch OWLAT_TEST_DELIVER_TWICE) goes one `enqueue` at a time."""
+    path = task_path(func)
+    if queue is not None and queue not in QUEUES:
+        raise ValueError(f"unknown queue {queue!r}")
+    if not arg_lists:
+        return
+    if at is not None and at > timezone.now() + _IMMEDIATE_SLACK:
+        DueTask.objects.bulk_create(
+            [DueTask(func=path, args=list(args), kwargs={}, queue=queue, due_at=at) for args in arg_lists]
+        )
+        return
+    from django_q.conf import Conf
+
+    if (
+        not settings.Q_BROKER_IS_TRANSACTIONAL
+        or Conf.SYNC
+        or getattr(settings, "OWLAT_TEST_DELIVER_TWICE", False)
+    ):
+        for args in arg_lists:
+            enqueue(path, *args, queue=queue)
+        return
+    from django_q.brokers import get_broker
+    from django_q.humanhash import uuid as q_uuid
+    from django_q.models import OrmQ
+    from django_q.signals import pre_enqueue
+    from django_q.signing import SignedPackage
+
+    cluster = queue if queue and queue != "default" else None
+    broker = get_broker(cluster)
+    key = broker.list_key or Conf.CLUSTER_NAME
+    now = timezone.now()
+    rows = []
+    for args in arg_lists:
+        name, task_id = q_uuid()
+        task: dict[str, Any] = {"id": task_id, "name": name, "func": path, "args": tuple(args)}
+        if cluster:
+            task["cluster"] = cluster
+        if Conf.CACHED:
+            task["cached"] = Conf.CACHED
+        if Conf.ACK_FAILURES:
+            task["ack_failure"] = Conf.ACK_FAILURES
+        task["kwargs"] = {}
+        task["started"] = now
+        pre_enqueue.send(sender="django_q", task=task)
+        rows.append(OrmQ(key=key, payload=SignedPackage.dumps(task), lock=now))
+    OrmQ.objects.using(Conf.ORM).bulk_create(rows)
+
+
 def dispatch_due_tasks(*, now: dt.datetime | None = None, batch: int = 200) -> int:
     """Hand every due task to django-q2; returns how many were handed over.
 

@@ -20,22 +20,18 @@ def pool_for(ref_kind: str) -> str:
     return POOL_FOR_KIND[ref_kind]
 
 
-def sends_enqueue(ref_kind: str, send_ids: Sequence[Any], *, at: Any = None) -> int:
-    """Hand rows to their pool in jobs of up to `BATCH_SIZE` ids (inside the caller's transaction)."""
-    from owlat.jobs import enqueue
+def sends_enqueue(
+    ref_kind: str, send_ids: Sequence[Any], *, at: Any = None, chunk_size: int = BATCH_SIZE
+) -> int:
+    """Hand rows to their pool in jobs of up to `chunk_size` (at most `BATCH_SIZE`) ids, inside the caller's
+    transaction, all jobs in one write (`owlat.jobs.enqueue_many`)."""
+    from owlat.jobs import enqueue_many
 
     ids = [str(i) for i in send_ids]
-    jobs = 0
-    for start in range(0, len(ids), BATCH_SIZE):
-        enqueue(
-            "delivery.tasks.send_batch_task",
-            ref_kind,
-            ids[start : start + BATCH_SIZE],
-            at=at,
-            queue=pool_for(ref_kind),
-        )
-        jobs += 1
-    return jobs
+    size = max(1, min(chunk_size, BATCH_SIZE))
+    chunks = [(ref_kind, ids[start : start + size]) for start in range(0, len(ids), size)]
+    enqueue_many("delivery.tasks.send_batch_task", chunks, at=at, queue=pool_for(ref_kind))
+    return len(chunks)
 
 
 def send_lookup(ref: SendRef, *, organization_id: Any = None) -> Any:
