@@ -72,8 +72,10 @@ class StepInline(TenantTabularInline):
     formset = StepFormSet
     extra = 0
     ordering = ("step_index",)
-    fields = ("step_index", "step_type", "settings", "position", "stored_config", "funnel")
-    readonly_fields = ("step_index", "summary", "stored_config", "funnel")
+    # The per-step counts are in the automation's "step funnel" table (exact: stored counts plus pending deltas),
+    # not repeated here from the stored columns alone.
+    fields = ("step_index", "step_type", "settings", "position", "stored_config")
+    readonly_fields = ("step_index", "summary", "stored_config")
     manage_permission = "automations:manage"
     feature_flag = "automations"
 
@@ -92,7 +94,7 @@ class StepInline(TenantTabularInline):
     def get_fields(self, request: HttpRequest, obj: Any = None):
         if self._draft(obj):
             return super().get_fields(request, obj)
-        return ("step_index", "step_type", "summary", "stored_config", "funnel")  # locked outside draft
+        return ("step_index", "step_type", "summary", "stored_config")  # locked outside draft
 
     @admin.display(description="what it does")
     def summary(self, step: AutomationStep) -> str:
@@ -125,19 +127,6 @@ class StepInline(TenantTabularInline):
             )
         except NoReverseMatch:
             return tpl.name
-
-    @admin.display(description="pending / executing / completed / failed / skipped")
-    def funnel(self, step: AutomationStep) -> str:
-        if step._state.adding:
-            return "—"
-        from automations.counters import counters_overlay
-
-        step = copy.copy(step)  # never saved with the overlay
-        counters_overlay(steps=[step])  # stored + pending deltas: exact between roll-ups (issue 12 item 2)
-        return (
-            f"{step.stat_pending} / {step.stat_executing} / {step.stat_completed} / {step.stat_failed} / "
-            f"{step.stat_skipped}"
-        )
 
 
 # --- the automation editor ---------------------------------------------------------------------------------------
