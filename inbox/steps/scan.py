@@ -14,6 +14,7 @@ from inbox.security import (
     scan,
 )
 from inbox.steps import Route, StepContext
+from inbox.url_reputation import enabled as url_reputation_enabled
 from inbox.url_reputation import unsafe_urls
 
 RUNS_IN = P.SECURITY_CHECK
@@ -28,7 +29,7 @@ def execute(ctx: StepContext, input: dict[str, Any]) -> dict[str, Any]:
         m.subject, m.text_body, m.html_body
     )
     # 5. URL reputation (only with GOOGLE_SAFE_BROWSING_API_KEY; cached; fails open)
-    unsafe = unsafe_urls(message_urls(m.text_body, m.html_body))
+    unsafe = unsafe_urls(message_urls(m.text_body, m.html_body)) if url_reputation_enabled() else []
     if unsafe:
         result.phishing_detected = True
         result.phishing_reasons.append(f"unsafe link (Safe Browsing): {unsafe[0][:100]}")
