@@ -2,8 +2,11 @@
 
 `dispatch_batch(kind, ids)` is what one pool job does: claim each given row on its own (rows another worker
 holds, or that already left `queued`, are skipped), compose, re-check suppression, take a pacing token, mark
-the hand-off, dispatch through `send_provider_dispatch` over one provider connection, and record every result
-through the send lifecycle (batched, so counters and completion handlers are merged per campaign).
+the hand-off, make one attempt through `send_provider_attempt` over one provider connection, and record every
+result through the send lifecycle (batched, so counters and completion handlers are merged per campaign). A
+retryable refusal is parked and handed to the pool as a due task after the provider's delay (issue 12 item 5);
+the job never sleeps between attempts, and checks its time budget before each row and while it waits for a
+pacing token.
 
 A row is dispatched at most once: the claim is a compare-and-set, the hand-off mark is a compare-and-set on the
 claim token, and a row handed off without a result stays `queued` and flagged outcome-unknown, never re-sent
@@ -21,12 +24,11 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.conf import settings
 from django.utils import timezone
 
 from delivery import attachments as attachment_fetch
 from delivery.compose import ComposeError, compose_campaign, compose_transactional
-from delivery.dispatch import send_provider_dispatch
+from delivery.dispatch import send_provider_attempt
 from delivery.health import provider_health_flush
 from delivery.lifecycle import (
     UNKNOWN_OUTCOME_DEADLINE,
@@ -40,12 +42,14 @@ from delivery.lifecycle import (
     mark_handed_off,
     mark_outcome_unknown,
     model_for,
+    park_for_retry,
     release_claims,
     send_transition,
     send_transition_many,
 )
 from delivery.mail_options import automation_mail_options
 from delivery.models import CampaignSendSettings, SendStatus
+from delivery.pacing import Pacer, take_pool_token
 from delivery.providers import (
     AMBIGUOUS_TIMEOUT,
     DispatchError,
@@ -63,52 +67,13 @@ BATCH_SIZE = 100  # D-06
 # one message is in flight and one more handed off, so a crash leaves at most one extra outcome-unknown row.
 PIPELINE = True
 RESULT_FLUSH_SIZE = 25  # results are recorded in one transaction per this many rows
-BATCH_TIME_BUDGET_SECONDS = 90.0  # below the django-q2 timeout (120 s); the rest is handed to a new job
+# Below the django-q2 timeout (120 s) minus one SMTP timeout (30 s): checked before each row and while waiting
+# for a pacing token; the rest is handed to a new job. Provider retries never sleep here (issue 12 item 5).
+BATCH_TIME_BUDGET_SECONDS = 80.0
 SUPPRESSED_CODE = "RECIPIENT_SUPPRESSED"
 SUPPRESSED_MESSAGE = "Recipient suppressed (blocklist) before dispatch"
 UNSUBSCRIBED_MESSAGE = "Recipient unsubscribed before dispatch"
 UNCONFIRMED_CODE = "PROVIDER_ACCEPTANCE_UNCONFIRMED"
-
-
-def pool_rate(pool: str) -> float:
-    if pool == "campaign":
-        return float(getattr(settings, "DELIVERY_CAMPAIGN_RATE", 20.0) or 0.0)
-    return float(getattr(settings, "DELIVERY_TRANSACTIONAL_RATE", 30.0) or 0.0)
-
-
-def pool_bucket_key(pool: str) -> str:
-    return f"delivery:pool:{pool}"
-
-
-class Pacer:
-    """D-06: the pool's token bucket, shared by every worker process on every host; burst of one second."""
-
-    def __init__(
-        self,
-        pool: str,
-        *,
-        rate: float | None = None,
-        sleep: Callable[[float], None] = time.sleep,
-        clock: Callable[[], float] = time.time,
-    ) -> None:
-        self.pool = pool
-        self.rate = pool_rate(pool) if rate is None else rate
-        self.sleep = sleep
-        self.clock = clock
-        self.waited = 0.0
-
-    def __call__(self) -> None:
-        if self.rate <= 0:
-            return
-        from owlat.ratelimit import wait_for_token
-
-        self.waited += wait_for_token(
-            pool_bucket_key(self.pool),
-            rate=self.rate,
-            capacity=max(self.rate, 1.0),
-            sleep=self.sleep,
-            clock=self.clock,
-        )
 
 
 @dataclass
@@ -121,12 +86,14 @@ class BatchSummary:
     unknown: int = 0
     skipped: int = 0
     released: int = 0
+    retrying: int = 0
     errors: dict[str, int] = field(default_factory=dict)
 
     def __str__(self) -> str:
         return (
             f"{self.kind}: requested {self.requested}, claimed {self.claimed}, sent {self.sent}, "
-            f"failed {self.failed}, unknown {self.unknown}, skipped {self.skipped}, released {self.released}"
+            f"failed {self.failed}, unknown {self.unknown}, skipped {self.skipped}, released {self.released}, "
+            f"retrying {self.retrying}"
         )
 
 
@@ -183,12 +150,22 @@ def _load_rows(kind: str, ids: list[str], token: Any) -> list[Any]:
     return sorted(qs, key=lambda r: order.get(str(r.pk), 0))
 
 
-def dispatch_batch(kind: str, ids: list[str], **options: Any) -> BatchSummary:
+def dispatch_batch(
+    kind: str, ids: list[str], *, retry_token: str | None = None, attempts: int = 0, **options: Any
+) -> BatchSummary:
     """One pool job: dispatch the given rows of `kind` (`campaign` | `transactional`) at most once each.
-    Its claim is renewed while it runs (`ClaimKeeper`), so the rows of a killed job are re-driven quickly."""
+    Its claim is renewed while it runs (`ClaimKeeper`), so the rows of a killed job are re-driven quickly.
+    A provider retry is a job of its own: `retry_token` claims the parked row, `attempts` were made before."""
     token = uuid.uuid4()
     with ClaimKeeper(kind, token):
-        return _dispatch_batch(kind, ids, token=token, **options)
+        return _dispatch_batch(
+            kind,
+            ids,
+            token=token,
+            retry_token=uuid.UUID(retry_token) if retry_token else None,
+            prior_attempts=attempts if retry_token else 0,
+            **options,
+        )
 
 
 def _dispatch_batch(
@@ -196,6 +173,8 @@ def _dispatch_batch(
     ids: list[str],
     *,
     token: uuid.UUID,
+    retry_token: uuid.UUID | None = None,
+    prior_attempts: int = 0,
     transport_factory: Callable[[], Transport] = get_transport,
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
@@ -204,8 +183,9 @@ def _dispatch_batch(
     drain: bool = True,
 ) -> BatchSummary:
     summary = BatchSummary(kind=kind, requested=len(ids))
-    token, won = claim_sends(kind, ids, token=token)
+    token, won = claim_sends(kind, ids, token=token, retry_token=retry_token, now=now())
     summary.skipped = len(ids) - len(won)
+    prior = dict.fromkeys(won, prior_attempts) if retry_token is not None else {}
     if drain and kind == "transactional" and len(won) < BATCH_SIZE:
         # Top the batch up with queued rows whose own job has not run yet (one connection, one flush).
         won += claim_queued(kind, token, limit=BATCH_SIZE - len(won), exclude=won)
@@ -214,7 +194,7 @@ def _dispatch_batch(
         return summary
     rows = _load_rows(kind, won, token)
     pool = "campaign" if kind == "campaign" else "transactional"
-    pace = pacer if pacer is not None else Pacer(pool)
+    pace = pacer if pacer is not None else Pacer(pool, sleep=sleep)
     results: list[Completion] = []
 
     def record(ref: SendRef, to: str, **fields: Any) -> None:
@@ -252,6 +232,10 @@ def _dispatch_batch(
 
     def handle(row: Any, result: Any, at: dt.datetime) -> None:
         ref = SendRef.of(row)
+        if result.retry_after_ms is not None:
+            if _park(kind, row, token, result, at):
+                summary.retrying += 1
+            return
         if result.ok:
             results.append(
                 Completion(
@@ -288,28 +272,31 @@ def _dispatch_batch(
             result, at = future.result()
             handle(row, result, at)
 
-    def send(message: Any, transport: Transport) -> tuple[Any, dt.datetime]:
-        result = send_provider_dispatch(
+    def send(message: Any, transport: Transport, pk: str) -> tuple[Any, dt.datetime]:
+        result = send_provider_attempt(
             transport,
             message,
+            prior_attempts=prior.get(pk, 0),
             retry_delays_ms=retry_delays_ms(transport.provider_type),
-            sleep=sleep,
             clock=clock,
-            before_attempt=_RetryPacer(pace),
         )
         return result, now()
+
+    def hand_back(rest_rows: list[Any]) -> None:
+        """Out of time budget: give the rest back to the pool as a new job."""
+        settle()
+        rest = [str(r.pk) for r in rest_rows]
+        summary.released += release_claims(kind, rest, token)
+        from delivery.services import sends_enqueue
+
+        sends_enqueue(kind, rest)
 
     started = clock()
     try:
         for index, row in enumerate(rows):
             ref = SendRef.of(row)
             if clock() - started > BATCH_TIME_BUDGET_SECONDS:
-                settle()
-                rest = [str(r.pk) for r in rows[index:]]
-                summary.released += release_claims(kind, rest, token)
-                from delivery.services import sends_enqueue
-
-                sends_enqueue(kind, rest)
+                hand_back(rows[index:])
                 break
             if f"{row.organization_id}:{normalize_email(row.recipient or '')}" in blocked:
                 record(ref, SendStatus.FAILED, error_code=SUPPRESSED_CODE, error_message=SUPPRESSED_MESSAGE)
@@ -338,18 +325,21 @@ def _dispatch_batch(
                     continue
                 if PIPELINE and transport.provider_type != "local":
                     sender = ThreadPoolExecutor(max_workers=1, thread_name_prefix="owlat-send")
-            pace()  # the first attempt's token, taken before the hand-off mark
+            # This attempt's token (D-06), taken before the hand-off mark, within the job's time budget.
+            if not take_pool_token(pace, BATCH_TIME_BUDGET_SECONDS - (clock() - started)):
+                hand_back(rows[index:])
+                break
             if not mark_handed_off(kind, str(row.pk), token, message_id=message.message_id, now=now()):
                 summary.skipped += 1  # the claim was lost (lease ran out and another worker took it)
                 continue
             if sender is None:
-                result, at = send(message, transport)
+                result, at = send(message, transport, str(row.pk))
                 handle(row, result, at)
                 continue
             # Pipelined: this row was composed and handed off while the previous message was on the wire;
             # it goes on the wire once that one is done (one connection, one message at a time).
             settle()
-            in_flight.append((row, sender.submit(send, message, transport)))
+            in_flight.append((row, sender.submit(send, message, transport, str(row.pk))))
         settle()
     finally:
         try:
@@ -368,19 +358,28 @@ def _dispatch_batch(
     return summary
 
 
-class _RetryPacer:
-    """`before_attempt` of the dispatch helper: the first attempt's token was taken before the hand-off mark;
-    every retry takes one more (D-06)."""
+def _park(kind: str, row: Any, token: uuid.UUID, result: Any, at: dt.datetime) -> bool:
+    """A retryable refusal with attempts left (issue 12 item 5): park the row and hand it to its pool as a due
+    task after the provider's delay, in one transaction, instead of sleeping in this job."""
+    from django.db import transaction
 
-    def __init__(self, pace: Callable[[], None]) -> None:
-        self.pace = pace
-        self.first = True
+    from delivery.services import pool_for
+    from owlat.jobs import enqueue
 
-    def __call__(self) -> None:
-        if self.first:
-            self.first = False
-            return
-        self.pace()
+    due = at + dt.timedelta(milliseconds=result.retry_after_ms)
+    with transaction.atomic():
+        retry_token = park_for_retry(kind, str(row.pk), token, until=due)
+        if retry_token is None:
+            return False
+        enqueue(
+            "delivery.tasks.send_batch_task",
+            kind,
+            [str(row.pk)],
+            at=due,
+            queue=pool_for(kind),
+            kwargs={"retry_token": str(retry_token), "attempts": result.attempts},
+        )
+    return True
 
 
 def _flush(results: list[Completion]) -> None:

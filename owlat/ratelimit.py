@@ -87,13 +87,25 @@ def _take_orm(key: str, *, rate: float, capacity: float, now: float, cost: float
     return Take(allowed, tokens, wait, (capacity - tokens) / rate)
 
 
-def wait_for_token(key: str, *, rate: float, capacity: float, sleep=time.sleep, clock=time.time) -> float:
-    """Block until a token is taken; returns the seconds waited (pool pacing)."""
+def wait_for_token(
+    key: str,
+    *,
+    rate: float,
+    capacity: float,
+    sleep=time.sleep,
+    clock=time.time,
+    max_wait: float | None = None,
+) -> float | None:
+    """Block until a token is taken; returns the seconds waited (pool pacing). With `max_wait`, gives up
+    (None, no token taken) when the token would not be free within that many seconds — a job checks its time
+    budget while it waits."""
     waited = 0.0
     while True:
         result = take_token(key, rate=rate, capacity=capacity, now=clock())
         if result.allowed:
             return waited
         pause = max(result.wait_seconds, 0.001)
+        if max_wait is not None and waited + pause > max_wait:
+            return None
         sleep(pause)
         waited += pause

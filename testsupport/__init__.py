@@ -10,7 +10,7 @@ functions, because pytest loads the plugin before Django is set up.
 """
 
 from testsupport.http import HttpReceiver, RecordedRequest, Reply
-from testsupport.queue import DrainedTask, QueuedTask, drain_queue, queued_tasks
+from testsupport.queue import DrainedTask, QueuedTask, drain_queue, queued_tasks, run_due_retry
 from testsupport.smtp import ReceivedMessage, SmtpAttempt, SmtpSink
 from testsupport.waiting import free_port, wait_until
 from testsupport.workers import BASE_DIR, WorkerSet, database_url_for_tests, worker_environment
@@ -30,6 +30,7 @@ __all__ = [
     "drain_queue",
     "free_port",
     "queued_tasks",
+    "run_due_retry",
     "wait_until",
     "worker_environment",
 ]

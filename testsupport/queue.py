@@ -116,3 +116,15 @@ def drain_queue(
         if pkg.get("chain"):
             async_chain(pkg["chain"], group=pkg.get("group"), broker=get_broker(row.key))
     return ran
+
+
+def run_due_retry() -> tuple[float, str]:
+    """Run the one parked provider retry (a due task) now; returns (its delay in seconds, the job's summary)."""
+    from delivery.tasks import send_batch_task
+    from owlat.models import DueTask
+
+    task = DueTask.objects.get(func="delivery.tasks.send_batch_task")
+    delay = (task.due_at - task.created_at).total_seconds()
+    assert task.queue == "transactional" and set(task.kwargs) == {"retry_token", "attempts"}
+    task.delete()
+    return delay, send_batch_task(*task.args, **task.kwargs)

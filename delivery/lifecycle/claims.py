@@ -31,9 +31,12 @@ def claim_sends(
     now: dt.datetime | None = None,
     lease: dt.timedelta | None = None,
     token: uuid.UUID | None = None,
+    retry_token: uuid.UUID | None = None,
 ) -> tuple[uuid.UUID, list[str]]:
     """Claim the given rows that are still `queued`, not handed off and not under a live claim. Returns the
-    claim token and the ids this caller won; a row is never claimed by two callers at once."""
+    claim token and the ids this caller won; a row is never claimed by two callers at once. A row parked for
+    a provider retry (`park_for_retry`) is claimable only by the job carrying its `retry_token` (or by anyone
+    once that parking has run past the lease)."""
     model = model_for(kind)
     now = now or timezone.now()
     lease = lease or claim_lease()
@@ -48,17 +51,21 @@ def claim_sends(
             f"UPDATE {table} SET claimed_at = %s, claim_token = %s, "  # table name is ours
             "dispatch_attempts = dispatch_attempts + 1 "
             f"WHERE id = ANY(ARRAY(SELECT id FROM {table} WHERE id = ANY(%s) AND status = 'queued' "
-            "AND handed_off_at IS NULL AND deleted_at IS NULL AND (claimed_at IS NULL OR claimed_at < %s) "
+            "AND handed_off_at IS NULL AND deleted_at IS NULL "
+            "AND (claimed_at IS NULL OR claimed_at < %s OR claim_token = %s) "
             "ORDER BY id FOR UPDATE SKIP LOCKED)) RETURNING id"
         )
         with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute(sql, [now, token, id_list, expired])
+            cursor.execute(sql, [now, token, id_list, expired, retry_token])
             won = [str(row[0]) for row in cursor.fetchall()]
         return token, won
     # SQLite form (D-16): writers are serialized (IMMEDIATE transactions), so a conditional UPDATE is a CAS.
+    claimable = Q(claimed_at__isnull=True) | Q(claimed_at__lt=expired)
+    if retry_token is not None:
+        claimable |= Q(claim_token=retry_token)
     with transaction.atomic():
         model._default_manager.filter(
-            Q(claimed_at__isnull=True) | Q(claimed_at__lt=expired),
+            claimable,
             pk__in=id_list,
             status=S.QUEUED,
             handed_off_at__isnull=True,
@@ -191,6 +198,20 @@ def release_claims(kind: str, ids: Iterable[str], token: uuid.UUID) -> int:
     return model._default_manager.filter(
         pk__in=list(ids), claim_token=token, handed_off_at__isnull=True, status=S.QUEUED
     ).update(claimed_at=None, claim_token=None)
+
+
+def park_for_retry(kind: str, send_id: str, token: uuid.UUID, *, until: dt.datetime) -> uuid.UUID | None:
+    """A provider refused the message before accepting it (retryable, issue 12 item 5): undo the hand-off and
+    park the row under a fresh retry token with `claimed_at = until`, so no other job (batch top-up, orphan
+    sweep) takes it before its retry is due; the due task carrying that token claims it (`claim_sends`). If
+    the due task is lost, the orphan sweep re-drives the row one lease after `until`. Returns the retry
+    token, or None when this job no longer holds the row."""
+    model = model_for(kind)
+    retry_token = uuid.uuid4()
+    updated = model._default_manager.filter(
+        pk=send_id, claim_token=token, status=S.QUEUED, handed_off_at__isnull=False, outcome_unknown=False
+    ).update(handed_off_at=None, claim_token=retry_token, claimed_at=until)
+    return retry_token if updated else None
 
 
 def mark_handed_off(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 from django.db import connection
@@ -10,7 +11,7 @@ from django.db import connection
 from delivery.models import EmailSend, TransactionalSend
 from delivery.services import automation_email_queue
 from delivery.worker import Pacer, dispatch_batch, reap_stuck_sends
-from testsupport import drain_queue, queued_tasks
+from testsupport import drain_queue, queued_tasks, run_due_retry
 
 
 class FakeSleep:
@@ -71,15 +72,84 @@ def test_automation_send_arrives_once_personalized_with_headers(automation_send,
 
 @pytest.mark.django_db
 def test_451_twice_then_success_after_the_spec_waits(automation_send, smtp_sink):
+    # Issue 12 item 5: no sleeping in the job; each retry is a due task after the spec's delay (1 s, 5 s).
     smtp_sink.reply_script = ["451", "451", "ok"]
     sleep = FakeSleep()
     summary = dispatch_batch("transactional", [str(automation_send.pk)], sleep=sleep)
-    assert summary.sent == 1
-    assert sleep.waits == [1.0, 5.0]
+    assert (summary.sent, summary.retrying) == (0, 1) and sleep.waits == []
+    automation_send.refresh_from_db()
+    assert automation_send.status == "queued" and automation_send.handed_off_at is None
+    # parked: neither the batch top-up of another job nor the orphan sweep takes it before its retry
+    assert dispatch_batch("transactional", [str(automation_send.pk)]).claimed == 0
+    assert reap_stuck_sends(apply=False).counts()["orphans"] == 0
+    delay, result = run_due_retry()
+    assert delay == pytest.approx(1.0, abs=0.5) and "retrying 1" in result
+    delay, result = run_due_retry()
+    assert delay == pytest.approx(5.0, abs=0.5) and "sent 1" in result
     assert len(smtp_sink.messages) == 1
     assert [a.outcome for a in smtp_sink.attempts] == ["rejected_data", "rejected_data", "accepted"]
     automation_send.refresh_from_db()
     assert automation_send.status == "sent"
+
+
+@pytest.mark.django_db
+def test_a_retry_task_delivered_twice_sends_once(automation_send, smtp_sink):
+    from delivery.tasks import send_batch_task
+    from owlat.models import DueTask
+
+    smtp_sink.reply_script = ["451", "ok"]
+    dispatch_batch("transactional", [str(automation_send.pk)])
+    task = DueTask.objects.get(func="delivery.tasks.send_batch_task")
+    assert "sent 1" in send_batch_task(*task.args, **task.kwargs)
+    assert "claimed 0" in send_batch_task(*task.args, **task.kwargs)
+    assert smtp_sink.count_for(automation_send.email) == 1
+
+
+@pytest.mark.django_db
+def test_four_refusals_fail_after_the_last_spec_delay(automation_send, smtp_sink):
+    smtp_sink.reply_script = ["451", "451", "451", "451"]
+    dispatch_batch("transactional", [str(automation_send.pk)])
+    delays = []
+    for _ in range(3):
+        delay, result = run_due_retry()
+        delays.append(round(delay))
+    assert delays == [1, 5, 30] and "failed 1" in result
+    automation_send.refresh_from_db()
+    assert (automation_send.status, automation_send.error_code) == ("failed", "RATE_LIMIT")
+    assert len(smtp_sink.attempts) == 4 and smtp_sink.messages == []
+
+
+@pytest.mark.django_db
+def test_a_refusing_recipient_does_not_stall_its_batch(make_tx_send, smtp_sink, no_pacing):
+    slow = make_tx_send()
+    others = [make_tx_send() for _ in range(5)]
+    smtp_sink.script_for(slow.email, ["451", "451", "451", "ok"])
+    started = time.monotonic()
+    summary = dispatch_batch("transactional", [str(slow.pk)] + [str(o.pk) for o in others])
+    assert time.monotonic() - started < 5.0  # was 36 s of sleeps inside the job
+    assert (summary.sent, summary.retrying) == (5, 1)
+    for o in others:
+        assert smtp_sink.count_for(o.email) == 1
+    for _ in range(3):
+        run_due_retry()
+    assert smtp_sink.count_for(slow.email) == 1
+
+
+@pytest.mark.django_db
+def test_the_budget_is_checked_while_waiting_for_a_token(make_tx_send, smtp_sink, settings, monkeypatch):
+    from delivery import worker
+    from owlat.models import RateBucket
+
+    settings.DELIVERY_TRANSACTIONAL_RATE = 1
+    monkeypatch.setattr(worker, "BATCH_TIME_BUDGET_SECONDS", 0.5)
+    sends = [make_tx_send() for _ in range(3)]
+    RateBucket.objects.filter(key="delivery:pool:transactional").delete()
+    started = time.monotonic()
+    summary = dispatch_batch("transactional", [str(s.pk) for s in sends], drain=False)
+    assert time.monotonic() - started < 2.0  # gave up the wait instead of sleeping past its budget
+    assert summary.sent == 1 and summary.released == 2
+    handed = queued_tasks("transactional")[-1]
+    assert sorted(handed.args[1]) == sorted(str(s.pk) for s in sends[1:])
 
 
 @pytest.mark.django_db
@@ -119,7 +189,9 @@ def test_drop_before_data_is_retried(automation_send, smtp_sink):
     smtp_sink.reply_script = ["drop_before_data", "ok"]
     sleep = FakeSleep()
     summary = dispatch_batch("transactional", [str(automation_send.pk)], sleep=sleep)
-    assert summary.sent == 1 and sleep.waits == [1.0]
+    assert summary.retrying == 1 and sleep.waits == []
+    delay, result = run_due_retry()
+    assert delay == pytest.approx(1.0, abs=0.5) and "sent 1" in result
     assert len(smtp_sink.messages) == 1
 
 
