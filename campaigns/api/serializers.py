@@ -25,7 +25,7 @@ from owlat.api.fields import (
     TimestampField,
     check_json_value,
 )
-from owlat.api.serializers import EmailAddressField, SearchQuerySerializer
+from owlat.api.serializers import EmailAddressField
 
 READ_ONLY_KEYS = (
     "id",
@@ -170,14 +170,14 @@ class DeclareWinnerSerializer(InputSerializer):
     winner = serializers.ChoiceField(choices=["A", "B"], help_text="The variant that wins.")
 
 
-class CampaignListQuerySerializer(QuerySerializer, SearchQuerySerializer):
+class CampaignListQuerySerializer(QuerySerializer):
     status = ChoiceListField(
         choices=CampaignStatus.values, required=False, help_text="Comma-separated campaign statuses."
     )
     search = StringField(required=False, trim_whitespace=True, help_text="Part of the name.")
 
 
-class SendListQuerySerializer(QuerySerializer, SearchQuerySerializer):
+class SendListQuerySerializer(QuerySerializer):
     status = ChoiceListField(
         choices=SendStatus.values, required=False, help_text="Comma-separated send statuses."
     )

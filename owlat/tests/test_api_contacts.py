@@ -15,21 +15,6 @@ ISO = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
 CONTACT_KEYS = {"id", "email", "firstName", "lastName", "source", "createdAt", "updatedAt"}
 
 
-@pytest.fixture
-def org():
-    return make_org("Org A")
-
-
-@pytest.fixture
-def key(org):
-    return make_key(org)
-
-
-@pytest.fixture
-def api(key):
-    return ApiClient(key[1])
-
-
 def make_contact(org, email, **fields):
     from owlat.contacts import contact_find_or_create
 

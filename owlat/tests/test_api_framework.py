@@ -15,7 +15,7 @@ from owlat.api.base import ApiView, iso, outcome_error, transition_object
 from owlat.api.errors import ApiError, exception_handler, invalid_input
 from owlat.lifecycle import Outcome
 from owlat.models import ApiKey, Contact, RateBucket
-from testsupport.api import ApiClient, error_of, make_key, make_org, refill_bucket
+from testsupport.api import ApiClient, error_of, make_key, refill_bucket
 
 MISSING = "Missing or invalid Authorization header. Use: Authorization: Bearer <api_key>"
 
@@ -95,21 +95,6 @@ urlpatterns = [
 ]
 
 pytestmark = [pytest.mark.django_db, pytest.mark.urls(__name__)]
-
-
-@pytest.fixture
-def org():
-    return make_org("Org A")
-
-
-@pytest.fixture
-def key(org):
-    return make_key(org)
-
-
-@pytest.fixture
-def api(key):
-    return ApiClient(key[1])
 
 
 # --- envelope and exception handler --------------------------------------------------------------------------
@@ -550,7 +535,7 @@ def test_body_on_get_and_delete_is_ignored(api):
     assert response.status_code == 200
 
 
-def test_routes_declared_without_api_route_are_slash_optional_too(api):
+def test_plain_path_routes_are_slash_optional(api):
     for url in ("/_test/strict-slash", "/_test/strict-slash/", "/_test/no-slash", "/_test/no-slash/"):
         response = api.post(url, {"a": 1})
         assert response.status_code == 201, url

@@ -12,7 +12,7 @@ from django.utils import timezone
 from owlat.api.base import ApiView
 from owlat.api.idempotency import idempotency_purge_task, request_fingerprint
 from owlat.models import Contact, IdempotencyRecord, RateBucket
-from testsupport.api import ApiClient, error_of, make_key, make_org
+from testsupport.api import ApiClient, error_of, make_key
 
 CALLS = {"flaky": 0, "slow": 0}
 
@@ -52,21 +52,6 @@ urlpatterns = [
 ]
 
 pytestmark = pytest.mark.urls(__name__)
-
-
-@pytest.fixture
-def org():
-    return make_org("Org A")
-
-
-@pytest.fixture
-def key(org):
-    return make_key(org)
-
-
-@pytest.fixture
-def api(key):
-    return ApiClient(key[1])
 
 
 def idem(value):

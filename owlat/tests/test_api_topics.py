@@ -22,21 +22,6 @@ TOPIC_KEYS = {
 
 
 @pytest.fixture
-def org():
-    return make_org("Org A")
-
-
-@pytest.fixture
-def key(org):
-    return make_key(org)
-
-
-@pytest.fixture
-def api(key):
-    return ApiClient(key[1])
-
-
-@pytest.fixture
 def td(org):
     return Topic.objects.create(organization=org, name="DOI topic", require_double_opt_in=True)
 
