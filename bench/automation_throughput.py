@@ -15,10 +15,19 @@ Printed: events/second accepted by the API (first request sent → last 201 rece
 the whole run (steps executed ÷ first run started → last step run completed); and the end-to-end span until the
 last SMTP acceptance.
 
+Sizes (issue 12 item 7's growth check): phase 1 runs at three sizes 10x apart (`--events`/100, /10, `--events`,
+or `--sizes a,b,c`), each printing its time and the peak RSS (summed VmHWM, reset per size through
+`/proc/<pid>/clear_refs`) of the API and worker processes. Phase 1b then measures the walker alone at the same
+sizes: that many runs opened in one transaction (no API in the way), timed from the commit to the last completed
+step, every mail actually accepted by the sink — the walker's steps/second, time per step and peak RSS per size.
+
 Phase 2 — latency: at a fixed offered rate (`--rate`, 50 events/s) for `--seconds` (60 s), open loop, new
 contacts; p50/p95/max from the moment the event's API call starts to its first email's SMTP acceptance.
 
-Targets (issue 4): ≥ 300 steps/second; p50 under 1 second. A missed target is reported as missed.
+Targets (issue 12): walker ≥ 300 steps/second (phase 1b at the largest size); p50 under 1 second, p95 under 3;
+time per step and peak RSS within 20 % from the smallest to the largest size. The summary prints figure,
+baseline (issue 12's figures before the batched walker: 42 steps/s, 41 events/s, p50 37 s), ratio, target and
+met/MISSED, with the load average (other work on the machine is included in every figure).
 
 Run: `.venv/bin/python bench/automation_throughput.py` (about 5–10 minutes on a 2-core machine).
 """
@@ -26,6 +35,7 @@ Run: `.venv/bin/python bench/automation_throughput.py` (about 5–10 minutes on 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -42,11 +52,21 @@ sys.path.insert(0, str(BASE_DIR))
 DEFAULT_DB = "postgres://postgres@127.0.0.1:5432/owlat_bench"
 TARGET_STEPS_PER_SECOND = 300.0
 TARGET_P50_SECONDS = 1.0
+TARGET_P95_SECONDS = 3.0
+TARGET_GROWTH = 1.2  # time per step and peak RSS from the smallest to the largest size: within 20 %
+# Issue 12's figures before the batched walker (idle 2-core machine, --events 3000 --seconds 30): the baseline
+# the ratios are printed against.
+BASELINE = {"steps_per_second": 42.0, "events_per_second": 41.0, "p50_ms": 37_000.0}
 
 
 def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--events", type=int, default=10_000)
+    p.add_argument("--events", type=int, default=10_000, help="the largest phase-1 size")
+    p.add_argument(
+        "--sizes",
+        default="",
+        help="comma-separated phase-1 sizes (default: --events/100, --events/10, --events: three sizes 10x apart)",
+    )
     p.add_argument("--warmup", type=int, default=200)
     p.add_argument("--keys", type=int, default=100)
     p.add_argument("--clients", type=int, default=12, help="concurrent HTTP clients in phase 1")
@@ -231,6 +251,48 @@ def wait_http(url: str, timeout: float = 30.0) -> None:
     raise RuntimeError(f"API did not answer at {url}")
 
 
+# --- peak RSS of the processes under test (Linux /proc) ----------------------------------------------------------
+
+
+def tree_pids(roots: list[int]) -> list[int]:
+    """The root pids and all their descendants."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry.name))
+    out, todo = [], list(roots)
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo.extend(children.get(pid, []))
+    return out
+
+
+def reset_peak_rss(pids: list[int]) -> None:
+    """Start a new peak (`echo 5 > /proc/<pid>/clear_refs`, Linux ≥ 4.0)."""
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            Path(f"/proc/{pid}/clear_refs").write_text("5")
+
+
+def peak_rss_mib(pids: list[int]) -> float:
+    """Sum of the processes' peak resident sets (VmHWM) since the last reset, in MiB."""
+    total = 0
+    for pid in pids:
+        try:
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    total += int(line.split()[1])
+        except OSError:
+            pass
+    return total / 1024
+
+
 # --- load ----------------------------------------------------------------------------------------------------
 
 _local = threading.local()
@@ -302,7 +364,12 @@ def main() -> int:
     from testsupport import SmtpSink, free_port
 
     n_lat = int(args.rate * args.seconds)
-    world = build_world(args.keys, {"warm": args.warmup, "load": args.events, "lat": n_lat})
+    sizes = (
+        [int(x) for x in args.sizes.split(",") if x.strip()]
+        if args.sizes
+        else [max(1, args.events // 100), max(1, args.events // 10), args.events]
+    )
+    world = build_world(args.keys, {"warm": args.warmup, **{f"load-{n}": n for n in sizes}, "lat": n_lat})
     keys, emails, automation = world["keys"], world["emails"], world["automation"]
     sink = SmtpSink().start()
     port = free_port()
@@ -311,6 +378,7 @@ def main() -> int:
     workers, web, web_log = start_processes(args, sink.url, port, log_dir)
     results: dict = {
         "events": args.events,
+        "sizes": sizes,
         "keys": args.keys,
         "clients": args.clients,
         "load_average_at_start": os.getloadavg(),
@@ -332,65 +400,142 @@ def main() -> int:
         wait_for(
             lambda: accepted() >= 2 * args.warmup, args.timeout, "warm-up mail", lambda: f"{accepted()} mails"
         )
-        warm_runs = set(AutomationRun.objects.values_list("pk", flat=True))
         sink.clear()
 
-        # --- phase 1: throughput ---------------------------------------------------------------------------
-        print(f"phase 1: {args.events} events, {args.clients} clients over {args.keys} keys", flush=True)
-        load = emails["load"]
-        t0 = time.monotonic()
-        with ThreadPoolExecutor(args.clients) as pool:
-            out = list(pool.map(lambda i: post_event(base, keys[i % len(keys)], load[i]), range(args.events)))
-        t_api = max(o[2] for o in out) - t0
-        bad = [o[0] for o in out if o[0] != 201]
-        events_per_s = (args.events - len(bad)) / t_api
-        print(
-            f"  API accepted {args.events - len(bad)} events in {t_api:.1f} s → {events_per_s:.1f} events/s",
-            flush=True,
-        )
-        expected = 2 * (args.events - len(bad))
-        wait_for(
-            lambda: accepted() >= expected,
-            args.timeout,
-            "phase 1 mail",
-            lambda: (
-                f"{accepted()}/{expected} mails, "
-                f"{AutomationStepRun.objects.filter(status='completed').exclude(run_id__in=warm_runs).count()} steps"
-            ),
-        )
-        t_last_mail = max(m.received_at for m in sink.messages) - t0
-        runs = AutomationRun.objects.filter(automation=automation).exclude(pk__in=warm_runs)
-        step_runs = AutomationStepRun.objects.filter(run__in=runs)
-        wait_for(
-            lambda: not runs.filter(status="running").exists(),
-            args.timeout,
-            "runs to complete",
-            lambda: f"{runs.filter(status='running').count()} running",
-        )
-        span = (
-            runs.aggregate(first=Min("started_at"))["first"],
-            step_runs.aggregate(last=Max("completed_at"))["last"],
-        )
-        steps = step_runs.filter(status="completed").count()
-        failed = step_runs.filter(status="failed").count()
-        walker_seconds = (span[1] - span[0]).total_seconds()
-        steps_per_s = steps / walker_seconds
-        print(
-            f"  walker: {steps} steps ({failed} failed) in {walker_seconds:.1f} s → {steps_per_s:.1f} steps/s; "
-            f"{accepted()} mails, last SMTP acceptance {t_last_mail:.1f} s after the first request "
-            f"({accepted() / t_last_mail:.1f} mails/s end to end)",
-            flush=True,
-        )
+        # --- phase 1: throughput, at each size ---------------------------------------------------------------
+        roots = [proc.pid for proc in workers.procs.values()] + [web.pid]
+        per_size: list[dict] = []
+        for size in sizes:
+            print(f"phase 1 at {size} events: {args.clients} clients over {args.keys} keys", flush=True)
+            sink.clear()
+            pids = tree_pids(roots)
+            reset_peak_rss(pids)
+            before = set(AutomationRun.objects.values_list("pk", flat=True))
+            load = emails[f"load-{size}"]
+            t0 = time.monotonic()
+            with ThreadPoolExecutor(args.clients) as pool:
+                out = list(
+                    pool.map(lambda i, load=load: post_event(base, keys[i % len(keys)], load[i]), range(size))
+                )
+            t_api = max(o[2] for o in out) - t0
+            bad = [o[0] for o in out if o[0] != 201]
+            events_per_s = (size - len(bad)) / t_api
+            print(
+                f"  API accepted {size - len(bad)} events in {t_api:.1f} s → {events_per_s:.1f} events/s",
+                flush=True,
+            )
+            expected = 2 * (size - len(bad))
+            runs = AutomationRun.objects.filter(automation=automation).exclude(pk__in=before)
+            step_runs = AutomationStepRun.objects.filter(run__in=runs)
+            wait_for(
+                lambda expected=expected: accepted() >= expected,
+                args.timeout,
+                "phase 1 mail",
+                lambda expected=expected, step_runs=step_runs: (
+                    f"{accepted()}/{expected} mails, {step_runs.filter(status='completed').count()} steps"
+                ),
+            )
+            t_last_mail = max(m.received_at for m in sink.messages) - t0
+            wait_for(
+                lambda runs=runs: not runs.filter(status="running").exists(),
+                args.timeout,
+                "runs to complete",
+                lambda runs=runs: f"{runs.filter(status='running').count()} running",
+            )
+            span = (
+                runs.aggregate(first=Min("started_at"))["first"],
+                step_runs.aggregate(last=Max("completed_at"))["last"],
+            )
+            steps = step_runs.filter(status="completed").count()
+            failed = step_runs.filter(status="failed").count()
+            walker_seconds = (span[1] - span[0]).total_seconds()
+            peak = peak_rss_mib(tree_pids(roots))
+            row = {
+                "size": size,
+                "api_seconds": round(t_api, 2),
+                "api_errors": len(bad),
+                "events_per_second": round(events_per_s, 1),
+                "steps": steps,
+                "failed_steps": failed,
+                "walker_seconds": round(walker_seconds, 2),
+                "steps_per_second": round(steps / walker_seconds, 1),
+                "ms_per_step": round(1000 * walker_seconds / max(steps, 1), 3),
+                "mails": accepted(),
+                "last_mail_seconds": round(t_last_mail, 2),
+                "peak_rss_mib": round(peak, 1),
+                "load_average": os.getloadavg()[0],
+            }
+            per_size.append(row)
+            print(
+                f"  walker: {steps} steps ({failed} failed) in {walker_seconds:.1f} s → "
+                f"{row['steps_per_second']:.1f} steps/s ({row['ms_per_step']:.2f} ms/step); {accepted()} mails, last "
+                f"SMTP acceptance {t_last_mail:.1f} s after the first request; peak RSS of the API and workers "
+                f"{peak:.0f} MiB; load {row['load_average']:.1f}",
+                flush=True,
+            )
+        # --- phase 1b: the walker alone, at each size: runs opened in one transaction, then walked ------------
+        from django.db import transaction
+        from django.utils import timezone
+
+        from automations.triggers import automation_fanout
+        from owlat.models import Contact
+        from owlat.registry import TriggerEvent
+
+        org_id = str(automation.organization_id)
+        for row, size in zip(per_size, sizes, strict=True):
+            sink.clear()
+            pids = tree_pids(roots)
+            reset_peak_rss(pids)
+            before = set(AutomationRun.objects.values_list("pk", flat=True))
+            contact_ids = list(
+                Contact.objects.filter(email__in=emails[f"walk-{size}"]).values_list("pk", flat=True)
+            )
+            with transaction.atomic():
+                for contact_id in contact_ids:
+                    automation_fanout(
+                        TriggerEvent("event_received", org_id, str(contact_id), {"eventName": "bench"})
+                    )
+            started = timezone.now()
+            runs = AutomationRun.objects.filter(automation=automation).exclude(pk__in=before)
+            step_runs = AutomationStepRun.objects.filter(run__in=runs)
+            wait_for(
+                lambda size=size: accepted() >= 2 * size,
+                args.timeout,
+                "walker mail",
+                lambda size=size: f"{accepted()}/{2 * size} mails",
+            )
+            wait_for(
+                lambda runs=runs: not runs.filter(status="running").exists(),
+                args.timeout,
+                "walker runs to complete",
+                lambda runs=runs: f"{runs.filter(status='running').count()} running",
+            )
+            last = step_runs.aggregate(last=Max("completed_at"))["last"]
+            steps = step_runs.filter(status="completed").count()
+            seconds = (last - started).total_seconds()
+            peak = peak_rss_mib(tree_pids(roots))
+            row.update(
+                walker_alone_steps=steps,
+                walker_alone_seconds=round(seconds, 2),
+                walker_alone_steps_per_second=round(steps / seconds, 1),
+                walker_alone_ms_per_step=round(1000 * seconds / max(steps, 1), 3),
+                walker_alone_peak_rss_mib=round(peak, 1),
+                walker_alone_load=os.getloadavg()[0],
+            )
+            print(
+                f"  walker alone at {size} runs: {steps} steps in {seconds:.1f} s → {steps / seconds:.1f} steps/s, "
+                f"{accepted()} mails; peak RSS {peak:.0f} MiB; load {os.getloadavg()[0]:.1f}",
+                flush=True,
+            )
+
+        largest = per_size[-1]
         results.update(
-            api_seconds=round(t_api, 2),
-            api_errors=len(bad),
-            events_per_second=round(events_per_s, 1),
-            steps=steps,
-            failed_steps=failed,
-            walker_seconds=round(walker_seconds, 2),
-            steps_per_second=round(steps_per_s, 1),
-            mails=accepted(),
-            last_mail_seconds=round(t_last_mail, 2),
+            per_size=per_size,
+            events_per_second=largest["events_per_second"],
+            steps_per_second=largest["walker_alone_steps_per_second"],
+            api_path_steps_per_second=largest["steps_per_second"],
+            steps=largest["steps"],
+            failed_steps=largest["failed_steps"],
         )
 
         # --- phase 2: latency at a fixed offered rate -------------------------------------------------------
@@ -456,21 +601,79 @@ def main() -> int:
         workers.stop()
         sink.stop()
 
-    steps_ok = results["steps_per_second"] >= TARGET_STEPS_PER_SECOND
-    p50_ok = results["latency_p50_ms"] / 1000 < TARGET_P50_SECONDS
-    print("\nSummary")
-    print(f"  events accepted by the API : {results['events_per_second']:.1f} events/s")
+    first, last = results["per_size"][0], results["per_size"][-1]
+    growth_time = last["walker_alone_ms_per_step"] / first["walker_alone_ms_per_step"]
+    growth_rss = last["walker_alone_peak_rss_mib"] / first["walker_alone_peak_rss_mib"]
+    rows = [
+        # name, figure, baseline, target text, met, unit
+        (
+            "walker steps/s (walker alone, largest size)",
+            results["steps_per_second"],
+            BASELINE["steps_per_second"],
+            f">= {TARGET_STEPS_PER_SECOND:.0f}",
+            results["steps_per_second"] >= TARGET_STEPS_PER_SECOND,
+        ),
+        (
+            "events API events/s",
+            results["events_per_second"],
+            BASELINE["events_per_second"],
+            "(none here)",
+            None,
+        ),
+        (
+            f"event → first email p50 ms at {args.rate:g}/s",
+            results["latency_p50_ms"],
+            BASELINE["p50_ms"],
+            f"< {TARGET_P50_SECONDS * 1000:.0f}",
+            results["latency_p50_ms"] < TARGET_P50_SECONDS * 1000,
+        ),
+        (
+            f"event → first email p95 ms at {args.rate:g}/s",
+            results["latency_p95_ms"],
+            None,
+            f"< {TARGET_P95_SECONDS * 1000:.0f}",
+            results["latency_p95_ms"] < TARGET_P95_SECONDS * 1000,
+        ),
+        (
+            f"time/step growth {first['size']}→{last['size']}",
+            round(growth_time, 2),
+            None,
+            f"<= {TARGET_GROWTH}",
+            growth_time <= TARGET_GROWTH,
+        ),
+        (
+            f"peak RSS growth {first['size']}→{last['size']}",
+            round(growth_rss, 2),
+            None,
+            f"<= {TARGET_GROWTH}",
+            growth_rss <= TARGET_GROWTH,
+        ),
+    ]
+    print("\nPer size (phase 1)")
     print(
-        f"  walker steps               : {results['steps_per_second']:.1f} steps/s "
-        f"(target ≥ {TARGET_STEPS_PER_SECOND:.0f}: {'met' if steps_ok else 'MISSED'})"
+        f"  {'size':>8} {'API path s':>10} {'steps/s':>8} {'RSS MiB':>8} | {'walker s':>9} {'steps/s':>8} "
+        f"{'ms/step':>8} {'RSS MiB':>8} {'load':>5}"
     )
-    print(
-        f"  latency at {args.rate:g} events/s     : p50 {results['latency_p50_ms']} ms, p95 {results['latency_p95_ms']} ms "
-        f"(target p50 < {TARGET_P50_SECONDS * 1000:.0f} ms: {'met' if p50_ok else 'MISSED'})"
-    )
+    for r in results["per_size"]:
+        print(
+            f"  {r['size']:>8} {r['walker_seconds']:>10.1f} {r['steps_per_second']:>8.1f} {r['peak_rss_mib']:>8.0f} | "
+            f"{r['walker_alone_seconds']:>9.1f} {r['walker_alone_steps_per_second']:>8.1f} "
+            f"{r['walker_alone_ms_per_step']:>8.2f} {r['walker_alone_peak_rss_mib']:>8.0f} {r['walker_alone_load']:>5.1f}"
+        )
+    print("\nSummary (baseline: issue 12's figures before the batched walker; ratio = figure / baseline)")
+    print(f"  {'figure':<42} {'value':>10} {'baseline':>10} {'ratio':>7} {'target':>10}  result")
+    table = []
+    for name, value, baseline, target, met in rows:
+        ratio = f"{value / baseline:.2f}" if baseline else "—"
+        verdict = "—" if met is None else ("met" if met else "MISSED")
+        print(
+            f"  {name:<42} {value:>10} {baseline if baseline is not None else '—':>10} {ratio:>7} {target:>10}  {verdict}"
+        )
+        table.append({"figure": name, "value": value, "baseline": baseline, "target": target, "met": met})
     results.update(
-        steps_target_met=steps_ok,
-        p50_target_met=p50_ok,
+        table=table,
+        steps_target_met=rows[0][4],
+        p50_target_met=rows[2][4],
         cpus=os.cpu_count(),
         load_average_at_end=os.getloadavg(),
     )
