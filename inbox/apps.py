@@ -30,3 +30,10 @@ class InboxConfig(AppConfig):
         register_attention_source(quarantined_messages)
         register_attention_source(awaiting_review)
         register_attention_source(open_breakers)  # AGT-20
+
+        from inbox.provider_settings import organization_has_provider
+        from owlat.flags import register_model_provider_check
+
+        register_model_provider_check(
+            organization_has_provider
+        )  # AGT-28/AGT-30: `ai` with the org's own model

@@ -103,3 +103,9 @@ def forget(organization_id: Any = None) -> None:
         _cache.clear()
     else:
         _cache.pop(organization_id, None)
+
+
+def organization_has_provider(organization_id: Any) -> bool:
+    """The organization's own provider is usable (the kernel's `ai` flag asks through its registry)."""
+    config = organization_provider(organization_id)
+    return config is not None and config.usable

@@ -186,13 +186,10 @@ def pipeline_enabled(organization_id: Any) -> bool:
         .values_list("feature_flags", flat=True)
         .first()
     ) or {}
-    effective = resolve_flags(stored)
+    effective = resolve_flags(stored, organization_id)  # `ai` counts the organization's own provider too
     if not effective["inbox"] or not stored.get("ai.agent", True):
         return False
     if llm_configured(organization_id):
-        if not llm_configured():
-            # only the organization's own provider (AGT-28) is configured: its stored `ai` flag counts
-            return bool(stored.get("ai", False)) and bool(stored.get("ai.agent", True))
         return effective["ai.agent"]
     return True
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,14 +33,31 @@ def default_flags() -> dict[str, bool]:
     return {name: flag.default for name, flag in FLAGS.items()}
 
 
-def _llm_configured() -> bool:
-    return bool(getattr(settings, "LLM_PROVIDER", ""))
+#: AGT-28/AGT-30: apps that let an organization configure its own model register `check(organization_id) -> bool`
+#: here (the kernel imports no app); `ai` is effective when the environment or such a check has a model.
+_MODEL_PROVIDER_CHECKS: list[Callable[[Any], bool]] = []
 
 
-def resolve_flags(stored: dict[str, Any] | None) -> dict[str, bool]:
+def register_model_provider_check(check: Callable[[Any], bool]) -> None:
+    if check not in _MODEL_PROVIDER_CHECKS:
+        _MODEL_PROVIDER_CHECKS.append(check)
+
+
+def _llm_configured(organization_id: Any = None) -> bool:
+    if getattr(settings, "LLM_PROVIDER", ""):
+        return True
+    return organization_id is not None and any(check(organization_id) for check in _MODEL_PROVIDER_CHECKS)
+
+
+def ai_needs_configuration(organization_id: Any = None) -> bool:
+    """AGT-30: no model provider (environment or the organization's own) — `ai` cannot take effect."""
+    return not _llm_configured(organization_id)
+
+
+def resolve_flags(stored: dict[str, Any] | None, organization_id: Any = None) -> dict[str, bool]:
     """Effective value of every flag: stored value (or default), and every required flag effective."""
     raw = {name: bool((stored or {}).get(name, flag.default)) for name, flag in FLAGS.items()}
-    if not _llm_configured():
+    if not _llm_configured(organization_id):
         raw["ai"] = False
     effective: dict[str, bool] = {}
 
@@ -67,7 +85,7 @@ def flag_enabled(organization_id: Any, flag: str) -> bool:
         .values_list("feature_flags", flat=True)
         .first()
     )
-    return resolve_flags(stored)[flag]
+    return resolve_flags(stored, organization_id)[flag]
 
 
 def feature_disabled_message(flag: str) -> str:

@@ -224,6 +224,14 @@ def test_organization_provider_from_the_admin_form_overrides_the_environment(
     change = owner.get(reverse("admin:inbox_llmprovidersetting_change", args=[row.pk])).content.decode()
     assert "org-secret-key" not in change and "a key is stored (encrypted)" in change
 
+    # AGT-30: the organization's own provider makes `ai` effective; another organization still needs one
+    from owlat.flags import ai_needs_configuration, flag_enabled
+    from owlat.organizations import organization_create
+
+    assert flag_enabled(ai_org.pk, "ai") and flag_enabled(ai_org.pk, "ai.agent")
+    assert not ai_needs_configuration(ai_org.pk)
+    assert ai_needs_configuration(organization_create(name="Other").pk)
+
     r = receive()
     run_pipeline()
     m = _m(r)

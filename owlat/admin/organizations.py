@@ -334,12 +334,15 @@ class OrganizationSettingsAdmin(TenantModelAdmin):
 
     @admin.display(description="effective feature flags")
     def effective_flags(self, obj: OrganizationSettings) -> str:
-        from owlat.flags import resolve_flags
+        from owlat.flags import ai_needs_configuration, resolve_flags
 
         if obj is None or obj._state.adding:
             return "-"
-        flags = resolve_flags(obj.feature_flags)
-        return ", ".join(f"{name}: {'on' if on else 'off'}" for name, on in flags.items())
+        flags = resolve_flags(obj.feature_flags, obj.organization_id)
+        text = ", ".join(f"{name}: {'on' if on else 'off'}" for name, on in flags.items())
+        if ai_needs_configuration(obj.organization_id):  # AGT-30
+            text += " — ai needs configuration: set a model provider (environment or Inbox → Model providers)"
+        return text
 
     def has_add_permission(self, request: HttpRequest, *args: Any) -> bool:
         return False  # created with the organization (organization_create)

@@ -131,7 +131,7 @@ def tenancy_flag_enabled(request: HttpRequest, flag: str) -> bool:
             .values_list("feature_flags", flat=True)
             .first()
         )
-        cached = (tenancy.organization_id, resolve_flags(stored))
+        cached = (tenancy.organization_id, resolve_flags(stored, tenancy.organization_id))
         request._owlat_flags = cached
     return bool(cached[1][flag])
 
