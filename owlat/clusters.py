@@ -59,8 +59,42 @@ def on_task_started(task: dict | None = None, **_: Any) -> None:
     _write_activity(f"{BUSY} {(task or {}).get('ack_id', '')}")
 
 
-def on_task_finished(**_: Any) -> None:
+def on_task_finished(task: dict | None = None, **_: Any) -> None:
     _write_activity(DONE)
+    if task is not None and not task.get("success", True) and _transient_database_error(task):
+        _redeliver(task)
+
+
+#: a task that failed this often on database errors is acknowledged as failed like any other
+REDELIVER_AT_MOST = 10
+RETRY_PREFIX = "retry-"
+
+
+def _transient_database_error(task: dict) -> bool:
+    text = str(task.get("result") or "")
+    return "OperationalError" in text or "InterfaceError" in text
+
+
+def _redeliver(task: dict) -> None:
+    """A task that failed because the database went away (restart, failover, a terminated backend) is not
+    acknowledged: django-q2 would drop it (`max_attempts` 1, DLV-15), and the work it carried (a walker hop, a
+    pool job) with it. Its broker row stays and the supervisor hands it out again shortly. Tasks are
+    idempotent; one that failed `REDELIVER_AT_MOST` times is given up as before."""
+    directory = os.environ.get(ACTIVITY_DIR_ENV)
+    ack_id = task.get("ack_id")
+    if not directory or not ack_id:
+        return
+    try:
+        from django_q.models import Task
+
+        failures = Task.objects.filter(id=task.get("id")).values_list("attempt_count", flat=True).first() or 0
+    except Exception:
+        failures = 0
+    if failures + 1 >= REDELIVER_AT_MOST:
+        return
+    task.pop("ack_id", None)  # the monitor acknowledges only tasks that still carry it
+    with contextlib.suppress(OSError):
+        Path(directory, f"{RETRY_PREFIX}{ack_id}").write_text("")
 
 
 def connect_activity_receivers() -> None:
@@ -87,7 +121,7 @@ class Activity:
     workers: list[int]  # live worker pids
     busy: list[int]  # live workers running a task now
     progress_at: float | None  # wall-clock time a task last started or finished (any worker, dead or alive)
-    lost_tasks: list[str]  # broker ids of tasks whose worker died while running them
+    lost_tasks: list[str]  # broker ids of tasks to hand out again: their worker died, or the database failed
 
 
 def read_activity(directory: Path) -> Activity:
@@ -97,6 +131,11 @@ def read_activity(directory: Path) -> Activity:
     progress_at: float | None = None
     lost: list[str] = []
     for path in directory.iterdir():
+        if path.name.startswith(RETRY_PREFIX):  # a task that failed on a database error: hand it out again
+            lost.append(path.name[len(RETRY_PREFIX) :])
+            with contextlib.suppress(OSError):
+                path.unlink()
+            continue
         try:
             pid = int(path.name)
             state, _, ack_id = path.read_text().strip().partition(" ")

@@ -215,7 +215,26 @@ class MailFlow:
         print("\n" + t.line())
         if lost:
             print(f"lost (first 10): {sorted(lost)[:10]}")
+            self._explain(sorted(lost)[:6])
         return t
+
+    def _explain(self, lost: list[tuple[str, str]]) -> None:
+        from automations.models import AutomationRun, AutomationStepRun
+        from delivery.models import TransactionalSend
+
+        for email, what in lost:
+            rows = list(TransactionalSend.objects.filter(email=email).values_list("status", "error_code"))
+            run = AutomationRun.objects.filter(automation=self.automation, contact__email=email).first()
+            steps = (
+                list(
+                    AutomationStepRun.objects.filter(run=run).values_list(
+                        "step_index", "status", "attempt", "retry_count", "error_message"
+                    )
+                )
+                if run
+                else []
+            )
+            print(f"  {email} {what}: sends {rows}; run {run and run.status}; steps {steps}")
 
 
 def assert_clean(t: Tally) -> None:

@@ -49,6 +49,14 @@ def test_activity_files_tell_workers_busy_ones_and_tasks_lost_with_a_dead_worker
     activity = clusters.read_activity(tmp_path)
     assert activity.lost_tasks == ["7"] and activity.workers == [me]
     assert not (tmp_path / str(dead)).exists()
+    # a task failing because the database went away is not acknowledged but handed out again
+    failed = {"id": "t1", "ack_id": 9, "success": False, "result": "x : Traceback … OperationalError: gone"}
+    clusters.on_task_finished(task=failed)
+    assert "ack_id" not in failed
+    assert clusters.read_activity(tmp_path).lost_tasks == ["9"]
+    other = {"id": "t2", "ack_id": 10, "success": False, "result": "ValueError: bad input"}
+    clusters.on_task_finished(task=other)
+    assert other["ack_id"] == 10 and clusters.read_activity(tmp_path).lost_tasks == []
 
 
 def test_health_reports_each_queue_and_degrades_on_an_old_task_or_a_silent_cluster(settings):
