@@ -1,4 +1,4 @@
-.PHONY: run test lint format
+.PHONY: run test lint format bench
 
 # Install into .venv, migrate the database (embedded SQLite under var/ unless DATABASE_URL is set), bootstrap
 # the demo organization, print the admin login and API key, and start the web server, one worker cluster per
@@ -16,3 +16,9 @@ lint:
 
 format:
 	.venv/bin/ruff format . && .venv/bin/ruff check --fix .
+
+# Every benchmark in bench/ at reduced sizes (about 10 minutes on a 2-core machine; FULL=1: the issues' target
+# sizes), one table of figure / value / baseline / ratio / target / met-MISSED / load average, also written to
+# var/bench.json. Run it on an otherwise idle machine. Extra runner arguments: make bench ARGS="--only pool_pacing".
+bench:
+	.venv/bin/python bench/run_all.py --profile $(if $(FULL),full,reduced) $(ARGS)

@@ -5,7 +5,7 @@ Setup (not timed): a fresh PostgreSQL database (`BENCH_DATABASE_URL`, default
 `postgres://postgres@127.0.0.1:5432/owlat_bench`, dropped and re-created), one organization with a default sender,
 an active automation `event_received "bench"`: `0: email → 1: condition (plan equals "pro", both branches fall
 through) → 2: email`, the contacts (created before timing), `--keys` API keys with `events:write` (so the per-key
-limit of API-04 is not what is measured), real processes: the API (`manage.py runserver`, threaded), `qcluster`
+limit of API-04 is not what is measured), real processes: the API (gunicorn, 2 workers × 4 threads), `qcluster`
 for the default, transactional and campaign queues, `run_due_tasks`, and the loopback SMTP sink (aiosmtpd) in this
 process. Pacing is off (`DELIVERY_TRANSACTIONAL_RATE=0`), `DEBUG=0`.
 
@@ -216,19 +216,27 @@ def start_processes(args: argparse.Namespace, smtp_url: str, port: int, log_dir:
     workers.start(*names)
     workers.wait_ready(*names, since=since, timeout=120)
     web_log = open(log_dir / "web.log", "ab")  # noqa: SIM115 - closed in stop()
-    # runserver serves each request on a new thread: CONN_MAX_AGE=0 closes its connection at the end of the
-    # request instead of leaving one open connection per finished thread.
+    # The web tier as deployed (issue 12 item 7): gunicorn, threaded workers, persistent connections.
     web = subprocess.Popen(
         [
             sys.executable,
-            str(BASE_DIR / "manage.py"),
-            "runserver",
+            "-m",
+            "gunicorn",
+            "owlat.wsgi:application",
+            "--bind",
             f"127.0.0.1:{port}",
-            "--noreload",
-            "--skip-checks",
+            "--workers",
+            "2",
+            "--threads",
+            "4",
+            "--worker-class",
+            "gthread",
+            "--preload",
+            "--log-level",
+            "warning",
         ],
         cwd=BASE_DIR,
-        env={**env, "CONN_MAX_AGE": "0"},
+        env=env,
         stdout=web_log,
         stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL,

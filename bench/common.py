@@ -4,8 +4,8 @@
 - a loopback SMTP sink (aiosmtpd) in its own process, so the process being measured does not share a GIL
   with the server; it records `(time.time(), recipient)` per accepted message and answers `count` / `dump`
   on its stdin;
-- real worker processes (`manage.py qcluster` per queue, `run_due_tasks`, `runserver`) with the benchmark's
-  environment.
+- real worker processes (`manage.py qcluster` per queue, `run_due_tasks`, the web tier under gunicorn) with the
+  benchmark's environment.
 """
 
 from __future__ import annotations
@@ -198,6 +198,20 @@ class Processes:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
+
+    def start_web(self, name: str, port: int, *, workers: int = 2, threads: int = 4, **extra: str) -> None:
+        """The web tier as deployed: gunicorn (threaded workers), never `runserver` (issue 12 item 7)."""
+        log = open(self.log_dir / f"{name}.log", "wb")  # noqa: SIM115 - closed when the process ends
+        self.procs[name] = subprocess.Popen(
+            [PY, "-m", "gunicorn", "owlat.wsgi:application", "--bind", f"127.0.0.1:{port}", "--workers",
+             str(workers), "--threads", str(threads), "--worker-class", "gthread", "--preload", "--log-level",
+             "warning"],
+            cwd=BASE_DIR,
+            env={**self.env, **extra},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
 
     def check_alive(self) -> None:
         dead = {n: p.returncode for n, p in self.procs.items() if p.poll() is not None}

@@ -5,7 +5,7 @@ Setup (not timed): a fresh PostgreSQL database (`--database`, default
 `postgres://postgres@127.0.0.1:5432/owlat_bench_pacing`), one organization with a verified sending domain and a
 default sender, a published transactional email `welcome`, a campaign template, and 20,000 queued campaign send
 rows (created through `create_batch` and handed to the campaign pool before the window opens). Real processes:
-the API (`manage.py runserver`, threaded, `CONN_MAX_AGE=0`), `qcluster` for the `transactional` and `campaign` queues (one worker
+the API (gunicorn, 2 workers × 4 threads), `qcluster` for the `transactional` and `campaign` queues (one worker
 process each, the default), `run_due_tasks`, and a loopback SMTP sink (aiosmtpd) in its own process. Pacing is
 at its defaults: campaign 20 messages/s, transactional 30 messages/s (burst one second). `DEBUG=0`.
 
@@ -199,11 +199,7 @@ def main() -> int:
     )
 
     procs = Processes(base_env(args.database, **extra), BASE_DIR / "var" / "bench" / "logs-pacing")
-    # runserver starts a thread per request: with persistent connections every thread would keep its own
-    # database connection open until it is garbage-collected, so the web process closes them per request.
-    procs.start(
-        "web", ["runserver", f"127.0.0.1:{web_port}", "--noreload", "--skip-checks"], CONN_MAX_AGE="0"
-    )
+    procs.start_web("web", web_port)
     procs.start("transactional", ["qcluster"], Q_CLUSTER_NAME="transactional")
     procs.start("campaign", ["qcluster"], Q_CLUSTER_NAME="campaign")
     procs.start("dispatcher", ["run_due_tasks"])
