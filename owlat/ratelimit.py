@@ -1,4 +1,6 @@
-"""A token bucket shared by every process through the database (API-04 per key; D-06 pool pacing).
+"""A token bucket shared by every process (API-04 per key; D-06 pool pacing): in PostgreSQL, or in Redis when
+`REDIS_URL` is set (issue 12 item 6: one atomic Lua script per take through the `redis` package; keys under
+`REDIS_KEY_PREFIX`, expiring once the bucket would be full again).
 
 `now` may be injected (tests, benchmarks); it is a Unix time in seconds.
 """
@@ -7,7 +9,9 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Any
 
+from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 
 from owlat.models import RateBucket
@@ -28,6 +32,11 @@ def take_token(
     if rate <= 0:
         return Take(True, capacity, 0.0, 0.0)
     now = time.time() if now is None else now
+    if getattr(settings, "REDIS_URL", ""):
+        before, tokens = _take_redis(key, rate=rate, capacity=capacity, now=now, cost=cost)
+        allowed = before >= cost
+        wait = 0.0 if allowed else (cost - tokens) / rate
+        return Take(allowed, tokens, wait, (capacity - tokens) / rate)
     if connection.vendor == "postgresql":
         row = _take_postgres(key, rate=rate, capacity=capacity, now=now, cost=cost)
         if row is not None:
@@ -65,6 +74,45 @@ def _take_postgres(
         cursor.execute(_TAKE_SQL, params)
         row = cursor.fetchone()
     return None if row is None else (float(row[0]), float(row[1]))
+
+
+# The same refill-and-take as _TAKE_SQL, atomic in Redis; numbers travel as strings (Lua would truncate them).
+_TAKE_LUA = """
+local rate = tonumber(ARGV[1])
+local capacity = tonumber(ARGV[2])
+local now = tonumber(ARGV[3])
+local cost = tonumber(ARGV[4])
+local old = redis.call('HMGET', KEYS[1], 'tokens', 'ts')
+local tokens = tonumber(old[1])
+local ts = tonumber(old[2])
+if tokens == nil or ts == nil then
+    tokens = capacity
+    ts = now
+end
+local t = math.min(capacity, tokens + math.max(0, now - ts) * rate)
+local left = t
+if t >= cost then
+    left = t - cost
+end
+redis.call('HSET', KEYS[1], 'tokens', string.format('%.17g', left), 'ts', string.format('%.17g', math.max(now, ts)))
+redis.call('EXPIRE', KEYS[1], math.ceil((capacity - left) / rate) + 60)
+return {string.format('%.17g', t), string.format('%.17g', left)}
+"""
+_redis_scripts: dict[str, Any] = {}
+
+
+def _take_redis(key: str, *, rate: float, capacity: float, now: float, cost: float) -> tuple[float, float]:
+    """(tokens before the take, tokens after) from the bucket in Redis."""
+    url = settings.REDIS_URL
+    script = _redis_scripts.get(url)
+    if script is None:
+        import redis
+
+        script = redis.Redis.from_url(url, socket_timeout=5).register_script(_TAKE_LUA)
+        _redis_scripts[url] = script
+    prefix = getattr(settings, "REDIS_KEY_PREFIX", "owlat:")
+    before, after = script(keys=[f"{prefix}bucket:{key}"], args=[rate, capacity, repr(now), cost])
+    return float(before), float(after)
 
 
 def _take_orm(key: str, *, rate: float, capacity: float, now: float, cost: float) -> Take:

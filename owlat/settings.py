@@ -203,6 +203,8 @@ CORS_PREFLIGHT_MAX_AGE = 86400
 
 # --- Background work (django-q2, D-05) ------------------------------------------------------------------
 REDIS_URL = env.str("REDIS_URL", default="")
+# With REDIS_URL the rate limiters' buckets (API-04, D-06 pacing) live in Redis under this prefix (issue 12 item 6).
+REDIS_KEY_PREFIX = env.str("REDIS_KEY_PREFIX", default="owlat:")
 Q_WORKERS = env.int("Q_WORKERS", default=2)
 _q_common = {
     "timeout": env.int("Q_TIMEOUT", default=120),
