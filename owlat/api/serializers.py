@@ -158,7 +158,7 @@ class TopicSerializer(serializers.Serializer):
     id = serializers.CharField(read_only=True)
     name = serializers.CharField(read_only=True)
     description = serializers.CharField(read_only=True, allow_null=True)
-    displayOrder = serializers.IntegerField(source="display_order", read_only=True)
+    displayOrder = serializers.IntegerField(source="display_order", read_only=True, allow_null=True)
     isDefault = serializers.BooleanField(source="is_default", read_only=True)
     requireDoubleOptIn = serializers.BooleanField(source="require_double_opt_in", read_only=True)
     memberCount = serializers.IntegerField(source="cached_member_count", read_only=True)

@@ -1,0 +1,128 @@
+"""API fuzzing (issue #13 §3): schemathesis generates requests for every operation of the served OpenAPI document
+(`/api/v1/schema`) and calls the app through WSGI with a key holding every scope. Each response must not be a 5xx,
+must conform to the document (status code, content type, headers, body schema), and every error must be the
+API-08 envelope `{"error": {"category", "message", "data"?}}`.
+
+Fixed seed, few examples per operation in the fast run; `OWLAT_SLOW_TESTS=1` runs the long variant.
+"""
+
+from __future__ import annotations
+
+import json
+
+import hypothesis
+import pytest
+import schemathesis
+from django.core.signals import request_finished, request_started
+from django.core.wsgi import get_wsgi_application
+from django.db import close_old_connections
+from hypothesis import HealthCheck
+from schemathesis.checks import not_a_server_error
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_headers_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+from testsupport.api import make_key, make_org
+
+pytestmark = pytest.mark.django_db
+
+FAST_EXAMPLES = 4
+SLOW_EXAMPLES = 60
+
+
+@schemathesis.check
+def error_envelope(ctx, response, case) -> None:
+    """API-08: every 4xx/5xx body is `{"error": {"category": str, "message": str, "data"?: object}}`."""
+    if response.status_code < 400:
+        return
+    body = json.loads(response.content)
+    assert set(body) == {"error"}, f"not the error envelope: {body!r}"
+    error = body["error"]
+    assert isinstance(error.get("message"), str) and error["message"], f"error without a message: {body!r}"
+    assert set(error) <= {"category", "message", "data"}, f"unexpected error keys: {body!r}"
+    if response.status_code != 405:  # API-01: routing errors carry no category
+        assert isinstance(error.get("category"), str), f"error without a category: {body!r}"
+    if "data" in error:
+        assert isinstance(error["data"], dict), f"error.data is not an object: {body!r}"
+    return
+
+
+# What issue #13 §3 asks: no 5xx, responses as documented (status, content type, headers, body), the error envelope.
+# Not run: schemathesis' acceptance checks (`positive_data_acceptance`, `negative_data_rejection`), which flag the
+# document's path ids typed `string` while the API answers 400 for a non-UUID (a documented API-09 error).
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_headers_conformance,
+    response_schema_conformance,
+    error_envelope,
+]
+
+
+@pytest.fixture
+def api_key(settings):
+    # A plain WSGI handler closes the connection at request end, which would end the test's transaction; keep it
+    # open the way Django's test client does.
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    settings.API_RATE_LIMIT_PER_SECOND = 1_000_000.0
+    settings.API_RATE_LIMIT_BURST = 1_000_000.0
+    from owlat.apikeys import SCOPES
+
+    org = make_org(default_from_email="hello@acme.test", default_from_name="Acme")
+    yield make_key(org, list(SCOPES))[1]
+    request_started.connect(close_old_connections)
+    request_finished.connect(close_old_connections)
+
+
+# The document as `/api/v1/schema` serves it (loaded through WSGI at collection; the view reads no table).
+schema = schemathesis.openapi.from_wsgi("/api/v1/schema", get_wsgi_application())
+
+
+def _run(case, api_key) -> None:
+    case.call_and_validate(headers={"Authorization": f"Bearer {api_key}"}, checks=CHECKS)
+
+
+@schema.parametrize()
+@hypothesis.seed(13)
+@hypothesis.settings(
+    max_examples=FAST_EXAMPLES,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=list(HealthCheck),
+    database=None,
+)
+def test_every_operation_answers_within_its_contract(case, api_key):
+    _run(case, api_key)
+
+
+@pytest.mark.slow
+@schema.parametrize()
+@hypothesis.seed(13)
+@hypothesis.settings(
+    max_examples=SLOW_EXAMPLES,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=list(HealthCheck),
+    database=None,
+)
+def test_every_operation_answers_within_its_contract_long(case, api_key):
+    _run(case, api_key)
+
+
+def test_a_topic_without_display_order_is_served_as_documented():
+    """Found by the fuzzer: `displayOrder: null` is stored (the column is nullable) and was served as null while the
+    document typed it a plain integer."""
+    from testsupport.api import ApiClient
+
+    api = ApiClient(make_key(make_org(), ["topics:manage", "topics:read"])[1])
+    created = api.request("POST", "/topics", {"name": "News", "displayOrder": None})
+    assert created.status_code == 201, created.content
+    assert created.json()["data"]["displayOrder"] is None
+    document = ApiClient(None).request("GET", "/schema", auth=False).json()
+    topic = document["components"]["schemas"]["Topic"]["properties"]["displayOrder"]
+    assert topic.get("nullable") is True or "null" in str(topic.get("type")), topic
