@@ -102,6 +102,16 @@ class StepIdsField(JSONValueField):
     pass
 
 
+UNSUBSCRIBE_FOOTER_HELP = (
+    "Whether the automation's email carries a footer with the unsubscribe link (default true; it is left out "
+    "when the template already contains {{unsubscribeUrl}}). Turn off only for purely transactional flows; the "
+    "List-Unsubscribe header is sent either way."
+)
+TRACK_ENGAGEMENT_HELP = (
+    "Whether opens and clicks of the automation's email are tracked, as for campaigns (default false)."
+)
+
+
 # --- requests ------------------------------------------------------------------------------------------------
 
 
@@ -115,6 +125,8 @@ class AutomationCreateSerializer(InputSerializer):
     description = StringField(required=False)
     steps = StepsField(required=False)
     triggerConfig = TriggerConfigField(required=False)
+    unsubscribeFooter = StrictBooleanField(required=False, help_text=UNSUBSCRIBE_FOOTER_HELP)
+    trackEngagement = StrictBooleanField(required=False, help_text=TRACK_ENGAGEMENT_HELP)
 
 
 class AutomationUpdateSerializer(InputSerializer):
@@ -126,6 +138,8 @@ class AutomationUpdateSerializer(InputSerializer):
     description = StringField(required=False)
     triggerType = TriggerTypeField(required=False)
     triggerConfig = TriggerConfigField(required=False)
+    unsubscribeFooter = StrictBooleanField(required=False, help_text=UNSUBSCRIBE_FOOTER_HELP)
+    trackEngagement = StrictBooleanField(required=False, help_text=TRACK_ENGAGEMENT_HELP)
 
 
 class StepCreateSerializer(InputSerializer):
@@ -248,6 +262,10 @@ class AutomationSummarySerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=AutomationStatus.choices)
     stats = AutomationStatsSerializer(source="*")
     consecutiveRunFailures = serializers.IntegerField(source="consecutive_run_failures")
+    unsubscribeFooter = serializers.BooleanField(
+        source="unsubscribe_footer", help_text=UNSUBSCRIBE_FOOTER_HELP
+    )
+    trackEngagement = serializers.BooleanField(source="track_engagement", help_text=TRACK_ENGAGEMENT_HELP)
     activatedAt = TimestampField(source="activated_at", allow_null=True)
     pausedAt = TimestampField(source="paused_at", allow_null=True)
     createdAt = TimestampField(source="created_at")

@@ -118,6 +118,8 @@ class AutomationListView(AutomationsView):
             trigger_config=fields.get("triggerConfig"),
             description=fields.get("description"),
             steps=fields.get("steps", []),
+            unsubscribe_footer=fields.get("unsubscribeFooter", True),
+            track_engagement=fields.get("trackEngagement", False),
         )
         return self.created(self.detail(automation.pk))
 
@@ -160,6 +162,8 @@ class AutomationDetailView(AutomationsView):
             description=fields.get("description", services._UNSET),
             trigger_type=fields.get("triggerType", services._UNSET),
             trigger_config=fields.get("triggerConfig", services._UNSET),
+            unsubscribe_footer=fields.get("unsubscribeFooter", services._UNSET),
+            track_engagement=fields.get("trackEngagement", services._UNSET),
         )
         return self.ok(self.detail(automation.pk))
 

@@ -48,6 +48,8 @@ def automation_create(
     trigger_config: dict[str, Any] | None = None,
     description: str | None = None,
     steps: Iterable[dict[str, Any]] = (),
+    unsubscribe_footer: bool = True,
+    track_engagement: bool = False,
 ) -> Automation:
     """AUT-01: a new `draft` with audit `automation.created` and analytics `automation_created`."""
     from owlat.analytics import capture
@@ -76,6 +78,8 @@ def automation_create(
             description=description,
             trigger_type=trigger_type,
             trigger_config=trigger_config,
+            unsubscribe_footer=bool(unsubscribe_footer),
+            track_engagement=bool(track_engagement),
         )
         AutomationStep.objects.bulk_create(
             AutomationStep(
@@ -105,8 +109,11 @@ def automation_update(
     description: Any = _UNSET,
     trigger_type: Any = _UNSET,
     trigger_config: Any = _UNSET,
+    unsubscribe_footer: Any = _UNSET,
+    track_engagement: Any = _UNSET,
 ) -> Automation:
-    """Name and description in any state; trigger type/config only in `draft` (AUT-02)."""
+    """Name, description and the mail switches (issue 11 item 4) in any state; trigger type/config only in
+    `draft` (AUT-02)."""
     with transaction.atomic():
         automation = _lock(automation_id, organization_id)
         fields: list[str] = []
@@ -137,6 +144,15 @@ def automation_update(
                 raise AutomationInvalid("description must be a string", "description")
             automation.description = description
             fields.append("description")
+        for field, value in (
+            ("unsubscribe_footer", unsubscribe_footer),
+            ("track_engagement", track_engagement),
+        ):
+            if value is not _UNSET:
+                if not isinstance(value, bool):
+                    raise AutomationInvalid(f"{field} must be a boolean", field)
+                setattr(automation, field, value)
+                fields.append(field)
         if fields:
             automation.save(update_fields=[*fields, "updated_at"])
     return automation

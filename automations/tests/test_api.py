@@ -201,6 +201,8 @@ def test_create_get_and_list(api, org):
         "status",
         "stats",
         "consecutiveRunFailures",
+        "unsubscribeFooter",
+        "trackEngagement",
         "activatedAt",
         "pausedAt",
         "createdAt",
