@@ -103,7 +103,46 @@ def automation_fanout(event: TriggerEvent, *, now: dt.datetime | None = None) ->
         if not matched or automation.has_running or not automation.has_steps:
             continue
         wanted.append((automation.pk, automation.organization_id, event.contact_id, event.kind, trigger_data))
-    run_ids = [str(run_id) for run_id, _ in runs_open_many(wanted, at=now)]
-    if run_ids:
-        enqueue("automations.tasks.automation_run_start_task", *run_ids)
+    # AUT-18 `start_run` in the same transaction (issue 12 item 3, saving a hop per run): step 0 of each new run
+    # becomes its pending step run at once and the batched walker is woken once; a run whose automation has no
+    # step 0 is left to the start task (which completes it).
+    from automations.lifecycle import step_runs_create_many
+    from automations.walker import EXECUTE_TASK, _entry_delay
+    from automations.walker_batch import WALK_TASK
+
+    first_steps = (
+        {
+            s.automation_id: s
+            for s in AutomationStep.objects.filter(automation_id__in=[w[0] for w in wanted], step_index=0)
+        }
+        if wanted
+        else {}
+    )
+    due: dict[Any, dt.datetime | None] = {}
+    for automation_id, step in first_steps.items():
+        delay = _entry_delay(step)
+        due[automation_id] = now + delay if delay > dt.timedelta(0) else None
+    opened = runs_open_many(wanted, at=now, next_step_at=due)
+    run_ids = [str(run_id) for run_id, _ in opened]
+    org_of = {w[0]: w[1] for w in wanted}
+    created = step_runs_create_many(
+        [
+            (
+                AutomationRun(id=run_id, organization_id=org_of[automation_id], automation_id=automation_id),
+                first_steps[automation_id],
+                now,
+                due[automation_id],
+            )
+            for run_id, automation_id in opened
+            if automation_id in first_steps
+        ]
+    )
+    for step_run in created:
+        if step_run.delay_until is not None:
+            enqueue(EXECUTE_TASK, str(step_run.run_id), str(step_run.pk), 0, at=step_run.delay_until)
+    if any(step_run.delay_until is None for step_run in created):
+        enqueue(WALK_TASK)
+    unstarted = [str(run_id) for run_id, automation_id in opened if automation_id not in first_steps]
+    if unstarted:
+        enqueue("automations.tasks.automation_run_start_task", *unstarted)
     return run_ids

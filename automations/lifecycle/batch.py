@@ -184,12 +184,16 @@ def step_runs_skip_many(
 
 
 def runs_open_many(
-    items: Sequence[tuple[Any, Any, Any, str, dict[str, Any] | None]], *, at: dt.datetime
+    items: Sequence[tuple[Any, Any, Any, str, dict[str, Any] | None]],
+    *,
+    at: dt.datetime,
+    next_step_at: dict[Any, dt.datetime | None] | None = None,
 ) -> list[tuple[Any, Any]]:
     """AUT-17 set-based: `running` runs for (automation id, organization id, contact id, triggered_by,
     trigger_data) in one `INSERT … ON CONFLICT DO NOTHING RETURNING` — the partial unique index decides races
     (a contact with a running run gets none) without a savepoint per run; each opened run is counted as
-    entered (one delta insert). Returns (run id, automation id) of the runs opened."""
+    entered (one delta insert). `next_step_at` (by automation id): the run's first step's due time, when the
+    caller schedules step 0 in the same transaction. Returns (run id, automation id) of the runs opened."""
     import json
     import uuid
 
@@ -199,7 +203,8 @@ def runs_open_many(
         return []
     table = AutomationRun._meta.db_table
     rows_sql = ", ".join(
-        ["(%s::uuid, %s::uuid, %s::uuid, %s::uuid, 0, 0, %s, %s, %s, %s::jsonb)"] * len(items)
+        ["(%s::uuid, %s::uuid, %s::uuid, %s::uuid, 0, 0, %s, %s, %s, %s::jsonb, %s::timestamptz)"]
+        * len(items)
     )
     params: list[Any] = []
     for automation_id, organization_id, contact_id, triggered_by, trigger_data in items:
@@ -212,10 +217,11 @@ def runs_open_many(
             at,
             triggered_by,
             None if trigger_data is None else json.dumps(trigger_data),
+            (next_step_at or {}).get(automation_id),
         ]
     sql = (
         f"INSERT INTO {table} (id, organization_id, automation_id, contact_id, current_step_index, "
-        f"steps_executed, status, started_at, triggered_by, trigger_data) VALUES {rows_sql} "
+        f"steps_executed, status, started_at, triggered_by, trigger_data, next_step_at) VALUES {rows_sql} "
         f"ON CONFLICT DO NOTHING RETURNING id, automation_id"
     )
     with transaction.atomic(savepoint=False), connection.cursor() as cursor:

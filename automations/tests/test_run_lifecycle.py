@@ -11,7 +11,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from automations.lifecycle import AutomationLifecycle, step_run_claim, step_run_create, step_runs_skip
+from automations.lifecycle import AutomationLifecycle, step_run_claim, step_runs_skip
 from automations.lifecycle.runs import STEP_RUNS
 from automations.models import Automation, AutomationRun, AutomationStep, AutomationStepRun
 from automations.tests.conftest import DELAY_1H
@@ -46,11 +46,10 @@ def funnel(automation):
 
 def pending_rows(automation, make_contact, n):
     """n runs of `automation`, each with a pending step run for step 0."""
-    step = AutomationStep.objects.get(automation=automation, step_index=0)
     rows = []
     for _ in range(n):
-        run = enter(automation, make_contact())
-        rows.append(step_run_create(run=run, step=step, scheduled_at=timezone.now()))
+        run = enter(automation, make_contact())  # the fan-out creates step 0's step run (issue 12 item 3)
+        rows.append(AutomationStepRun.objects.get(run=run, step_index=0))
     return rows
 
 
@@ -133,11 +132,12 @@ def test_skipped_rows_are_created_through_the_declared_edge(make_automation, con
     steps = list(AutomationStep.objects.filter(automation=automation, step_index__gte=1))
     rows = step_runs_skip(run=run, steps=steps, at=timezone.now())
     assert {(r.step_index, r.status) for r in AutomationStepRun.objects.filter(run=run)} == {
+        (0, "pending"),  # step 0, started by the fan-out (issue 12 item 3)
         (1, "skipped"),
         (2, "skipped"),
     }
     assert all(r.completed_at for r in rows)
-    assert funnel(automation) == {0: (0, 0, 0, 0, 0), 1: (0, 0, 0, 0, 1), 2: (0, 0, 0, 0, 1)}
+    assert funnel(automation) == {0: (1, 0, 0, 0, 0), 1: (0, 0, 0, 0, 1), 2: (0, 0, 0, 0, 1)}
 
 
 # --- claims (AUT-21) and duplicate deliveries (issue 12 item 4) --------------------------------------------------

@@ -8,7 +8,7 @@ import pytest
 from django.db import connection, transaction
 
 from automations.counters import counters_rollup
-from automations.models import AutomationRun
+from automations.models import AutomationRun, AutomationStepRun
 from automations.tests.conftest import DELAY_1H
 from automations.triggers import automation_fanout, trigger_matches
 from owlat.registry import TriggerEvent
@@ -83,7 +83,10 @@ def test_contact_creation_opens_a_run_and_schedules_its_start(make_automation, m
         "contact_created",
         None,
     )
-    assert _start_tasks() == [str(run.pk)]
+    # started in the same transaction (issue 12 item 3): step 0 pending until its delay, no start task
+    [sr] = AutomationStepRun.objects.filter(run=run)
+    assert (sr.status, sr.step_index, sr.delay_until) == ("pending", 0, run.next_step_at)
+    assert sr.delay_until is not None and _start_tasks() == []
     counters_rollup()  # counters move as deltas (issue 12 item 2)
     automation.refresh_from_db()
     assert (automation.stats_entered, automation.stats_active) == (1, 1)

@@ -66,12 +66,30 @@ def funnel(automation):
 # --- start of a run (AUT-18) -------------------------------------------------------------------------------
 
 
-def test_start_schedules_step_zero_after_its_entry_delay(make_automation, contact):
-    automation = make_automation([DELAY_1H, yes_no(PLAN_IS_PRO, None, None)], status="active")
-    run = enter(automation, contact)
-    now = timezone.now()
+def opened(automation, contact):
+    """A run opened but not started (what the start task still handles: a run without step 0 at fan-out)."""
+    from automations.lifecycle import run_open
 
-    run_start(run.pk, now=now)
+    return run_open(
+        automation=automation,
+        contact_id=contact.pk,
+        triggered_by="contact_created",
+        trigger_data=None,
+        at=timezone.now(),
+    )
+
+
+def test_start_schedules_step_zero_after_its_entry_delay(make_automation, contact):
+    # the fan-out starts the run in its own transaction (issue 12 item 3: no start hop)
+    from automations.triggers import automation_fanout
+
+    automation = make_automation([DELAY_1H, yes_no(PLAN_IS_PRO, None, None)], status="active")
+    now = timezone.now()
+    [run_id] = automation_fanout(
+        TriggerEvent(automation.trigger_type, str(automation.organization_id), str(contact.pk)), now=now
+    )
+    run = AutomationRun.objects.get(pk=run_id)
+    assert run_start(run.pk, now=now) == "run already started"  # a start task for it changes nothing
 
     [sr] = step_runs(run)
     due = now + dt.timedelta(hours=1)
@@ -86,7 +104,6 @@ def test_start_schedules_step_zero_after_its_entry_delay(make_automation, contac
 def test_start_without_delay_dispatches_at_once(make_automation, contact):
     automation = make_automation([yes_no(PLAN_IS_PRO, None, None)], status="active")
     run = enter(automation, contact)
-    run_start(run.pk)
     [sr] = step_runs(run)
     assert sr.delay_until is None
     # one hop for the batched walker (issue 12 item 1), no per-step task
@@ -97,7 +114,7 @@ def test_start_without_delay_dispatches_at_once(make_automation, contact):
 
 def test_start_cancels_when_the_automation_is_no_longer_active(make_automation, contact):
     automation = make_automation([DELAY_1H], status="active")
-    run = enter(automation, contact)
+    run = opened(automation, contact)
     automation_transition(automation_id=automation.pk, to="paused", actor="u")
     run_start(run.pk)
     run.refresh_from_db()
@@ -110,7 +127,7 @@ def test_start_cancels_when_the_automation_is_no_longer_active(make_automation, 
 
 def test_start_completes_when_there_is_no_step_zero(make_automation, contact):
     automation = make_automation([DELAY_1H], status="active")
-    run = enter(automation, contact)
+    run = opened(automation, contact)
     AutomationStep.objects.filter(automation=automation).update(step_index=3)
     run_start(run.pk)
     run.refresh_from_db()
