@@ -273,9 +273,21 @@ def _effect_increment_auto_reply(message: InboundMessage, *, at: dt.datetime) ->
 # --- agent actions (AGT-09) ---------------------------------------------------------------------------------
 
 
-def action_prepare(*, message: InboundMessage, kind: str, input: dict[str, Any] | None = None) -> AgentAction:
+def action_prepare(
+    *, message: InboundMessage, kind: str, input: dict[str, Any] | None = None, reuse: bool = True
+) -> AgentAction:
     """The pending row for the next run of `kind`: a reset (`pending`) row of that kind is reused, retry count
-    kept, so the three-attempt limit holds across cron retries; else a new row."""
+    kept, so the three-attempt limit holds across cron retries; else a new row. `reuse=False`: the caller (the
+    walker, holding the message row's lock) knows the message has no pending row, so the look-up is skipped —
+    a reset row only appears through `action_reset` on a transition of that locked message."""
+    if not reuse:
+        return AgentAction.objects.create(
+            organization_id=message.organization_id,
+            inbound_message_id=message.pk,
+            action_type=kind,
+            input=input,
+            scheduled_at=timezone.now(),
+        )
     with transaction.atomic(savepoint=False):
         row = (
             AgentAction.objects.select_for_update()

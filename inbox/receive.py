@@ -173,19 +173,23 @@ def agent_config_for(organization_id: Any) -> AgentConfig:
     return config
 
 
-def pipeline_enabled(organization_id: Any) -> bool:
+def pipeline_enabled(organization_id: Any, stored_flags: dict[str, Any] | None = None) -> bool:
     """AGT-02 step 6 as issue 10 amends it: `inbox` and the stored `ai.agent` must be on; `ai` is required only
     while a model is configured (without one the pipeline runs scan and context retrieval and stops at
-    `draft_ready` with an empty draft)."""
+    `draft_ready` with an empty draft). `stored_flags`: the organization's stored flags when the caller has
+    them loaded already (else they are read)."""
     from inbox.llm import llm_configured
     from owlat.flags import resolve_flags
     from owlat.models import OrganizationSettings
 
-    stored = (
-        OrganizationSettings.objects.filter(organization_id=organization_id)
-        .values_list("feature_flags", flat=True)
-        .first()
-    ) or {}
+    if stored_flags is not None:
+        stored = stored_flags
+    else:
+        stored = (
+            OrganizationSettings.objects.filter(organization_id=organization_id)
+            .values_list("feature_flags", flat=True)
+            .first()
+        ) or {}
     effective = resolve_flags(stored, organization_id)  # `ai` counts the organization's own provider too
     if not effective["inbox"] or not stored.get("ai.agent", True):
         return False

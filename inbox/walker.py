@@ -14,6 +14,7 @@ import time
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from inbox.breakers import llm_failure_record
@@ -22,6 +23,7 @@ from inbox.lifecycle import (
     action_complete,
     action_fail,
     action_prepare,
+    message_record,
     message_transition,
     message_transition_locked,
 )
@@ -36,9 +38,12 @@ STEP_TASK = "inbox.tasks.step_run_task"
 _FINISHED = (ActionStatus.COMPLETED, ActionStatus.FAILED, ActionStatus.ABANDONED, ActionStatus.SKIPPED)
 
 
-def schedule_step(message: InboundMessage, kind: str, input: dict[str, Any] | None = None) -> AgentAction:
-    """Inside the caller's transaction: the pending action row and its task."""
-    action = action_prepare(message=message, kind=kind, input=input or {})
+def schedule_step(
+    message: InboundMessage, kind: str, input: dict[str, Any] | None = None, *, reuse: bool = True
+) -> AgentAction:
+    """Inside the caller's transaction: the pending action row and its task. `reuse=False` when the caller
+    knows the message has no other pending row (so no reset row to reuse, and no look-up for one)."""
+    action = action_prepare(message=message, kind=kind, input=input or {}, reuse=reuse)
     enqueue(STEP_TASK, str(message.pk), str(action.pk))
     return action
 
@@ -50,19 +55,30 @@ def message_start(message_id: Any, *, now: dt.datetime | None = None) -> str:
 
     A redelivered start task (its worker died after the commit) finds the message in `security_check` with the
     scan still pending, or running past the lease, and runs it — the claim's compare-and-set makes that safe;
-    the 5-minute sweep (`stale_steps_resume`) covers the rest."""
+    the 5-minute sweep (`stale_steps_resume`) covers the rest. The message row locked here (with its contact,
+    the agent configuration and the stored flags, one statement) is the one the scan runs on: no second read."""
     now = now or timezone.now()
     with transaction.atomic():
-        message = InboundMessage.objects.select_for_update().filter(pk=message_id).first()
+        message = (
+            InboundMessage.objects.select_related(
+                "contact", "organization__agent_config", "organization__settings"
+            )
+            .select_for_update(of=("self",))
+            .annotate(pending_actions=Exists(_pending_of(OuterRef("pk"))))
+            .filter(pk=message_id)
+            .first()
+        )
         if message is None:
             return "message not found"
         outcome = message_transition_locked(message, P.SECURITY_CHECK, at=now)
         if outcome.ok:
-            action = action_prepare(message=message, kind=StepKind.SECURITY_SCAN, input={})
+            action = action_prepare(
+                message=message, kind=StepKind.SECURITY_SCAN, input={}, reuse=message.pending_actions
+            )
         else:
             action = (
-                AgentAction.objects.filter(
-                    inbound_message_id=message.pk,
+                _pending_of(message.pk)
+                .filter(
                     action_type=StepKind.SECURITY_SCAN,
                     status__in=(ActionStatus.PENDING, ActionStatus.RUNNING),
                 )
@@ -73,25 +89,43 @@ def message_start(message_id: Any, *, now: dt.datetime | None = None) -> str:
             )
             if action is None:
                 return f"not started: {outcome.reason}"
-    return f"started; security_scan {action.pk}: {step_run(message_id, action.pk)}"
+        # other pending rows of the message besides the scan's (a reset row a later step may reuse)
+        others = message.pending_actions and _pending_of(message.pk).exclude(pk=action.pk).exists()
+    action.inbound_message = message
+    summary = _run(action, others_pending=others, now=now)
+    return f"started; security_scan {action.pk}: {summary}"
+
+
+def _pending_of(message_id: Any) -> Any:
+    return AgentAction.objects.filter(inbound_message_id=message_id, status=ActionStatus.PENDING)
 
 
 def step_run(message_id: Any, action_id: Any, *, now: dt.datetime | None = None) -> str:
     """AGT-10 `run_step` for the prepared action `action_id`."""
-    # one query for the action, its message (with contact) and the organization's agent configuration
+    # one statement: the action, its message (with contact), the organization's agent configuration, and
+    # whether the message has another pending action (a reset row the next step must reuse, AGT-24)
     action = (
         AgentAction.objects.select_related(
             "inbound_message__contact", "inbound_message__organization__agent_config"
+        )
+        .annotate(
+            others_pending=Exists(_pending_of(OuterRef("inbound_message_id")).exclude(pk=OuterRef("pk")))
         )
         .filter(pk=action_id, inbound_message_id=message_id)
         .first()
     )
     if action is None:
         return "action not found"
+    return _run(action, others_pending=action.others_pending, now=now)
+
+
+def _run(action: AgentAction, *, others_pending: bool, now: dt.datetime | None = None) -> str:
+    """Claim `action` and run its step on the already loaded message; then route it in one transaction."""
     if action.status in _FINISHED:
         return f"action already {action.status}"
     module = step_module(action.action_type)
     message = action.inbound_message
+    message_id = message.pk
     if message.processing_status != module.RUNS_IN:
         return f"message is {message.processing_status}, step runs in {module.RUNS_IN}"
     now = now or timezone.now()
@@ -107,7 +141,7 @@ def step_run(message_id: Any, action_id: Any, *, now: dt.datetime | None = None)
     try:
         output = module.execute(ctx, step_input)
         with transaction.atomic():
-            locked = InboundMessage.objects.select_for_update().filter(pk=message_id).first()
+            locked = _lock_for_route(message, module, ctx.record)
             if locked is None or locked.processing_status != module.RUNS_IN:
                 action_fail(action.pk, error="message changed state during the step", at=timezone.now())
                 return "message changed state during the step"
@@ -116,7 +150,7 @@ def step_run(message_id: Any, action_id: Any, *, now: dt.datetime | None = None)
                 # AGT-21: the daily-limit check and the increment happen under the config row's lock
                 ctx.config = AgentConfig.objects.select_for_update().get(pk=config.pk)
             route = module.route(output, step_input, ctx)
-            return _apply_route(locked, action, route, output, ctx, started)
+            return _apply_route(locked, action, route, output, ctx, started, reuse=others_pending)
     except Exception as exc:
         logger.warning("inbox step %s of %s failed: %s", action.action_type, message_id, exc, exc_info=True)
         error = str(exc) or type(exc).__name__
@@ -132,6 +166,23 @@ def step_run(message_id: Any, action_id: Any, *, now: dt.datetime | None = None)
         return f"failed: {error[:200]}"
 
 
+def _lock_for_route(
+    message: InboundMessage, module: Any, record: dict[str, Any] | None
+) -> InboundMessage | None:
+    """The message row locked for the step's routing. A step that always routes in state and records companion
+    fields gets its lock from that conditional UPDATE (status checked in the same statement); the message it
+    started with, patched with the fields, is then current for everything an in-state route reads."""
+    if record and getattr(module, "ROUTES_IN_STATE", False):
+        if not message_record(message.pk, expect_status=module.RUNS_IN, **record):
+            return None
+        for key, value in record.items():
+            setattr(message, key, value)
+        return message
+    if record:
+        message_record(message.pk, expect_status=module.RUNS_IN, **record)
+    return InboundMessage.objects.select_for_update().filter(pk=message.pk).first()
+
+
 def _bookkeeping(output: Any, ctx: StepContext, started: float) -> dict[str, Any]:
     duration_ms = int((time.perf_counter() - started) * 1000)
     out = dict(output) if isinstance(output, dict) else {"value": output}
@@ -140,13 +191,20 @@ def _bookkeeping(output: Any, ctx: StepContext, started: float) -> dict[str, Any
 
 
 def _apply_route(
-    message: InboundMessage, action: AgentAction, route: Route, output: Any, ctx: StepContext, started: float
+    message: InboundMessage,
+    action: AgentAction,
+    route: Route,
+    output: Any,
+    ctx: StepContext,
+    started: float,
+    *,
+    reuse: bool = True,
 ) -> str:
     """AGT-11, inside the step's transaction with the message row locked."""
     book = _bookkeeping(output, ctx, started)
     if route.form == "in_state":
         action_complete(action.pk, at=timezone.now(), **book)
-        nxt = schedule_step(message, route.next_step, route.next_input)
+        nxt = schedule_step(message, route.next_step, route.next_input, reuse=reuse)
         return f"{action.action_type} done; next {route.next_step} {nxt.pk}"
     if route.form == "done":
         action_complete(action.pk, at=timezone.now(), **book)
@@ -161,7 +219,7 @@ def _apply_route(
         action_fail(action.pk, error=f"transition to {route.to} rejected: {outcome.reason}")
         return f"transition to {route.to} rejected: {outcome.reason}"
     if route.next_step:
-        nxt = schedule_step(message, route.next_step, route.next_input)
+        nxt = schedule_step(message, route.next_step, route.next_input, reuse=reuse)
         return f"{action.action_type} → {route.to}; next {route.next_step} {nxt.pk}"
     return f"{action.action_type} → {route.to}"
 

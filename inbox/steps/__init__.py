@@ -1,6 +1,6 @@
 """The five step kinds of the walker (AGT-12): each module has `RUNS_IN` (the status it runs in), `execute(ctx,
 input) -> output` (may call the model; runs outside any transaction) and the pure `route(output, input, ctx) ->
-Route` (AGT-11). `clarify` (AGT-18) sits between classify and draft when switched on."""
+Route` (AGT-11); `ROUTES_IN_STATE = True` on a step whose route is always `in_state`. `clarify` (AGT-18) sits between classify and draft when switched on."""
 
 from __future__ import annotations
 
@@ -19,6 +19,9 @@ class StepContext:
     config: AgentConfig
     now: dt.datetime
     calls: CallLog = field(default_factory=CallLog)
+    #: companion fields the step writes on the message in state (AGT-16, AGT-19); the walker writes them in the
+    #: step's closing transaction, where that conditional UPDATE also takes the row lock and checks the status
+    record: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

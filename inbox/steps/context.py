@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from inbox.lifecycle import message_record
 from inbox.models import InboundMessage
 from inbox.models import ProcessingStatus as P
 from inbox.security import visible_body
@@ -12,6 +11,7 @@ from inbox.steps import Route, StepContext
 from owlat.models import ContactActivity
 
 RUNS_IN = P.CLASSIFYING
+ROUTES_IN_STATE = True
 CHARS_PER_TOKEN = 4
 BUDGET_TOKENS = 4000
 COMPACT_LIMIT_TOKENS = 12000
@@ -92,9 +92,7 @@ def execute(ctx: StepContext, input: dict[str, Any]) -> dict[str, Any]:
     if hits:
         coverage["topScore"] = round(hits[0][1], 4)
     grounding = [{"type": "knowledge", "id": str(e.pk), "title": e.title} for e, _ in hits]
-    message_record(
-        m.pk, expect_status=RUNS_IN, context_tier=tier, context_coverage=coverage, grounding_sources=grounding
-    )
+    ctx.record = {"context_tier": tier, "context_coverage": coverage, "grounding_sources": grounding}
     return {"briefing": briefing, "tier": tier, "coverage": coverage}
 
 

@@ -8,12 +8,12 @@ from typing import Any
 
 from inbox import llm
 from inbox.breakers import draft_quality_record
-from inbox.lifecycle import message_record
 from inbox.models import ProcessingStatus as P
 from inbox.steps import Route, StepContext
 
 logger = logging.getLogger(__name__)
 RUNS_IN = P.DRAFTING
+ROUTES_IN_STATE = True
 DEFAULT_TONE = "Professional and helpful, concise and friendly."
 QUALITY_SCHEMA = {
     "type": "object",
@@ -96,16 +96,14 @@ def execute(ctx: StepContext, input: dict[str, Any]) -> dict[str, Any]:
         logger.info("draft quality check failed: %s", exc)
     classification = input.get("classification") or {}
     subject = draft_subject(ctx.message.subject)
-    message_record(
-        ctx.message.pk,
-        expect_status=RUNS_IN,
-        draft_response=text,
-        draft_subject=subject,
-        draft_quality=quality,
-        confidence_score=classification.get("confidence"),
-        draft_revisions=[],
-        is_draft_edited=False,
-    )
+    ctx.record = {
+        "draft_response": text,
+        "draft_subject": subject,
+        "draft_quality": quality,
+        "confidence_score": classification.get("confidence"),
+        "draft_revisions": [],
+        "is_draft_edited": False,
+    }
     # AGT-20 `confidence_degradation` breaker: every scored draft (no score counts as 0, as route scores it)
     draft_quality_record(ctx.message.organization_id, (quality or {}).get("score"))
     return {"draftResponse": text, "draftSubject": subject, "draftQuality": quality}

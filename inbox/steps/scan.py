@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core.exceptions import ObjectDoesNotExist
+
 from inbox.models import ProcessingStatus as P
 from inbox.security import (
     INJECTION_CONFIDENCE_THRESHOLD,
@@ -45,8 +47,20 @@ def execute(ctx: StepContext, input: dict[str, Any]) -> dict[str, Any]:
     return {
         "flags": result.as_flags(ctx.now.isoformat()),
         "released": released,
-        "pipelineEnabled": pipeline_enabled(m.organization_id),
+        "pipelineEnabled": pipeline_enabled(m.organization_id, _loaded_flags(m)),
     }
+
+
+def _loaded_flags(m: Any) -> dict[str, Any] | None:
+    """The organization's stored flags when the walker loaded its settings row with the message (else None)."""
+    from owlat.models import Organization
+
+    if "organization" not in m._state.fields_cache or not Organization.settings.is_cached(m.organization):
+        return None
+    try:
+        return m.organization.settings.feature_flags or {}
+    except ObjectDoesNotExist:
+        return {}
 
 
 def _strip_text(text: str | None) -> str:
