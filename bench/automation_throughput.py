@@ -377,7 +377,8 @@ def main() -> int:
         if args.sizes
         else [max(1, args.events // 100), max(1, args.events // 10), args.events]
     )
-    world = build_world(args.keys, {"warm": args.warmup, **{f"load-{n}": n for n in sizes}, "lat": n_lat})
+    batches = {"warm": args.warmup, **{f"load-{n}": n for n in sizes}, **{f"walk-{n}": n for n in sizes}}
+    world = build_world(args.keys, {**batches, "lat": n_lat})
     keys, emails, automation = world["keys"], world["emails"], world["automation"]
     sink = SmtpSink().start()
     port = free_port()
