@@ -204,6 +204,8 @@ class CampaignSendJob(models.Model):
     split_percentage = models.PositiveSmallIntegerField(null=True, blank=True)
     winning_variant = models.CharField(max_length=1, null=True, blank=True)
     cursor = models.CharField(max_length=64, blank=True, default="")
+    # the one page hop allowed to walk (campaigns.walker): a hop whose token this is not does nothing
+    hop_token = models.CharField(max_length=32, blank=True, default="")
     audience = models.JSONField(null=True, blank=True)
     enqueued_count = models.PositiveIntegerField(default=0)
     total_candidates = models.PositiveIntegerField(default=0)

@@ -32,7 +32,7 @@ from campaigns.lifecycle import (
 )
 from campaigns.models import Campaign, CampaignSendJob, ContentScanResult, SendJobPhase, VariantMode
 from campaigns.preflight import validate_ready_to_send
-from campaigns.walker import walk_queue
+from campaigns.walker import new_hop_token, walk_queue
 
 logger = logging.getLogger(__name__)
 
@@ -79,6 +79,7 @@ def send_job_open(
     """CMP-03: create the job, or reset the campaign's existing one; enqueue the first page hop."""
     from owlat.jobs import enqueue
 
+    token = new_hop_token()  # the first hop owns the walk (a redelivered one resumes from the checkpoint)
     job, _ = CampaignSendJob.objects.update_or_create(
         campaign=campaign,
         defaults={
@@ -89,6 +90,7 @@ def send_job_open(
             "split_percentage": split_percentage,
             "winning_variant": winning_variant,
             "cursor": "",
+            "hop_token": token,
             "audience": audience,
             "enqueued_count": 0,
             "total_candidates": 0,
@@ -98,7 +100,7 @@ def send_job_open(
             "finished_at": None,
         },
     )
-    enqueue(PAGE_TASK, str(campaign.pk), "", queue=walk_queue())
+    enqueue(PAGE_TASK, str(campaign.pk), "", token, queue=walk_queue())
     return job
 
 

@@ -11,9 +11,9 @@ def campaign_send_start_task(campaign_id: str) -> str:
     return orchestrator.start_campaign_send(campaign_id)
 
 
-def campaign_resolve_page_task(campaign_id: str, cursor: str = "") -> str:
-    """CMP-29: one page hop."""
-    return walker.resolve_campaign_page(campaign_id, cursor)
+def campaign_resolve_page_task(campaign_id: str, cursor: str = "", token: str = "") -> str:
+    """CMP-29: one hop of the page walk (several checkpointed pages)."""
+    return walker.resolve_campaign_page(campaign_id, cursor, token)
 
 
 def campaign_send_remainder_task(campaign_id: str) -> str:

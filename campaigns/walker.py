@@ -1,17 +1,22 @@
-"""The checkpointed paged recipient walk (CMP-29 … CMP-36): one page per task hop.
+"""The checkpointed paged recipient walk (CMP-29 … CMP-36): several pages per task hop, one checkpoint per page.
 
-A hop, in one transaction under the send job's row lock: read one page after the cursor, apply eligibility,
+A page, in one transaction under the send job's row lock: read one page after the cursor, apply eligibility,
 bucket by language and variant, create the send rows and enqueue them in chunks (DLV-03, DLV-16; delayed per
-time zone, CMP-34), bump the organization's daily count, advance the cursor, and enqueue the next hop. With the
-ORM broker the next hop and the send jobs become visible at commit, so the next page is never fetched before
-this one is enqueued; a crash rolls the whole page back and the re-run writes it once. A hop carries the cursor
-it expects: a duplicated or stale hop finds the cursor moved and does nothing (no forked chains).
+time zone, CMP-34), bump the organization's daily count and advance the cursor — the checkpoint. A hop (one task
+execution) walks several pages, so the django-q2 round trip and the per-campaign reads are paid once per hop, not
+per page; its last page enqueues the next hop in its transaction. With the ORM broker a page's send jobs (and the
+next hop) become visible at its commit, so no page is fetched before the previous one is enqueued; a crash rolls
+back only the page in progress and the re-run (the redelivered hop, which owns the job's `hop_token`) resumes from
+the last checkpoint and writes it once. A duplicated or stale hop finds another token or a moved cursor and does
+nothing (no forked chains).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import logging
+import time
+import uuid
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
@@ -194,33 +199,114 @@ def _enqueue_chunks(send_ids: list[str], at: dt.datetime | None) -> int:
 
 # --- the hop ---------------------------------------------------------------------------------------------------
 
+PAGES_PER_HOP = 20  # `CAMPAIGN_WALK_PAGES_PER_HOP`: pages walked per task execution, each its own checkpoint
+HOP_SECONDS = 30.0  # `CAMPAIGN_WALK_HOP_SECONDS`: no new page after this (far below django-q2's `timeout`)
+
+
+def _hop_budget() -> tuple[int, float]:
+    from django.conf import settings
+
+    pages = int(getattr(settings, "CAMPAIGN_WALK_PAGES_PER_HOP", PAGES_PER_HOP) or 1)
+    seconds = float(getattr(settings, "CAMPAIGN_WALK_HOP_SECONDS", HOP_SECONDS) or HOP_SECONDS)
+    return max(1, pages), seconds
+
+
+def new_hop_token() -> str:
+    """The token of a hop chain link: the job row names the one hop allowed to walk (`hop_token`)."""
+    return uuid.uuid4().hex
+
+
+def enqueue_hop(job: CampaignSendJob, *, at: dt.datetime | None = None) -> str:
+    """Hand the walk to a new hop (a fresh token saved on the job by the caller's transaction): every older hop,
+    alive or redelivered, finds another token and stops."""
+    from owlat.jobs import enqueue
+
+    job.hop_token = new_hop_token()
+    enqueue(PAGE_TASK, str(job.campaign_id), job.cursor, job.hop_token, at=at, queue=walk_queue())
+    return job.hop_token
+
+
+@dataclass
+class _Hop:
+    """What one task execution reads once for all its pages."""
+
+    token: str
+    campaign: Campaign | None = None
+    contents: _Contents | None = None
+    context: Any = None
+    org_tz: str | None = None
+    settings_written: bool = False
+
 
 def resolve_campaign_page(
-    campaign_id: Any, expected_cursor: str = "", *, now: dt.datetime | None = None
+    campaign_id: Any, expected_cursor: str = "", token: str = "", *, now: dt.datetime | None = None
 ) -> str:
-    """One CMP-29 hop. Idempotent: a hop whose cursor was already consumed is a no-op."""
+    """One CMP-29 hop: up to `CAMPAIGN_WALK_PAGES_PER_HOP` pages (and no new page after
+    `CAMPAIGN_WALK_HOP_SECONDS`), each page its own transaction that reads the page after the job's cursor,
+    creates and enqueues its rows and advances the cursor — the checkpoint. The last page of the hop hands the
+    walk to the next hop in its transaction.
+
+    Who may walk: a hop carrying a token walks while the job's `hop_token` is its token (so a hop redelivered after
+    its worker died resumes from the last committed page); a hop without one (the orchestrator's first hop from
+    before tokens, the watchdog) only when the job's cursor is the one it expects, and then takes a fresh token.
+    A duplicated or stale hop finds another token (or a moved cursor) and does nothing: no forked chains."""
+    pages, seconds = _hop_budget()
+    deadline = time.monotonic() + seconds
+    hop = _Hop(token=token)
+    result = ""
+    for index in range(pages):
+        last = index == pages - 1 or time.monotonic() >= deadline
+        result, more = _walk_page(campaign_id, expected_cursor, hop, now=now, last=last)
+        if not more or last:
+            break
+    return result
+
+
+def _walk_page(
+    campaign_id: Any, expected_cursor: str, hop: _Hop, *, now: dt.datetime | None, last: bool
+) -> tuple[str, bool]:
+    """One page in one transaction under the send job's row lock; returns (summary, walk goes on in this hop)."""
     from delivery.providers import delivery_configured
     from delivery.services import create_batch
-    from owlat.jobs import enqueue
     from owlat.organizations import organization_settings
 
     now = now or timezone.now()
     with transaction.atomic():
         job = CampaignSendJob.objects.select_for_update().filter(campaign_id=campaign_id).first()
         if job is None or job.phase != SendJobPhase.RESOLVING:
-            return "stopped: no resolving job"
-        if job.cursor != (expected_cursor or ""):
-            return "stale hop: cursor already advanced"
-        campaign = Campaign.objects.select_related("email_template").filter(pk=campaign_id).first()
-        if campaign is None or campaign.status != SENDING or campaign.email_template is None:
+            return "stopped: no resolving job", False
+        if hop.token:
+            if job.hop_token != hop.token:
+                return "stale hop: another hop owns the walk", False
+        elif job.cursor != (expected_cursor or ""):
+            return "stale hop: cursor already advanced", False
+        else:
+            hop.token = job.hop_token = new_hop_token()
+        if hop.campaign is None:
+            hop.campaign = Campaign.objects.select_related("email_template").filter(pk=campaign_id).first()
+            status = hop.campaign.status if hop.campaign else None
+        else:  # later pages of the hop: a cancel in between stops the walk at the next page
+            status = Campaign.objects.filter(pk=campaign_id).values_list("status", flat=True).first()
+        campaign = hop.campaign
+        if campaign is None or status != SENDING or campaign.email_template is None:
             job.phase, job.finished_at, job.updated_at = SendJobPhase.DONE, now, now
-            job.save(update_fields=["phase", "finished_at", "updated_at"])
-            return "stopped: campaign not sending"
+            job.save(update_fields=["phase", "finished_at", "updated_at", "hop_token"])
+            return "stopped: campaign not sending", False
         if not delivery_configured():
             job.updated_at = now
-            job.save(update_fields=["updated_at"])
-            enqueue(PAGE_TASK, str(campaign.pk), job.cursor, at=now + NO_PROVIDER_RETRY, queue=walk_queue())
-            return "no delivery provider: retry in 5 minutes"
+            enqueue_hop(job, at=now + NO_PROVIDER_RETRY)
+            job.save(update_fields=["updated_at", "hop_token"])
+            return "no delivery provider: retry in 5 minutes", False
+        use_tz = (
+            campaign.use_recipient_timezone
+            and campaign.scheduled_hour is not None
+            and campaign.scheduled_minute is not None
+            and job.variant_mode in (VariantMode.PLAIN, VariantMode.AB_TEST)
+        )
+        if hop.contents is None:
+            hop.contents = _Contents(campaign)
+            hop.context = _send_context(campaign)
+            hop.org_tz = organization_settings(campaign.organization_id).timezone if use_tz else None
 
         page = audience_page(
             campaign.organization_id,
@@ -229,34 +315,32 @@ def resolve_campaign_page(
             limit=audience_module.PAGE_SIZE,
         )
         chosen = _bucket(job, campaign, page.eligible)
-        contents = _Contents(campaign)
-        recipients = [_recipient(contents, c, v) for c, v in chosen]
+        recipients = [_recipient(hop.contents, c, v) for c, v in chosen]
         inserted = create_batch(
             organization_id=campaign.organization_id,
             campaign_id=campaign.pk,
-            context=_send_context(campaign),
+            context=hop.context,
             sends=recipients,
             enqueue=False,
+            write_settings=not hop.settings_written,
         )
+        hop.settings_written = True
         by_zone: dict[dt.datetime | None, list[str]] = defaultdict(list)
-        use_tz = (
-            campaign.use_recipient_timezone
-            and campaign.scheduled_hour is not None
-            and campaign.scheduled_minute is not None
-            and job.variant_mode in (VariantMode.PLAIN, VariantMode.AB_TEST)
-        )
-        org_tz = organization_settings(campaign.organization_id).timezone if use_tz else None
+        zone_instants: dict[str | None, dt.datetime] = {}
         for c, _ in chosen:
             send_id = inserted.get(c.contact_id)
             if send_id is None:
                 continue
-            at = (
-                next_local_instant(
-                    zone_for(c.timezone, org_tz), campaign.scheduled_hour, campaign.scheduled_minute, now
-                )
-                if use_tz
-                else None
-            )
+            at = None
+            if use_tz:
+                at = zone_instants.get(c.timezone)
+                if at is None:
+                    at = zone_instants[c.timezone] = next_local_instant(
+                        zone_for(c.timezone, hop.org_tz),
+                        campaign.scheduled_hour,
+                        campaign.scheduled_minute,
+                        now,
+                    )
             by_zone[at].append(send_id)
         for at, ids in by_zone.items():
             _enqueue_chunks(ids, at)
@@ -268,14 +352,16 @@ def resolve_campaign_page(
         job.total_candidates += len(page.eligible)
         job.pages += 1
         job.updated_at = now
+        fields = ["cursor", "enqueued_count", "total_candidates", "pages", "updated_at", "hop_token"]
         if not page.exhausted:
-            job.save()
-            enqueue(PAGE_TASK, str(campaign.pk), job.cursor, queue=walk_queue())
-            return f"page {job.pages}: {enqueued} enqueued"
+            if last:
+                enqueue_hop(job)
+            job.save(update_fields=fields)
+            return f"page {job.pages}: {enqueued} enqueued", True
         job.phase, job.finished_at = SendJobPhase.DONE, now
-        job.save()
+        job.save(update_fields=[*fields, "phase", "finished_at"])
         _finish_walk(campaign, job, now)
-    return f"page {job.pages}: {enqueued} enqueued; walk done ({job.enqueued_count} total)"
+    return f"page {job.pages}: {enqueued} enqueued; walk done ({job.enqueued_count} total)", False
 
 
 def _finish_walk(campaign: Campaign, job: CampaignSendJob, now: dt.datetime) -> None:
@@ -308,8 +394,6 @@ def stuck_send_jobs(
 def stuck_walks_redrive(*, now: dt.datetime | None = None) -> int:
     """Re-drive jobs still `resolving` with no progress for 10 minutes (their cursor's hop again; a hop
     still alive finds the cursor moved, so nothing runs twice)."""
-    from owlat.jobs import enqueue
-
     now = now or timezone.now()
     stuck = list(stuck_send_jobs(now=now).values_list("campaign_id", "cursor"))
     for campaign_id, cursor in stuck:
@@ -320,7 +404,9 @@ def stuck_walks_redrive(*, now: dt.datetime | None = None) -> int:
                 cursor=cursor,
                 updated_at__lt=now - STUCK_AFTER,
             ).update(updated_at=now)
-            if touched:
+            if touched:  # a tokenless hop: it walks only from this cursor and then takes a token of its own
+                from owlat.jobs import enqueue
+
                 enqueue(PAGE_TASK, str(campaign_id), cursor, queue=walk_queue())
     return len(stuck)
 

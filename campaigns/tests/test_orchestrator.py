@@ -208,17 +208,25 @@ def test_reject_returns_to_draft_with_reason(make_campaign, org, template, audie
 # --- crash and resume (CMP-29) --------------------------------------------------------------------------------------
 
 
-def test_a_crashed_page_resumes_from_the_checkpoint(make_campaign, org, topic, make_contact, monkeypatch):
+def test_a_crashed_page_resumes_from_the_checkpoint(
+    make_campaign, org, topic, make_contact, monkeypatch, settings
+):
     from campaigns import audience, walker
 
     monkeypatch.setattr(audience, "PAGE_SIZE", 4)
+    settings.CAMPAIGN_WALK_PAGES_PER_HOP = 1  # one page per hop: each hop hands the walk to the next
     contacts = [make_contact(topic=topic) for i in range(10)]
     campaign = make_campaign()
     assert campaign_send_now(authority=SYSTEM, campaign_id=campaign.pk, organization_id=org.pk, actor="u").ok
     drain_queue(queue="campaign", max_tasks=1)  # the orchestrator opens the job
+    first_token = CampaignSendJob.objects.get(campaign=campaign).hop_token
     drain_queue(queue="campaign", max_tasks=1)  # page 1
     job = CampaignSendJob.objects.get(campaign=campaign)
     assert job.pages == 1 and rows(campaign).count() == 4
+    assert job.hop_token != first_token  # handed over to the next hop
+    assert (
+        walker.resolve_campaign_page(campaign.pk, "", first_token) == "stale hop: another hop owns the walk"
+    )
     # page 2 crashes after creating its rows: the whole page rolls back, the checkpoint stays
     real = walker._enqueue_chunks
 
@@ -226,16 +234,55 @@ def test_a_crashed_page_resumes_from_the_checkpoint(make_campaign, org, topic, m
         raise RuntimeError("worker killed")
 
     monkeypatch.setattr(walker, "_enqueue_chunks", boom)
-    cursor = job.cursor
+    cursor, token = job.cursor, job.hop_token
     with pytest.raises(RuntimeError):
-        walker.resolve_campaign_page(campaign.pk, cursor)
+        walker.resolve_campaign_page(campaign.pk, cursor, token)
     job.refresh_from_db()
-    assert job.cursor == cursor and rows(campaign).count() == 4
+    assert job.cursor == cursor and job.hop_token == token and rows(campaign).count() == 4
     monkeypatch.setattr(walker, "_enqueue_chunks", real)
     # the re-run (redelivered task or watchdog) continues; a stale duplicate of page 1 does nothing
     assert walker.resolve_campaign_page(campaign.pk, "") == "stale hop: cursor already advanced"
-    walker.resolve_campaign_page(campaign.pk, cursor)
+    walker.resolve_campaign_page(campaign.pk, cursor, token)
     drain_queue(max_tasks=5000)
+    campaign.refresh_from_db()
+    assert campaign.status == "sent"
+    assert sorted(r.contact_id for r in rows(campaign)) == sorted(c.pk for c in contacts)
+    assert LocalMessage.objects.filter(send_id__in=rows(campaign).values("pk")).count() == 10
+
+
+def test_a_hop_walks_several_pages_and_a_crash_mid_hop_resumes_after_the_last_committed_page(
+    make_campaign, org, topic, make_contact, monkeypatch, settings
+):
+    """CMP-29 with several pages per task execution: every page is its own checkpoint, so a hop that dies after
+    its first page is redelivered (same cursor and token) and resumes at page 2 — nobody twice, nobody lost."""
+    from campaigns import audience, walker
+
+    monkeypatch.setattr(audience, "PAGE_SIZE", 4)
+    settings.CAMPAIGN_WALK_PAGES_PER_HOP = 2
+    contacts = [make_contact(topic=topic) for i in range(10)]  # pages of 4, 4, 2
+    campaign = make_campaign()
+    assert campaign_send_now(authority=SYSTEM, campaign_id=campaign.pk, organization_id=org.pk, actor="u").ok
+    drain_queue(queue="campaign", max_tasks=1)  # the orchestrator opens the job and enqueues the first hop
+    token = CampaignSendJob.objects.get(campaign=campaign).hop_token
+    real, calls = walker._enqueue_chunks, []
+
+    def second_page_dies(ids, at):
+        calls.append(len(ids))
+        if len(calls) == 2:
+            raise RuntimeError("worker killed")
+        return real(ids, at)
+
+    monkeypatch.setattr(walker, "_enqueue_chunks", second_page_dies)
+    with pytest.raises(RuntimeError):
+        walker.resolve_campaign_page(campaign.pk, "", token)  # the first hop, run by hand
+    job = CampaignSendJob.objects.get(campaign=campaign)
+    assert (job.pages, rows(campaign).count(), job.hop_token) == (1, 4, token)  # page 1 committed, page 2 not
+    monkeypatch.setattr(walker, "_enqueue_chunks", real)
+    # the redelivered hop resumes from the checkpoint: pages 2 and 3 in one execution, the walk is done
+    assert walker.resolve_campaign_page(campaign.pk, "", token).endswith("walk done (10 total)")
+    job.refresh_from_db()
+    assert job.pages == 3 and job.phase == "done"
+    drain_queue(max_tasks=5000)  # the queued original of the first hop finds the walk done
     campaign.refresh_from_db()
     assert campaign.status == "sent"
     assert sorted(r.contact_id for r in rows(campaign)) == sorted(c.pk for c in contacts)
@@ -272,8 +319,9 @@ def test_no_provider_at_hop_time_retries_in_five_minutes(make_campaign, org, top
     now = timezone.now()
     assert walker.resolve_campaign_page(campaign.pk, "", now=now).startswith("no delivery provider")
     due = DueTask.objects.get(func=walker.PAGE_TASK)
-    assert due.due_at == now + dt.timedelta(minutes=5) and due.args == [str(campaign.pk), ""]
-    assert CampaignSendJob.objects.get(campaign=campaign).updated_at == now
+    job = CampaignSendJob.objects.get(campaign=campaign)
+    assert due.due_at == now + dt.timedelta(minutes=5) and due.args == [str(campaign.pk), "", job.hop_token]
+    assert job.updated_at == now
 
 
 # --- A/B (CMP-32, CMP-33, CMP-19) ------------------------------------------------------------------------------------

@@ -91,6 +91,7 @@ def create_batch(
     sends: Iterable[CampaignRecipient],
     enqueue: bool = True,
     at: Any = None,
+    write_settings: bool = True,
 ) -> dict[str, str]:
     """DLV-03: insert a row only for contacts without a row for this campaign; return `{contact_id: send_id}`
     for exactly the rows inserted, and (unless `enqueue=False`) enqueue only those on the campaign pool.
@@ -100,7 +101,8 @@ def create_batch(
     contact_id) DO NOTHING RETURNING`): the unique constraint decides, so a concurrent page inserting the same
     (campaign, contact) loses quietly and the result lists exactly the rows this call inserted. Elsewhere
     (SQLite) `bulk_create(ignore_conflicts=True)` and a re-read. The caller pages the audience (CMP-29), so a call
-    holds one page, never the audience."""
+    holds one page, never the audience. `write_settings=False` skips the campaign-level upserts (settings and
+    counters rows) when the caller already wrote them in this walk (the campaign walker, once per hop)."""
     now = timezone.now()
     rows: list[tuple[Any, ...]] = []
     seen: set[uuid.UUID] = set()
@@ -122,7 +124,10 @@ def create_batch(
             )
         )
     with transaction.atomic(savepoint=False):
-        campaign_send_settings_set(organization_id=organization_id, campaign_id=campaign_id, context=context)
+        if write_settings:
+            campaign_send_settings_set(
+                organization_id=organization_id, campaign_id=campaign_id, context=context
+            )
         if not rows:
             return {}
         insert = _insert_rows_postgres if connection.vendor == "postgresql" else _insert_rows_orm
