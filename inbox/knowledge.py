@@ -77,6 +77,15 @@ def _keywords(text: str, limit: int = 30) -> list[str]:
     return seen
 
 
+def knowledge_vector() -> Any:
+    """The weighted search document of an entry (title A, content B); the GIN index is built on it."""
+    from django.contrib.postgres.search import SearchVector
+
+    return SearchVector("title", weight="A", config="simple") + SearchVector(
+        "content", weight="B", config="simple"
+    )
+
+
 def knowledge_search(
     *, organization_id: Any, text: str, limit: int = 10
 ) -> list[tuple[KnowledgeEntry, float]]:
@@ -86,14 +95,17 @@ def knowledge_search(
         return []
     qs = KnowledgeEntry.objects.filter(organization_id=organization_id)
     if connection.vendor == "postgresql":
-        from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
+        from django.contrib.postgres.search import SearchQuery, SearchRank
+        from django.db.models import F
 
         query = SearchQuery(" | ".join(f"{w}:*" for w in words), search_type="raw", config="simple")
-        vector = SearchVector("title", weight="A", config="simple") + SearchVector(
-            "content", weight="B", config="simple"
-        )
+        # `@@` against the same expression as the GIN index `knowledge_search` (inbox.models): only matching
+        # rows are read and ranked, instead of every entry's vector built and ranked per message
         rows = (
-            qs.annotate(rank=SearchRank(vector, query)).filter(rank__gt=0).order_by("-rank", "title")[:limit]
+            qs.annotate(search=knowledge_vector())
+            .filter(search=query)
+            .annotate(rank=SearchRank(F("search"), query))
+            .order_by("-rank", "title")[:limit]
         )
         return [(row, float(row.rank)) for row in rows]
     # plain fallback (SQLite): count keyword hits in Python over the organization's entries

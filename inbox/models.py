@@ -10,6 +10,8 @@ import secrets
 import uuid
 from typing import Any
 
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVector
 from django.db import models
 from django.db.models import Q
 from django_fsm import FSMField, FSMModelMixin, transition
@@ -357,6 +359,14 @@ class KnowledgeEntry(models.Model):
 
     class Meta:
         verbose_name_plural = "knowledge entries"
+        # the full-text document of `inbox.knowledge.knowledge_search` (AGT-16): its `@@` reads this index
+        indexes = [
+            GinIndex(
+                SearchVector("title", weight="A", config="simple")
+                + SearchVector("content", weight="B", config="simple"),
+                name="knowledge_search",
+            )
+        ]
         constraints = [
             models.UniqueConstraint(
                 fields=["organization", "source"], condition=~Q(source=""), name="uniq_knowledge_source"

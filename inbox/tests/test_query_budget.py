@@ -85,3 +85,25 @@ def test_a_reset_row_is_still_reused_when_the_walker_reaches_its_step(
     assert rows.count() == 1
     row = rows.get()
     assert row.pk == classify.pk and row.status == "completed" and row.retry_count == 1
+
+
+def test_knowledge_search_matches_through_the_gin_index(org):
+    """AGT-16 query shape: the `@@` filter is the indexed expression (so a large knowledge base is not scanned
+    and ranked entry by entry per message); ranking still orders title hits first."""
+    from django.contrib.postgres.search import SearchQuery
+    from django.db import connection
+
+    from inbox.knowledge import knowledge_search, knowledge_vector
+    from inbox.models import KnowledgeEntry
+
+    KnowledgeEntry.objects.create(organization=org, title="Invoices", content="Download them under Billing.")
+    KnowledgeEntry.objects.create(organization=org, title="Billing", content="Every invoice is a PDF.")
+    KnowledgeEntry.objects.create(organization=org, title="Shipping", content="We ship worldwide.")
+    hits = knowledge_search(organization_id=org.pk, text="Where is my invoice?")
+    assert [e.title for e, _ in hits] == ["Invoices", "Billing"]
+    query = SearchQuery("invoice:*", search_type="raw", config="simple")
+    # the expression alone (the organization filter has its own index, which a tiny table would pick)
+    qs = KnowledgeEntry.objects.annotate(search=knowledge_vector()).filter(search=query)
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")
+    assert "knowledge_search" in qs.explain()
