@@ -161,6 +161,9 @@ def validate_row(line: int, values: dict[str, str], properties: dict[str, str]) 
     """Check one row (already split into contact fields and custom properties)."""
     from owlat.contacts import is_valid_email, normalize_email
 
+    for name, value in (*values.items(), *properties.items()):
+        if "\x00" in value:  # PostgreSQL cannot store it: refuse the row, naming the column
+            return RowError(line, f"{name} contains a NUL byte")
     email = values.get("email", "")
     if not email:
         return RowError(line, "Email is required")
@@ -206,6 +209,8 @@ def contact_import_validate(text: Iterable[str]) -> Validation:
         if first is None:
             raise ImportFileError("The file is empty.")
         _, header = first
+        if any("\x00" in name for name in header):
+            raise ImportFileError("The header contains a NUL byte.")
         field_columns, property_columns = _map_header(header)
         result = Validation(property_columns=list(property_columns.values()))
         seen_emails: dict[str, int] = {}
