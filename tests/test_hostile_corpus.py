@@ -175,6 +175,27 @@ def test_html_in_names_is_escaped_in_the_admin(client, owner):
     from owlat.models import ContactTopic
 
     ContactTopic.objects.create(organization=owner, contact=contact, topic=topic)
+    # the contact timeline (DOM-11 activity rows) and delivery's email-history section render these
+    from django.utils import timezone
+
+    from delivery.models import TransactionalSend
+    from owlat.models import ContactActivity
+
+    for activity_type, meta in (
+        ("event_received", {"eventName": SCRIPT}),
+        ("email_clicked", {"url": f"https://example.com/{SCRIPT}", "kind": SCRIPT}),
+        ("email_bounced", {"message": SCRIPT, "bounceType": SCRIPT, "source": SCRIPT}),
+    ):
+        ContactActivity.objects.create(
+            organization=owner,
+            contact=contact,
+            activity_type=activity_type,
+            metadata=meta,
+            occurred_at=timezone.now(),
+        )
+    TransactionalSend.objects.create(
+        organization=owner, kind="transactional", contact=contact, email=contact.email, subject=SCRIPT
+    )
     pages = [
         reverse("admin:index"),
         reverse("admin:owlat_contact_changelist"),
@@ -189,3 +210,5 @@ def test_html_in_names_is_escaped_in_the_admin(client, owner):
         html = response.content.decode()
         assert SCRIPT not in html, url
     assert "&lt;script&gt;" in client.get(reverse("admin:owlat_contact_changelist")).content.decode()
+    change = client.get(reverse("admin:owlat_contact_change", args=[contact.pk])).content.decode()
+    assert change.count("&lt;script&gt;") >= 6, "the timeline and email history show the names, escaped"
