@@ -92,7 +92,7 @@ def message_start(message_id: Any, *, now: dt.datetime | None = None) -> str:
         # other pending rows of the message besides the scan's (a reset row a later step may reuse)
         others = message.pending_actions and _pending_of(message.pk).exclude(pk=action.pk).exists()
     action.inbound_message = message
-    summary = _run(action, others_pending=others, now=now)
+    summary = _run(action, others_pending=others)  # its own clock: claimed after the start committed
     return f"started; security_scan {action.pk}: {summary}"
 
 
