@@ -146,6 +146,8 @@ def _run(action: AgentAction, *, others_pending: bool, now: dt.datetime | None =
                 action_fail(action.pk, error="message changed state during the step", at=timezone.now())
                 return "message changed state during the step"
             ctx.message = locked
+            for write in ctx.on_close:
+                write()
             if action.action_type == StepKind.ROUTE:
                 # AGT-21: the daily-limit check and the increment happen under the config row's lock
                 ctx.config = AgentConfig.objects.select_for_update().get(pk=config.pk)

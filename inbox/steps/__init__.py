@@ -5,6 +5,7 @@ Route` (AGT-11); `ROUTES_IN_STATE = True` on a step whose route is always `in_st
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Literal
@@ -22,6 +23,9 @@ class StepContext:
     #: companion fields the step writes on the message in state (AGT-16, AGT-19); the walker writes them in the
     #: step's closing transaction, where that conditional UPDATE also takes the row lock and checks the status
     record: dict[str, Any] | None = None
+    #: writes that belong with the step's result (a breaker observation): run in the closing transaction once the
+    #: message is locked in the step's status, so they commit with it and cost no transaction of their own
+    on_close: list[Callable[[], Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

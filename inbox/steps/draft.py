@@ -105,7 +105,8 @@ def execute(ctx: StepContext, input: dict[str, Any]) -> dict[str, Any]:
         "is_draft_edited": False,
     }
     # AGT-20 `confidence_degradation` breaker: every scored draft (no score counts as 0, as route scores it)
-    draft_quality_record(ctx.message.organization_id, (quality or {}).get("score"))
+    organization_id, score = ctx.message.organization_id, (quality or {}).get("score")
+    ctx.on_close.append(lambda: draft_quality_record(organization_id, score))
     return {"draftResponse": text, "draftSubject": subject, "draftQuality": quality}
 
 
