@@ -101,6 +101,8 @@ class _Contents:
                 pk=cfg["variantBTemplateId"], organization_id=campaign.organization_id
             ).first()
 
+        self._subjects: dict[tuple[str | None, str | None], tuple[_Content, str, Any]] = {}
+
     def for_variant(self, variant: str | None) -> _Content:
         if variant == "B":
             if self.test_type == "subject" and self.b_subject:
@@ -109,25 +111,36 @@ class _Contents:
                 return _Content(self.template_b, self.campaign.subject or None)
         return _Content(self.template_a, self.campaign.subject or None)
 
+    def subject_for(self, variant: str | None, language: str | None) -> tuple[_Content, str, Any]:
+        """(content, resolved language, compiled subject) per (variant, contact language), compiled once per hop
+        instead of once per recipient."""
+        key = (variant, language)
+        hit = self._subjects.get(key)
+        if hit is None:
+            from templates.rendering import compile_text, prepare_template
+
+            content = self.for_variant(variant)
+            resolved = language or content.template.default_language or "en"
+            if content.subject_source:
+                compiled = compile_text(content.subject_source)
+            else:
+                compiled = prepare_template(content.template, resolved).subject
+            hit = self._subjects[key] = (content, resolved, compiled)
+        return hit
+
 
 def _recipient(contents: _Contents, c: Candidate, variant: str | None) -> Any:
     from delivery.services import CampaignRecipient
-    from templates.rendering import personalize_subject, prepare_template
 
-    content = contents.for_variant(variant)
-    language = c.language or content.template.default_language or "en"
+    content, language, subject = contents.subject_for(variant, c.language)
     variables = {"email": c.email, "firstName": c.first_name or "", "lastName": c.last_name or ""}
-    if content.subject_source:
-        subject = personalize_subject(content.subject_source, variables)
-    else:
-        subject = prepare_template(content.template, language).subject.render(variables, single_line=True)
     return CampaignRecipient(
         contact_id=c.contact_id,
         email=c.email,
         first_name=c.first_name,
         last_name=c.last_name,
         email_template_id=str(content.template.pk),
-        personalized_subject=subject,
+        personalized_subject=subject.render(variables, single_line=True),
         language=language,
         ab_variant=variant,
     )
