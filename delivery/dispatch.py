@@ -6,11 +6,9 @@ sleeping, and the worker releases the row and re-queues it as a due task, so a b
 django-q2's timeout and one slow recipient does not stall the pool. Every attempt takes a pacing token (D-06)
 in the job that makes it.
 
-`send_provider_dispatch` keeps the in-process form for one-off callers: it `1 + len(retry_delays)` times, sleeping `retry_delays[i]` ms between attempts, and retries only on
-`RATE_LIMIT` and `SERVER_ERROR`; every other code ends at once. A request that may have been accepted
-(`AMBIGUOUS_TIMEOUT`, D-07/D-08) is never retried. After the final attempt it records provider health
-(success, latency; delivery.health). `sleep`, `clock` and `before_attempt` (pool pacing: every
-attempt takes a token) are injectable so tests assert the waits without waiting.
+It makes `1 + len(retry_delays)` attempts in all and retries only on `RATE_LIMIT` and `SERVER_ERROR`; every
+other code ends at once. A request that may have been accepted (`AMBIGUOUS_TIMEOUT`, D-07/D-08) is never
+retried. After the final attempt it records provider health (success, latency; delivery.health).
 """
 
 from __future__ import annotations
@@ -37,7 +35,6 @@ class DispatchResult:
     error_code: str | None = None
     error_message: str | None = None
     outcome_unknown: bool = False
-    waits_ms: tuple[int, ...] = ()
     retry_after_ms: int | None = None
 
 
@@ -86,67 +83,6 @@ def send_provider_attempt(
         attempts=attempts,
         latency_ms=int((clock() - started) * 1000),
         provider_message_id=provider_message_id,
-    )
-    _record_health(result)
-    return result
-
-
-def send_provider_dispatch(
-    transport: Transport,
-    message: OutgoingMessage,
-    *,
-    retry_delays_ms: Sequence[int],
-    sleep: Callable[[float], None] = time.sleep,
-    clock: Callable[[], float] = time.monotonic,
-    before_attempt: Callable[[], None] | None = None,
-) -> DispatchResult:
-    started = clock()
-    attempts = 0
-    waits: list[int] = []
-    last: DispatchError | None = None
-    for attempt in range(1 + len(retry_delays_ms)):
-        if attempt > 0:
-            delay = retry_delays_ms[attempt - 1]
-            waits.append(delay)
-            sleep(delay / 1000.0)
-        if before_attempt is not None:
-            before_attempt()
-        attempts += 1
-        try:
-            provider_message_id = transport.send(message)
-        except DispatchError as exc:
-            last = exc
-            logger.info(
-                "dispatch attempt %s of %s to %s failed: %s %s",
-                attempts,
-                1 + len(retry_delays_ms),
-                message.to,
-                exc.code,
-                exc.message,
-            )
-            if exc.on_wire or not exc.retryable:
-                break
-            continue
-        result = DispatchResult(
-            ok=True,
-            provider_type=transport.provider_type,
-            attempts=attempts,
-            latency_ms=int((clock() - started) * 1000),
-            provider_message_id=provider_message_id,
-            waits_ms=tuple(waits),
-        )
-        _record_health(result)
-        return result
-    assert last is not None
-    result = DispatchResult(
-        ok=False,
-        provider_type=transport.provider_type,
-        attempts=attempts,
-        latency_ms=int((clock() - started) * 1000),
-        error_code=last.code,
-        error_message=last.message,
-        outcome_unknown=last.on_wire,
-        waits_ms=tuple(waits),
     )
     _record_health(result)
     return result

@@ -9,7 +9,7 @@
 Nothing configured → `delivery_configured()` is False (fail closed): no send row is written.
 
 A transport's `send(message)` returns the provider message id or raises `DispatchError(code, message,
-on_wire)`; only `send_provider_dispatch` (delivery.dispatch) calls it.
+on_wire)`; only `send_provider_attempt` (delivery.dispatch) calls it.
 
 Modules: `base` (codes, `DispatchError`, `Transport`, retry delays), `smtp`, `esp` (django-anymail), `local`,
 `registry` (the choice, status, transports per job). Import the public names from `delivery.providers`.
