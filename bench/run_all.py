@@ -301,6 +301,12 @@ def _fmt(value: float | None) -> str:
     return f"{value:,.2f}" if abs(value) < 100 else f"{value:,.0f}"
 
 
+def _verdict(r: Figure) -> str:
+    if r.met is not None:
+        return "met" if r.met else "MISSED"
+    return "MISSED (not measured)" if r.value is None and r.target else "—"
+
+
 def table(rows: list[Figure]) -> str:
     head = ("figure", "value", "baseline", "ratio", "target", "result", "load")
     lines = [
@@ -310,7 +316,7 @@ def table(rows: list[Figure]) -> str:
             _fmt(r.baseline) if r.baseline is not None else "",
             _fmt(r.ratio) if r.ratio is not None else "",
             r.target,
-            "" if r.met is None and not r.target else ("met" if r.met else "MISSED"),
+            _verdict(r),
             _fmt(r.load_average),
         )
         for r in rows
