@@ -126,3 +126,15 @@ def test_a_topic_without_display_order_is_served_as_documented():
     document = ApiClient(None).request("GET", "/schema", auth=False).json()
     topic = document["components"]["schemas"]["Topic"]["properties"]["displayOrder"]
     assert topic.get("nullable") is True or "null" in str(topic.get("type")), topic
+
+
+def test_a_blank_email_is_refused_not_stored_as_no_address():
+    """Found by the fuzzer: `POST /contacts {"email": ""}` created a contact with a null email (API-14: 400)."""
+    from testsupport.api import ApiClient, error_of
+
+    api = ApiClient(make_key(make_org())[1])
+    for blank in ("", "   "):
+        response = api.request("POST", "/contacts", {"email": blank})
+        assert response.status_code == 400, response.content
+        assert error_of(response)["message"] == "Email is required"
+        assert error_of(response)["data"]["field"] == "email"

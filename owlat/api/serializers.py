@@ -40,6 +40,13 @@ class EmailAddressField(StringField):
 
     default_error_messages = {"invalid_email": "Invalid email format"}
 
+    def run_validation(self, data: Any = serializers.empty) -> Any:
+        # DRF lets a blank string skip `to_internal_value`: a required "" would create a contact without an
+        # address (an optional one keeps meaning "clear", e.g. a campaign's replyTo)
+        if self.required and isinstance(data, str) and not data.strip():
+            raise serializers.ValidationError(self.error_messages["required"])
+        return super().run_validation(data)
+
     def to_internal_value(self, data: Any) -> str:
         from owlat.contacts import is_valid_email
 
