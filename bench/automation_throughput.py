@@ -35,19 +35,22 @@ Run: `.venv/bin/python bench/automation_throughput.py` (about 5–10 minutes on 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import statistics
 import sys
 import threading
 import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(BASE_DIR))
+sys.path.insert(0, str(BASE_DIR / "bench"))
+
+from automation_world import build_world, setup_django  # noqa: E402
+from common import recreate_database  # noqa: E402
+from measure import peak_rss_mib, percentile, reset_peak_rss, tree_pids, wait_for, wait_http  # noqa: E402
 
 DEFAULT_DB = "postgres://postgres@127.0.0.1:5432/owlat_bench"
 TARGET_STEPS_PER_SECOND = 300.0
@@ -78,111 +81,6 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--timeout", type=float, default=1800.0, help="give up waiting for a phase after this")
     p.add_argument("--json", default=str(BASE_DIR / "var" / "bench" / "automation_throughput.json"))
     return p.parse_args()
-
-
-# --- database ------------------------------------------------------------------------------------------------
-
-
-def recreate_database(url: str) -> None:
-    import psycopg
-    from psycopg import sql
-
-    base, _, name = url.rpartition("/")
-    with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-
-
-def setup_django(url: str) -> None:
-    os.environ["DATABASE_URL"] = url
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "owlat.settings")
-    os.environ.setdefault("SECRET_KEY", "bench-secret-key-0123456789abcdef0123456789abcdef")
-    os.environ.setdefault("SITE_URL", "http://127.0.0.1:8000")
-    os.environ.setdefault("ALLOWED_HOSTS", "127.0.0.1,localhost")
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
-
-
-def build_world(n_keys: int, contact_batches: dict[str, int]) -> dict:
-    from automations.lifecycle import automation_activate
-    from automations.services import automation_create
-    from owlat.apikeys import api_key_create
-    from owlat.models import Contact, ContactProperty, ContactPropertyValue, Domain, DomainStatus
-    from owlat.organizations import organization_create
-    from owlat.permissions import Authority
-    from templates.models import EmailTemplate
-
-    org = organization_create(name="Bench", default_from_email="hello@bench.test", default_from_name="Bench")
-    Domain.objects.create(organization=org, domain="bench.test", status=DomainStatus.VERIFIED)
-    first = EmailTemplate.objects.create(
-        organization=org,
-        name="First",
-        subject="Hello {{firstName|'there'}}",
-        html_content="<p>Hi {{firstName}}</p>",
-    )
-    second = EmailTemplate.objects.create(
-        organization=org, name="Second", subject="More for {{firstName|'you'}}", html_content="<p>More</p>"
-    )
-    automation = automation_create(
-        organization_id=org.pk,
-        actor="bench",
-        name="Bench",
-        trigger_type="event_received",
-        trigger_config={"eventName": "bench"},
-        steps=[
-            {"stepType": "email", "config": {"emailTemplateId": str(first.pk)}},
-            {
-                "stepType": "condition",
-                "config": {
-                    "condition": {
-                        "kind": "contact_property",
-                        "field": "plan",
-                        "operator": "equals",
-                        "value": "pro",
-                    },
-                    "yesBranchStepIndex": None,
-                    "noBranchStepIndex": None,
-                },
-            },
-            {"stepType": "email", "config": {"emailTemplateId": str(second.pk)}},
-        ],
-    )
-    assert automation_activate(
-        automation_id=automation.pk,
-        organization_id=org.pk,
-        actor="bench",
-        authority=Authority.system("bench"),
-    ).ok
-    keys = [
-        api_key_create(organization_id=org.pk, name=f"bench-{i}", scopes=["events:write"])[1]
-        for i in range(n_keys)
-    ]
-    plan = ContactProperty.objects.create(organization=org, key="plan")
-    emails: dict[str, list[str]] = {}
-    for label, n in contact_batches.items():
-        batch = [f"{label}-{i}@example.com" for i in range(n)]
-        contacts = Contact.objects.bulk_create(
-            [
-                Contact(organization=org, email=e, first_name=f"C{i}", source="api")
-                for i, e in enumerate(batch)
-            ],
-            batch_size=2000,
-        )
-        ContactPropertyValue.objects.bulk_create(
-            [
-                ContactPropertyValue(
-                    organization=org, contact=c, property=plan, value="pro" if i % 2 else "free"
-                )
-                for i, c in enumerate(contacts)
-            ],
-            batch_size=2000,
-        )
-        emails[label] = batch
-    return {"org": org, "automation": automation, "keys": keys, "emails": emails}
 
 
 # --- processes -----------------------------------------------------------------------------------------------
@@ -245,62 +143,6 @@ def start_processes(args: argparse.Namespace, smtp_url: str, port: int, log_dir:
     return workers, web, web_log
 
 
-def wait_http(url: str, timeout: float = 30.0) -> None:
-    import requests
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if requests.get(url, timeout=1).status_code == 200:
-                return
-        except requests.RequestException:
-            pass
-        time.sleep(0.1)
-    raise RuntimeError(f"API did not answer at {url}")
-
-
-# --- peak RSS of the processes under test (Linux /proc) ----------------------------------------------------------
-
-
-def tree_pids(roots: list[int]) -> list[int]:
-    """The root pids and all their descendants."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        children.setdefault(int(fields[1]), []).append(int(entry.name))
-    out, todo = [], list(roots)
-    while todo:
-        pid = todo.pop()
-        out.append(pid)
-        todo.extend(children.get(pid, []))
-    return out
-
-
-def reset_peak_rss(pids: list[int]) -> None:
-    """Start a new peak (`echo 5 > /proc/<pid>/clear_refs`, Linux ≥ 4.0)."""
-    for pid in pids:
-        with contextlib.suppress(OSError):
-            Path(f"/proc/{pid}/clear_refs").write_text("5")
-
-
-def peak_rss_mib(pids: list[int]) -> float:
-    """Sum of the processes' peak resident sets (VmHWM) since the last reset, in MiB."""
-    total = 0
-    for pid in pids:
-        try:
-            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-                if line.startswith("VmHWM:"):
-                    total += int(line.split()[1])
-        except OSError:
-            pass
-    return total / 1024
-
-
 # --- load ----------------------------------------------------------------------------------------------------
 
 _local = threading.local()
@@ -325,27 +167,6 @@ def post_event(base: str, key: str, email: str) -> tuple[int, float, float]:
         timeout=60,
     )
     return r.status_code, start, time.monotonic()
-
-
-def wait_for(predicate: Callable[[], bool], timeout: float, what: str, progress: Callable[[], str]) -> None:
-    deadline = time.monotonic() + timeout
-    last = 0.0
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"timed out waiting for {what}: {progress()}")
-        if time.monotonic() - last > 10:
-            print(f"  … {progress()}", flush=True)
-            last = time.monotonic()
-        time.sleep(0.2)
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    if not ordered:
-        return float("nan")
-    k = (len(ordered) - 1) * q
-    lo, hi = int(k), min(int(k) + 1, len(ordered) - 1)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
 
 
 def _terminate(signum, frame):  # SIGTERM → SystemExit, so `finally` stops the processes we started
