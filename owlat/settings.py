@@ -253,6 +253,10 @@ SEND_CLAIM_LEASE_SECONDS = env.float("SEND_CLAIM_LEASE_SECONDS", default=30.0)
 SEND_ORPHAN_AFTER_SECONDS = env.float("SEND_ORPHAN_AFTER_SECONDS", default=30.0)
 # Campaigns: the queue of the orchestrator's paged recipient walk (CMP-29); the campaign pool by default.
 CAMPAIGN_WALK_QUEUE = env.str("CAMPAIGN_WALK_QUEUE", default="campaign")
+# CMP-29 hops: pages walked per task execution (each page its own checkpoint) and no new page after this many
+# seconds (far below Q_TIMEOUT).
+CAMPAIGN_WALK_PAGES_PER_HOP = env.int("CAMPAIGN_WALK_PAGES_PER_HOP", default=20)
+CAMPAIGN_WALK_HOP_SECONDS = env.float("CAMPAIGN_WALK_HOP_SECONDS", default=30.0)
 # Test only (issue 12): the enqueue helper hands every task to django-q2 twice, as a Redis redelivery or a crashed
 # worker would, so tests can prove that every task is duplicate-safe. Ignored outside test mode.
 OWLAT_TEST_DELIVER_TWICE = TESTING and env.bool("OWLAT_TEST_DELIVER_TWICE", default=False)
