@@ -138,3 +138,13 @@ def test_a_blank_email_is_refused_not_stored_as_no_address():
         assert response.status_code == 400, response.content
         assert error_of(response)["message"] == "Email is required"
         assert error_of(response)["data"]["field"] == "email"
+
+
+def test_a_timestamp_filter_with_a_large_utc_offset_is_not_a_500():
+    """Found by the fuzzer's long run: `?receivedAfter=…+20:42` reached PostgreSQL, which refuses offsets past
+    ±15:59 (500); timestamps are now taken in UTC."""
+    from testsupport.api import ApiClient
+
+    api = ApiClient(make_key(make_org(), ["inbox:read"])[1])
+    assert api.request("GET", "/inbox/messages?receivedAfter=2030-11-06T03:20:17%2B20:42").status_code == 200
+    assert api.request("GET", "/inbox/messages?receivedAfter=9999-12-31T23:59:59-20:00").status_code == 400

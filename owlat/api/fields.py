@@ -155,7 +155,12 @@ class TimestampField(serializers.DateTimeField):
             parsed = None
         if parsed is None:
             raise serializers.ValidationError(message)
-        return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=dt.UTC)
+        if parsed.tzinfo is None:
+            return parsed.replace(tzinfo=dt.UTC)
+        try:  # in UTC: PostgreSQL refuses offsets beyond ±15:59 that ISO 8601 allows
+            return parsed.astimezone(dt.UTC)
+        except OverflowError:
+            raise serializers.ValidationError(message) from None
 
     def to_representation(self, value: Any) -> str | None:
         from owlat.api.base import iso
