@@ -148,3 +148,15 @@ def test_a_timestamp_filter_with_a_large_utc_offset_is_not_a_500():
     api = ApiClient(make_key(make_org(), ["inbox:read"])[1])
     assert api.request("GET", "/inbox/messages?receivedAfter=2030-11-06T03:20:17%2B20:42").status_code == 200
     assert api.request("GET", "/inbox/messages?receivedAfter=9999-12-31T23:59:59-20:00").status_code == 400
+
+
+def test_html_translations_hold_strings_only():
+    """Found by the fuzzer's long run: `{"de": {"x": null, ...}}` was stored and served, breaking the document's
+    `htmlTranslations` (language → name → string)."""
+    from testsupport.api import ApiClient, error_of
+
+    api = ApiClient(make_key(make_org(), ["templates:write"])[1])
+    body = {"name": "T", "subject": "S", "htmlTranslations": {"de": {"x": None, "subject": "Hallo"}}}
+    response = api.request("POST", "/templates", body)
+    assert response.status_code == 400, response.content
+    assert error_of(response)["data"]["field"] == "htmlTranslations"

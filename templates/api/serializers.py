@@ -75,8 +75,7 @@ class LanguageListField(serializers.Field):
 class HtmlTranslationsField(JSONValueField):
     def to_internal_value(self, data: Any) -> dict[str, Any]:
         if not isinstance(data, dict) or not all(
-            isinstance(v, dict)
-            and all(isinstance(v.get(k), str) for k in ("htmlContent", "subject") if k in v)
+            isinstance(v, dict) and all(isinstance(x, str) for x in v.values())  # as documented: strings only
             for v in data.values()
         ):
             raise serializers.ValidationError(HTML_TRANSLATIONS_MESSAGE)
