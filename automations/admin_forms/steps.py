@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from abc import ABCMeta, abstractmethod
 from decimal import Decimal
 from typing import Any
 
@@ -87,7 +88,11 @@ class TemplateChoiceField(forms.ModelChoiceField):
         return f"{obj.name} ({obj.status})"
 
 
-class StepSettingsForm(forms.Form):
+class _AbstractFormMeta(ABCMeta, type(forms.Form)):
+    """Django's form metaclass with ABCMeta, so the base below cannot be used without its `to_config`."""
+
+
+class StepSettingsForm(forms.Form, metaclass=_AbstractFormMeta):
     intro = ""
 
     def __init__(self, *args: Any, organization_id: Any = None, **kwargs: Any) -> None:
@@ -96,8 +101,9 @@ class StepSettingsForm(forms.Form):
         self.organization_id = organization_id
         styled(self)
 
+    @abstractmethod
     def to_config(self) -> dict[str, Any]:
-        raise NotImplementedError
+        """The step's stored config from the cleaned fields; every step type's form defines it."""
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean()
