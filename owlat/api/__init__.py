@@ -5,8 +5,11 @@ Shared parts (every app's `api/` package builds on them):
 - `base.ApiView` — the base view: `ApiKeyAuthentication` (401), `ApiKeyRateThrottle` (429), `HasScope` and
   `FeatureFlagEnabled` (403), in that order; unsafe methods in one transaction; `Idempotency-Key` on POST;
   `X-RateLimit-*` headers; `ok/created/accepted/deleted/transitioned` build the `{"data": …}` answers;
-  `get_owned(Model, id, "resource")` is the organization's row (400 malformed id, 404 unknown or foreign).
-  `base.validated(Serializer, request.data | request.query_params)` runs a request serializer.
+  `get_owned(Model, id, "resource")` is the organization's row (400 malformed id, 404 unknown or foreign);
+  `list_response(queryset, Serializer)` answers one keyset page; `delete_unless_in_use(...)` is the 422
+  `<resource>_in_use` refusal of topics, segments and templates.
+  `base.validated(Serializer, request.data | request.query_params)` runs a request serializer;
+  `base.filter_by_params(queryset, params, status="status__in", ...)` applies the list filters that were sent.
 - `errors` — `ApiError` and shorthands (`invalid_input`, `not_found`, `invalid_state`, …) for the DOM-04
   envelope; DRF `ValidationError`s become 400 with `data.field` / `data.fields`.
 - `fields` — strict serializer fields (`StringField`, `StrictBooleanField`, `StrictIntegerField`,
@@ -48,8 +51,8 @@ each app's `urls.py`. A new endpoint, HackSoft style (thin view, serializers in,
 
         @extend_schema(summary="List campaigns", responses={200: CampaignSerializer(many=True), **errors(400)})
         def get(self, request):
-            page = self.paginate_queryset(Campaign.objects.filter(organization_id=self.organization_id))
-            return self.get_paginated_response(CampaignSerializer(page, many=True).data)
+            queryset = Campaign.objects.filter(organization_id=self.organization_id)
+            return self.list_response(queryset, CampaignSerializer)
 
         @extend_schema(summary="Create a campaign", request=CampaignCreateSerializer,
                        responses={201: envelope(CampaignSerializer), **errors(400, 404)})

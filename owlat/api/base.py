@@ -18,10 +18,11 @@ from __future__ import annotations
 import datetime as dt
 import json
 import uuid
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 from django.db import transaction
-from django.db.models import Model
+from django.db.models import Model, QuerySet
 from rest_framework import exceptions
 from rest_framework.generics import GenericAPIView
 from rest_framework.renderers import JSONRenderer
@@ -31,7 +32,7 @@ from rest_framework.utils.encoders import JSONEncoder
 
 from owlat.api import idempotency as idem
 from owlat.api.authentication import ApiKeyAuthentication
-from owlat.api.errors import INVALID_JSON, ApiError, forbidden, invalid_input, not_found
+from owlat.api.errors import INVALID_JSON, ApiError, forbidden, invalid_input, invalid_state, not_found
 from owlat.api.negotiation import JSONOnlyNegotiation
 from owlat.api.pagination import KeysetPagination
 from owlat.api.parsers import body_is_blank, raw_body
@@ -81,6 +82,16 @@ def validated(serializer_class: type, data: Any, **kwargs: Any) -> dict[str, Any
     serializer = serializer_class(data=data, **kwargs)
     serializer.is_valid(raise_exception=True)
     return dict(serializer.validated_data)
+
+
+def filter_by_params(queryset: QuerySet, params: Mapping[str, Any], **lookups: str) -> QuerySet:
+    """`queryset` narrowed by each list filter the query sent: `filter_by_params(queryset, params,
+    status="status__in", search="name__icontains")` adds `status__in=params["status"]` when `status` is given
+    (and not empty), and so on."""
+    for name, lookup in lookups.items():
+        if params.get(name):
+            queryset = queryset.filter(**{lookup: params[name]})
+    return queryset
 
 
 def outcome_error(outcome: Any) -> ApiError:
@@ -179,6 +190,34 @@ class ApiView(GenericAPIView):
 
     def deleted(self, obj_id: Any) -> Response:
         return Response({"data": {"id": str(obj_id), "deleted": True}}, status=200)
+
+    def delete_unless_in_use(
+        self,
+        row: Model,
+        resource: str,
+        in_use: Callable[[Any, Any], list[dict[str, str]]],
+        delete: Callable[[], Any],
+        message: str = "",
+    ) -> Response:
+        """Delete a topic, segment or template (`delete()`) and answer its id; while a campaign or automation
+        uses it (`in_use(organization_id, pk)`, `owlat.inuse`) → 422 `<resource>_in_use` with `usedBy`
+        (API-25, API-26)."""
+        used_by = in_use(self.organization_id, row.pk)
+        if used_by:
+            raise invalid_state(
+                message
+                or f"{resource.capitalize()} is in use by a campaign or automation and cannot be deleted",
+                f"{resource}_in_use",
+                usedBy=used_by,
+            )
+        row_id = row.pk
+        delete()
+        return self.deleted(row_id)
+
+    def list_response(self, queryset: QuerySet, serializer_class: type) -> Response:
+        """One keyset page of `queryset` (API-07: `ordering`, `list_key`), each row through `serializer_class`."""
+        page = self.paginate_queryset(queryset)
+        return self.get_paginated_response(serializer_class(page, many=True).data)
 
     def transitioned(self, data: Any, outcome: Any) -> Response:
         """200 `{"data": <resource after>, "transition": {...}}` (API-24); refusals → `outcome_error`."""
@@ -293,6 +332,7 @@ __all__ = [
     "ApiError",
     "ApiView",
     "PublicApiView",
+    "filter_by_params",
     "forbidden",
     "invalid_input",
     "iso",

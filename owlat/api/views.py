@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Callable
-from typing import Any
 from urllib.parse import unquote_to_bytes
 
 from django.db.models import Case, IntegerField, Q, QuerySet, Value, When
@@ -18,7 +16,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from owlat.api.base import ApiView, parse_uuid, require_uuid, validated
-from owlat.api.errors import ApiError, already_exists, invalid_input, invalid_state, not_found
+from owlat.api.errors import ApiError, already_exists, invalid_input, not_found
 from owlat.api.schema import DeletedSerializer, envelope, errors
 from owlat.api.serializers import (
     ContactCreateSerializer,
@@ -111,21 +109,15 @@ def _client_ip(request) -> str | None:
         return None
 
 
-def _delete_unless_in_use(
-    view: ApiView, row: Any, resource: str, in_use: Callable[[Any, Any], Any], delete: Callable[[], Any]
+def _list_by_name(
+    view: ApiView, request: Request, model: type[Topic | Segment], serializer_class: type
 ) -> Response:
-    """Delete a topic or segment; while a campaign or automation uses it → 422 `<resource>_in_use` with
-    `usedBy` (API-25)."""
-    used_by = in_use(view.organization_id, row.pk)
-    if used_by:
-        raise invalid_state(
-            f"{resource.capitalize()} is in use by a campaign or automation and cannot be deleted",
-            f"{resource}_in_use",
-            usedBy=used_by,
-        )
-    row_id = str(row.pk)
-    delete()
-    return view.deleted(row_id)
+    """Topics or segments, newest first; `?search=` filters by name (API-25)."""
+    queryset = model.objects.filter(organization_id=view.organization_id)
+    term = search_term(request)
+    if term:
+        queryset = queryset.filter(name__icontains=term)
+    return view.list_response(queryset, serializer_class)
 
 
 # --- contacts ------------------------------------------------------------------------------------------------
@@ -176,8 +168,7 @@ class ContactListView(ApiView):
         if term:
             queryset = _search_contacts(queryset, term)
             self.ordering, self.list_key = ("relevance", "-created_at", "-id"), "contacts:search"
-        page = self.paginate_queryset(queryset)
-        return self.get_paginated_response(ContactSerializer(page, many=True).data)
+        return self.list_response(queryset, ContactSerializer)
 
     @extend_schema(
         operation_id="contacts_create",
@@ -267,8 +258,7 @@ class TopicContactsView(ApiView):
             organization_id=self.organization_id, topic=topic, contact__deleted_at__isnull=True
         ).select_related("contact")
         self.ordering, self.list_key = ("-added_at", "-id"), f"topics/{topic.pk}/contacts"
-        page = self.paginate_queryset(queryset)
-        return self.get_paginated_response(TopicMemberSerializer(page, many=True).data)
+        return self.list_response(queryset, TopicMemberSerializer)
 
     @extend_schema(
         operation_id="topics_contacts_create",
@@ -358,12 +348,7 @@ class TopicListView(ApiView):
         tags=["Topics"],
     )
     def get(self, request: Request) -> Response:
-        queryset = Topic.objects.filter(organization_id=self.organization_id)
-        term = search_term(request)
-        if term:
-            queryset = queryset.filter(name__icontains=term)
-        page = self.paginate_queryset(queryset)
-        return self.get_paginated_response(TopicSerializer(page, many=True).data)
+        return _list_by_name(self, request, Topic, TopicSerializer)
 
     @extend_schema(
         operation_id="topics_create",
@@ -427,7 +412,7 @@ class TopicDetailView(ApiView):
         from owlat.topics import topic_delete
 
         topic = self.get_owned(Topic, topic_id, "topic")
-        return _delete_unless_in_use(self, topic, "topic", topic_in_use, lambda: topic_delete(topic=topic))
+        return self.delete_unless_in_use(topic, "topic", topic_in_use, lambda: topic_delete(topic=topic))
 
 
 # --- segments (API-25) -------------------------------------------------------------------------------------
@@ -446,12 +431,7 @@ class SegmentListView(ApiView):
         tags=["Segments"],
     )
     def get(self, request: Request) -> Response:
-        queryset = Segment.objects.filter(organization_id=self.organization_id)
-        term = search_term(request)
-        if term:
-            queryset = queryset.filter(name__icontains=term)
-        page = self.paginate_queryset(queryset)
-        return self.get_paginated_response(SegmentSerializer(page, many=True).data)
+        return _list_by_name(self, request, Segment, SegmentSerializer)
 
     @extend_schema(
         operation_id="segments_create",
@@ -524,8 +504,8 @@ class SegmentDetailView(ApiView):
         from owlat.segments import segment_delete
 
         segment = self.get_owned(Segment, segment_id, "segment")
-        return _delete_unless_in_use(
-            self, segment, "segment", segment_in_use, lambda: segment_delete(segment=segment)
+        return self.delete_unless_in_use(
+            segment, "segment", segment_in_use, lambda: segment_delete(segment=segment)
         )
 
 
@@ -545,5 +525,4 @@ class SegmentContactsView(ApiView):
         segment = self.get_owned(Segment, segment_id, "segment")
         queryset = filters_queryset_safe(self.organization_id, segment.filters)
         self.list_key = f"segments/{segment.pk}/contacts"
-        page = self.paginate_queryset(queryset)
-        return self.get_paginated_response(ContactSerializer(page, many=True).data)
+        return self.list_response(queryset, ContactSerializer)

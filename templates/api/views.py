@@ -7,8 +7,15 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from owlat.api.base import ApiView, outcome_error, require_uuid, transition_object, validated
-from owlat.api.errors import ApiError, not_found
+from owlat.api.base import (
+    ApiView,
+    filter_by_params,
+    outcome_error,
+    require_uuid,
+    transition_object,
+    validated,
+)
+from owlat.api.errors import not_found
 from owlat.api.schema import DeletedSerializer, envelope, errors, transitioned_envelope
 from templates.api.serializers import (
     TemplateListQuerySerializer,
@@ -42,14 +49,14 @@ class TemplateListView(ApiView):
     )
     def get(self, request: Request) -> Response:
         params = validated(TemplateListQuerySerializer, request.query_params)
-        queryset = EmailTemplate.objects.filter(organization_id=self.organization_id)
-        for name in ("status", "type"):
-            if params.get(name):
-                queryset = queryset.filter(**{f"{name}__in": params[name]})
-        if params.get("search"):
-            queryset = queryset.filter(name__icontains=params["search"])
-        page = self.paginate_queryset(queryset)
-        return self.get_paginated_response(TemplateSummarySerializer(page, many=True).data)
+        queryset = filter_by_params(
+            EmailTemplate.objects.filter(organization_id=self.organization_id),
+            params,
+            status="status__in",
+            type="type__in",
+            search="name__icontains",
+        )
+        return self.list_response(queryset, TemplateSummarySerializer)
 
     @extend_schema(
         operation_id="templates_create",
@@ -113,15 +120,13 @@ class TemplateDetailView(ApiView):
     )
     def delete(self, request: Request, template_id: str) -> Response:
         template = self.get_template(template_id)
-        used = template_in_use(self.organization_id, template.pk)
-        if used:
-            raise ApiError(
-                "invalid_state",
-                "Template is in use and cannot be deleted",
-                {"reason": "template_in_use", "usedBy": used},
-            )
-        email_template_delete(template=template, actor=self.actor)
-        return self.deleted(template_id)
+        return self.delete_unless_in_use(
+            template,
+            "template",
+            template_in_use,
+            lambda: email_template_delete(template=template, actor=self.actor),
+            message="Template is in use and cannot be deleted",
+        )
 
 
 @extend_schema(tags=["Templates"], parameters=[TEMPLATE_ID], request=None)
