@@ -6,6 +6,7 @@ transitions, runs and stats (API-27, API-28). Thin: serializers check the body, 
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 
 from django.db.models import Count
@@ -33,7 +34,7 @@ from automations.api.serializers import (
 from automations.counters import counters_overlay
 from automations.lifecycle import PUBLIC_ACTIONS
 from automations.models import Automation, AutomationRun, AutomationStepRun
-from owlat.api.base import ApiView, iso, require_uuid, validated
+from owlat.api.base import ApiView, filter_by_params, iso, require_uuid, validated
 from owlat.api.errors import invalid_input, invalid_state, not_found
 from owlat.api.schema import DeletedSerializer, envelope, errors, transitioned_envelope
 from owlat.permissions import Authority
@@ -67,6 +68,12 @@ class AutomationsView(ApiView):
     def detail(self, automation_id: Any) -> dict[str, Any]:
         return AutomationSerializer(Automation.objects.get(pk=automation_id)).data
 
+    def change(self, automation: Automation, service: Callable[..., Any], **kwargs: Any) -> dict[str, Any]:
+        """`service(automation_id=, organization_id=, **kwargs)` on this automation (its refusals → the envelope,
+        `_call`); answers the automation as it is after, with its steps."""
+        _call(service, automation_id=automation.pk, organization_id=self.organization_id, **kwargs)
+        return self.detail(automation.pk)
+
 
 # --- automations ----------------------------------------------------------------------------------------------
 
@@ -88,12 +95,9 @@ class AutomationListView(AutomationsView):
         queryset = Automation.objects.filter(organization_id=self.organization_id).annotate(
             step_count=Count("steps")
         )
-        if params.get("status"):
-            queryset = queryset.filter(status__in=params["status"])
-        if params.get("triggerType"):
-            queryset = queryset.filter(trigger_type__in=params["triggerType"])
-        if params.get("search"):
-            queryset = queryset.filter(name__icontains=params["search"])
+        queryset = filter_by_params(
+            queryset, params, status="status__in", triggerType="trigger_type__in", search="name__icontains"
+        )
         page = self.paginate_queryset(queryset)
         page = [copy.copy(a) for a in page]
         counters_overlay(page)  # stored + pending deltas for the whole page at once (issue 12 item 2)
@@ -153,11 +157,9 @@ class AutomationDetailView(AutomationsView):
     )
     def put(self, request: Request, automation_id: str) -> Response:
         fields = validated(AutomationUpdateSerializer, request.data)
-        automation = self.get_automation(automation_id)
-        automation = _call(
+        answer = self.change(
+            self.get_automation(automation_id),
             services.automation_update,
-            automation_id=automation.pk,
-            organization_id=self.organization_id,
             name=fields.get("name", services._UNSET),
             description=fields.get("description", services._UNSET),
             trigger_type=fields.get("triggerType", services._UNSET),
@@ -165,7 +167,7 @@ class AutomationDetailView(AutomationsView):
             unsubscribe_footer=fields.get("unsubscribeFooter", services._UNSET),
             track_engagement=fields.get("trackEngagement", services._UNSET),
         )
-        return self.ok(self.detail(automation.pk))
+        return self.ok(answer)
 
     patch = put
 
@@ -270,16 +272,14 @@ class StepListView(AutomationsView):
     )
     def post(self, request: Request, automation_id: str) -> Response:
         fields = validated(StepCreateSerializer, request.data)
-        automation = self.get_automation(automation_id)
-        _call(
+        answer = self.change(
+            self.get_automation(automation_id),
             services.step_add,
-            automation_id=automation.pk,
-            organization_id=self.organization_id,
             step_type=fields["stepType"],
             config=fields["config"],
             step_index=fields.get("stepIndex"),
         )
-        return self.created(self.detail(automation.pk))
+        return self.created(answer)
 
 
 @extend_schema(tags=["Automations"], parameters=[AUTOMATION_ID])
@@ -295,14 +295,10 @@ class StepReorderView(AutomationsView):
     )
     def post(self, request: Request, automation_id: str) -> Response:
         fields = validated(StepReorderSerializer, request.data)
-        automation = self.get_automation(automation_id)
-        _call(
-            services.steps_reorder,
-            automation_id=automation.pk,
-            organization_id=self.organization_id,
-            step_ids=fields["stepIds"],
+        answer = self.change(
+            self.get_automation(automation_id), services.steps_reorder, step_ids=fields["stepIds"]
         )
-        return self.ok(self.detail(automation.pk))
+        return self.ok(answer)
 
 
 @extend_schema(tags=["Automations"], parameters=[AUTOMATION_ID, STEP_ID])
@@ -326,15 +322,13 @@ class StepDetailView(AutomationsView):
         changes = {"step_type": fields["stepType"]} if "stepType" in fields else {}
         if "config" in fields:
             changes["config"] = fields["config"]
-        automation = self.get_automation(automation_id)
-        _call(
+        answer = self.change(
+            self.get_automation(automation_id),
             services.step_update,
-            automation_id=automation.pk,
-            organization_id=self.organization_id,
             step_id=require_uuid(step_id, "step"),
             **changes,
         )
-        return self.ok(self.detail(automation.pk))
+        return self.ok(answer)
 
     patch = put
 
@@ -345,14 +339,12 @@ class StepDetailView(AutomationsView):
         responses={200: envelope(AutomationSerializer), **errors(400, 404, 422)},
     )
     def delete(self, request: Request, automation_id: str, step_id: str) -> Response:
-        automation = self.get_automation(automation_id)
-        _call(
+        answer = self.change(
+            self.get_automation(automation_id),
             services.step_remove,
-            automation_id=automation.pk,
-            organization_id=self.organization_id,
             step_id=require_uuid(step_id, "step"),
         )
-        return self.ok(self.detail(automation.pk))
+        return self.ok(answer)
 
 
 # --- runs and stats (API-28) -----------------------------------------------------------------------------------
@@ -374,13 +366,11 @@ class RunListView(AutomationsView):
         automation = self.get_automation(automation_id)
         params = validated(RunListQuerySerializer, request.query_params)
         queryset = AutomationRun.objects.filter(automation=automation)
-        if params.get("status"):
-            queryset = queryset.filter(status__in=params["status"])
+        queryset = filter_by_params(queryset, params, status="status__in")
         if params.get("contactId"):
             queryset = queryset.filter(contact_id=require_uuid(params["contactId"], "contact"))
         self.list_key = f"automations/{automation.pk}/runs"
-        page = self.paginate_queryset(queryset)
-        return self.get_paginated_response(RunSerializer(page, many=True).data)
+        return self.list_response(queryset, RunSerializer)
 
 
 @extend_schema(tags=["Automations"], parameters=[AUTOMATION_ID, RUN_ID])
@@ -416,8 +406,7 @@ class StepRunListView(RunDetailView):
     def get(self, request: Request, automation_id: str, run_id: str) -> Response:
         run = self.get_run(automation_id, run_id)
         self.list_key = f"runs/{run.pk}/step-runs"
-        page = self.paginate_queryset(AutomationStepRun.objects.filter(run=run))
-        return self.get_paginated_response(StepRunSerializer(page, many=True).data)
+        return self.list_response(AutomationStepRun.objects.filter(run=run), StepRunSerializer)
 
 
 @extend_schema(tags=["Automations"], parameters=[AUTOMATION_ID])

@@ -28,7 +28,7 @@ from campaigns.api.serializers import (
 )
 from campaigns.models import Campaign, CampaignStatus
 from campaigns.preflight import validate_ready_to_send
-from owlat.api.base import ApiView, validated
+from owlat.api.base import ApiView, filter_by_params, validated
 from owlat.api.errors import ApiError, invalid_input, invalid_state
 from owlat.api.permissions import required_scope
 from owlat.api.schema import DeletedSerializer, envelope, errors, transitioned_envelope
@@ -90,13 +90,13 @@ class CampaignListView(CampaignsView):
     )
     def get(self, request: Request) -> Response:
         params = validated(CampaignListQuerySerializer, request.query_params)
-        queryset = Campaign.objects.filter(organization_id=self.organization_id)
-        if params.get("status"):
-            queryset = queryset.filter(status__in=params["status"])
-        if params.get("search"):
-            queryset = queryset.filter(name__icontains=params["search"])
-        page = self.paginate_queryset(queryset)
-        return self.get_paginated_response(CampaignSerializer(page, many=True).data)
+        queryset = filter_by_params(
+            Campaign.objects.filter(organization_id=self.organization_id),
+            params,
+            status="status__in",
+            search="name__icontains",
+        )
+        return self.list_response(queryset, CampaignSerializer)
 
     @extend_schema(
         operation_id="campaigns_create",
@@ -386,15 +386,14 @@ class SendListView(CampaignsView):
 
         campaign = self.get_campaign(campaign_id)
         params = validated(SendListQuerySerializer, request.query_params)
-        queryset = EmailSend.objects.filter(
-            campaign_id=campaign.pk, organization_id=self.organization_id, deleted_at__isnull=True
+        queryset = filter_by_params(
+            EmailSend.objects.filter(
+                campaign_id=campaign.pk, organization_id=self.organization_id, deleted_at__isnull=True
+            ),
+            params,
+            status="status__in",
+            variant="ab_variant",
+            search="contact_email__icontains",
         )
-        if params.get("status"):
-            queryset = queryset.filter(status__in=params["status"])
-        if params.get("variant"):
-            queryset = queryset.filter(ab_variant=params["variant"])
-        if params.get("search"):
-            queryset = queryset.filter(contact_email__icontains=params["search"])
         self.list_key = f"campaigns/{campaign.pk}/sends"
-        page = self.paginate_queryset(queryset)
-        return self.get_paginated_response(CampaignSendSerializer(page, many=True).data)
+        return self.list_response(queryset, CampaignSendSerializer)
