@@ -15,6 +15,7 @@ from rest_framework import serializers
 from campaigns import abtest
 from campaigns.archive import archive_public_url
 from campaigns.models import Campaign, CampaignStatus
+from delivery.api.serializers import SendProgressSerializer
 from delivery.models import SendStatus
 from owlat.api.fields import (
     ChoiceListField,
@@ -371,7 +372,7 @@ class ClickedLinksField(JSONValueField):
     pass
 
 
-class CampaignSendSerializer(serializers.Serializer):
+class CampaignSendSerializer(SendProgressSerializer):
     """One recipient's message of a campaign."""
 
     id = serializers.CharField()
@@ -381,17 +382,7 @@ class CampaignSendSerializer(serializers.Serializer):
     abVariant = serializers.CharField(source="ab_variant", allow_null=True)
     personalizedSubject = serializers.CharField(source="personalized_subject", allow_null=True)
     queuedAt = TimestampField(source="queued_at")
-    sentAt = TimestampField(source="sent_at", allow_null=True)
-    deliveredAt = TimestampField(source="delivered_at", allow_null=True)
-    openedAt = TimestampField(source="opened_at", allow_null=True)
-    clickedAt = TimestampField(source="clicked_at", allow_null=True)
-    bouncedAt = TimestampField(source="bounced_at", allow_null=True)
-    bounceType = serializers.CharField(source="bounce_type", allow_null=True)
-    complainedAt = TimestampField(source="complained_at", allow_null=True)
-    failedAt = TimestampField(source="failed_at", allow_null=True)
     unsubscribedAt = TimestampField(source="unsubscribed_at", allow_null=True)
     openCount = serializers.IntegerField(source="open_count")
     clickedLinks = ClickedLinksField(source="clicked_links")
-    errorCode = serializers.CharField(source="error_code", allow_null=True)
-    errorMessage = serializers.CharField(source="error_message", allow_null=True)
     providerMessageId = serializers.CharField(source="provider_message_id", allow_null=True)

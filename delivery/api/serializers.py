@@ -149,15 +149,11 @@ class TransactionalQueuedSerializer(serializers.Serializer):
     language = serializers.CharField(allow_null=True)
 
 
-class TransactionalSendStatusSerializer(serializers.Serializer):
-    """A transactional send and its delivery progress."""
+class SendProgressSerializer(serializers.Serializer):
+    """A send row's delivery progress (`EmailSend`): when it was sent, delivered, opened, clicked, bounced,
+    complained about or failed, and the provider's error. Transactional sends and campaign sends
+    (`campaigns.api.serializers.CampaignSendSerializer`) answer it alike."""
 
-    id = serializers.CharField()
-    email = serializers.CharField()
-    slug = serializers.SerializerMethodField()
-    status = serializers.CharField()
-    language = serializers.CharField(allow_null=True)
-    queuedAt = TimestampField(source="queued_at", allow_null=True)
     sentAt = TimestampField(source="sent_at", allow_null=True)
     deliveredAt = TimestampField(source="delivered_at", allow_null=True)
     openedAt = TimestampField(source="opened_at", allow_null=True)
@@ -168,6 +164,17 @@ class TransactionalSendStatusSerializer(serializers.Serializer):
     failedAt = TimestampField(source="failed_at", allow_null=True)
     errorCode = serializers.CharField(source="error_code", allow_null=True)
     errorMessage = serializers.CharField(source="error_message", allow_null=True)
+
+
+class TransactionalSendStatusSerializer(SendProgressSerializer):
+    """A transactional send and its delivery progress."""
+
+    id = serializers.CharField()
+    email = serializers.CharField()
+    slug = serializers.SerializerMethodField()
+    status = serializers.CharField()
+    language = serializers.CharField(allow_null=True)
+    queuedAt = TimestampField(source="queued_at", allow_null=True)
 
     def get_slug(self, send: Any) -> str | None:
         return send.transactional_email.slug if send.transactional_email_id else None
