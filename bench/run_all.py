@@ -48,10 +48,14 @@ class Figure:
 @dataclass
 class Bench:
     name: str
-    args: dict[str, list[str]]  # per profile
     figures: Callable[[dict[str, Any]], list[Figure]]
+    tiny: list[str]  # the script's arguments per profile; `full` runs it with its own defaults (target sizes)
+    reduced: list[str]
     json_name: str = ""
     timeout: dict[str, float] = field(default_factory=lambda: {"tiny": 300, "reduced": 240, "full": 7200})
+
+    def args(self, profile: str) -> list[str]:
+        return {"tiny": self.tiny, "reduced": self.reduced}.get(profile, [])
 
     @property
     def json_path(self) -> Path:
@@ -176,62 +180,40 @@ def inbox_figures(d: dict[str, Any]) -> list[Figure]:
 BENCHES = [
     Bench(
         "delivery_throughput",
-        {
-            "tiny": ["--rows", "300", "--warmup", "30"],
-            "reduced": ["--rows", "3000", "--warmup", "100"],
-            "full": [],
-        },
         delivery_figures,
+        tiny=["--rows", "300", "--warmup", "30"],
+        reduced=["--rows", "3000", "--warmup", "100"],
     ),
     Bench(
         "pool_pacing",
-        {
-            "tiny": ["--rows", "300", "--seconds", "5", "--settle", "2"],
-            "reduced": ["--rows", "2000", "--seconds", "20", "--settle", "3"],
-            "full": [],
-        },
         pacing_figures,
+        tiny=["--rows", "300", "--seconds", "5", "--settle", "2"],
+        reduced=["--rows", "2000", "--seconds", "20", "--settle", "3"],
     ),
     Bench(
         "automation_throughput",
-        {
-            "tiny": ["--sizes", "20,200", "--warmup", "10", "--seconds", "5"],
-            "reduced": ["--events", "1000", "--warmup", "50", "--seconds", "20"],  # sizes 10, 100, 1,000
-            "full": [],
-        },
         automation_figures,
+        tiny=["--sizes", "20,200", "--warmup", "10", "--seconds", "5"],
+        reduced=["--events", "1000", "--warmup", "50", "--seconds", "20"],  # sizes 10, 100, 1,000
     ),
-    Bench(
-        "campaign_fanout",
-        {"tiny": ["--sizes", "500,5000"], "reduced": ["--sizes", "2000,20000"], "full": []},
-        fanout_figures,
-    ),
+    Bench("campaign_fanout", fanout_figures, tiny=["--sizes", "500,5000"], reduced=["--sizes", "2000,20000"]),
     Bench(
         "admin_pages",
-        {
-            "tiny": ["--contacts", "1000", "--sends", "10000", "--runs", "1"],
-            "reduced": ["--contacts", "10000", "--sends", "100000", "--runs", "3"],
-            "full": [],
-        },
         admin_figures,
+        tiny=["--contacts", "1000", "--sends", "10000", "--runs", "1"],
+        reduced=["--contacts", "10000", "--sends", "100000", "--runs", "3"],
     ),
     Bench(
         "api_latency",
-        {
-            "tiny": ["--seconds", "3", "--warmup", "1", "--rounds", "1"],
-            "reduced": ["--seconds", "10", "--warmup", "2", "--rounds", "1"],
-            "full": [],
-        },
         api_figures,
+        tiny=["--seconds", "3", "--warmup", "1", "--rounds", "1"],
+        reduced=["--seconds", "10", "--warmup", "2", "--rounds", "1"],
     ),
     Bench(
         "inbox_pipeline",
-        {
-            "tiny": ["--messages", "30", "--warmup", "5"],
-            "reduced": ["--messages", "200", "--warmup", "20"],
-            "full": [],
-        },
         inbox_figures,
+        tiny=["--messages", "30", "--warmup", "5"],
+        reduced=["--messages", "200", "--warmup", "20"],
     ),
 ]
 
@@ -242,7 +224,7 @@ BENCHES = [
 def run_one(bench: Bench, profile: str, log_dir: Path) -> list[Figure]:
     path = bench.json_path
     path.unlink(missing_ok=True)
-    cmd = [sys.executable, str(BASE_DIR / "bench" / f"{bench.name}.py"), *bench.args[profile]]
+    cmd = [sys.executable, str(BASE_DIR / "bench" / f"{bench.name}.py"), *bench.args(profile)]
     print(f"\n=== {bench.name}: {' '.join(cmd[1:])}", flush=True)
     started = time.monotonic()
     log = log_dir / f"{bench.name}.log"
