@@ -21,16 +21,13 @@ def setup_django(url: str) -> None:
 
 
 def build_world(n_keys: int, contact_batches: dict[str, int]) -> dict:
-    from automations.lifecycle import automation_activate
     from automations.services import automation_create
     from owlat.apikeys import api_key_create
-    from owlat.models import Contact, ContactProperty, ContactPropertyValue, Domain, DomainStatus
-    from owlat.organizations import organization_create
-    from owlat.permissions import Authority
+    from owlat.models import Contact, ContactProperty, ContactPropertyValue
     from templates.models import EmailTemplate
+    from testsupport.world import activate, email_step, plan_is_pro_step, sending_organization
 
-    org = organization_create(name="Bench", default_from_email="hello@bench.test", default_from_name="Bench")
-    Domain.objects.create(organization=org, domain="bench.test", status=DomainStatus.VERIFIED)
+    org = sending_organization("Bench", "bench.test")
     first = EmailTemplate.objects.create(
         organization=org,
         name="First",
@@ -46,30 +43,9 @@ def build_world(n_keys: int, contact_batches: dict[str, int]) -> dict:
         name="Bench",
         trigger_type="event_received",
         trigger_config={"eventName": "bench"},
-        steps=[
-            {"stepType": "email", "config": {"emailTemplateId": str(first.pk)}},
-            {
-                "stepType": "condition",
-                "config": {
-                    "condition": {
-                        "kind": "contact_property",
-                        "field": "plan",
-                        "operator": "equals",
-                        "value": "pro",
-                    },
-                    "yesBranchStepIndex": None,
-                    "noBranchStepIndex": None,
-                },
-            },
-            {"stepType": "email", "config": {"emailTemplateId": str(second.pk)}},
-        ],
+        steps=[email_step(first), plan_is_pro_step(yes=None, no=None), email_step(second)],
     )
-    assert automation_activate(
-        automation_id=automation.pk,
-        organization_id=org.pk,
-        actor="bench",
-        authority=Authority.system("bench"),
-    ).ok
+    activate(automation, "bench")
     keys = [
         api_key_create(organization_id=org.pk, name=f"bench-{i}", scopes=["events:write"])[1]
         for i in range(n_keys)

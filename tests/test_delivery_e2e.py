@@ -51,16 +51,6 @@ def world(settings):
     return {"org": org, "template": template, "api": ApiClient(raw)}
 
 
-def _wait(predicate, timeout=20.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError("condition not met in time")
-
-
 def test_transactional_send_arrives_once_personalized(world, smtp_sink, workers):
     r = world["api"].post(
         "/transactional",

@@ -18,36 +18,24 @@ import time
 import pytest
 
 from automations.counters import counters_rollup
-from automations.lifecycle import automation_activate
 from automations.models import AutomationRun, AutomationStepRun
 from automations.services import automation_create
-from owlat.models import Domain, DomainStatus, DueTask
-from owlat.organizations import organization_create
-from owlat.permissions import Authority
+from owlat.models import DueTask
 from templates.models import EmailTemplate
+from testsupport import wait_until
 from testsupport.api import ApiClient, make_key
+from testsupport.world import activate, email_step, plan_is_pro_step, sending_organization
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 DELAY = {"duration": 0.05, "unit": "minutes"}  # 3 seconds
 
 
-def _wait(predicate, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError("condition not met in time")
-
-
 @pytest.fixture
 def world(settings):
     settings.API_RATE_LIMIT_PER_SECOND = 1000
     settings.API_RATE_LIMIT_BURST = 1000
-    org = organization_create(name="Acme", default_from_email="hello@acme.test", default_from_name="Acme")
-    Domain.objects.create(organization=org, domain="acme.test", status=DomainStatus.VERIFIED)
+    org = sending_organization("Acme", "acme.test")
     welcome = EmailTemplate.objects.create(
         organization=org,
         name="Welcome",
@@ -63,27 +51,13 @@ def world(settings):
         name="Welcome series",
         trigger_type="contact_created",
         steps=[
-            {"stepType": "email", "config": {"emailTemplateId": str(welcome.pk)}},
+            email_step(welcome),
             {"stepType": "delay", "config": DELAY},
-            {
-                "stepType": "condition",
-                "config": {
-                    "condition": {
-                        "kind": "contact_property",
-                        "field": "plan",
-                        "operator": "equals",
-                        "value": "pro",
-                    },
-                    "yesBranchStepIndex": 3,
-                    "noBranchStepIndex": 4,
-                },
-            },
-            {"stepType": "email", "config": {"emailTemplateId": str(pro.pk)}},
+            plan_is_pro_step(yes=3, no=4),
+            email_step(pro),
         ],
     )
-    assert automation_activate(
-        automation_id=automation.pk, organization_id=org.pk, actor="test", authority=Authority.system("test")
-    ).ok
+    activate(automation, "test")
     _, raw = make_key(org, ["contacts:write"])
     return {"org": org, "automation": automation, "api": ApiClient(raw)}
 
@@ -104,13 +78,14 @@ def test_contact_created_through_the_api_gets_exactly_its_branch_emails(world, s
 
     # While they wait: the delay step is pending with delay_until recorded and a due-task row behind it.
     automation = world["automation"]
-    pending = _wait(
+    pending = wait_until(
         lambda: (
             list(AutomationStepRun.objects.filter(run__automation=automation, step_index=1, status="pending"))
             or list(
                 AutomationStepRun.objects.filter(run__automation=automation, step_index=1, status="completed")
             )
         ),
+        timeout=30,
     )
     for sr in pending:
         assert sr.delay_until is not None
@@ -122,12 +97,13 @@ def test_contact_created_through_the_api_gets_exactly_its_branch_emails(world, s
     [tips] = [m for m in smtp_sink.wait_for(3, timeout=30) if m["Subject"].startswith("Pro tips")]
     assert tips.rcpt_tos == ["pro@example.com"] and tips["Subject"] == "Pro tips for Pia"
     assert time.monotonic() - started >= 3.0
-    runs = _wait(
+    runs = wait_until(
         lambda: (
             (rs := list(AutomationRun.objects.filter(automation=automation)))
             and all(r.status == "completed" for r in rs)
             and rs
-        )
+        ),
+        timeout=30,
     )
     assert len(runs) == 2
     by_email = {r.contact.email: r for r in runs}

@@ -1,7 +1,7 @@
 """Test support, kept outside the production packages: a loopback SMTP sink with fault injection
 (`testsupport.smtp`), real worker processes (`testsupport.workers`), a recording HTTP server
-(`testsupport.http`), an in-process runner for queued django-q2 tasks (`testsupport.queue`) and API helpers
-(`testsupport.api`).
+(`testsupport.http`), an in-process runner for queued django-q2 tasks (`testsupport.queue`), API helpers
+(`testsupport.api`) and the worlds tests and benchmarks build alike (`testsupport.world`).
 
 Registered as a pytest plugin by the root `conftest.py` (`pytest_plugins = ["testsupport.plugin"]`), so the
 fixtures `smtp_sink`, `workers` and `http_receiver` are available everywhere. The benchmarks under `bench/`

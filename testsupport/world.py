@@ -1,0 +1,49 @@
+"""What tests and benchmarks build alike: an organization that may send, and the automation steps of the
+welcome-style worlds (email → condition on the `plan` property → email). Django models are imported inside the
+functions (see `testsupport/__init__.py`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def sending_organization(name: str, domain: str) -> Any:
+    """An organization whose default sender `hello@<domain>` is on a verified domain, so it may send at once."""
+    from owlat.models import Domain, DomainStatus
+    from owlat.organizations import organization_create
+
+    org = organization_create(name=name, default_from_email=f"hello@{domain}", default_from_name=name)
+    Domain.objects.create(organization=org, domain=domain, status=DomainStatus.VERIFIED)
+    return org
+
+
+def email_step(template: Any) -> dict[str, Any]:
+    """An automation step that sends `template`."""
+    return {"stepType": "email", "config": {"emailTemplateId": str(template.pk)}}
+
+
+def plan_is_pro_step(*, yes: int | None, no: int | None) -> dict[str, Any]:
+    """A condition step: the contact property `plan` equals "pro"; `yes` / `no` are the step indexes it goes to
+    (None: the next step)."""
+    return {
+        "stepType": "condition",
+        "config": {
+            "condition": {"kind": "contact_property", "field": "plan", "operator": "equals", "value": "pro"},
+            "yesBranchStepIndex": yes,
+            "noBranchStepIndex": no,
+        },
+    }
+
+
+def activate(automation: Any, actor: str) -> None:
+    """Activate `automation` as the system (`actor`); a refusal fails the caller."""
+    from automations.lifecycle import automation_activate
+    from owlat.permissions import Authority
+
+    outcome = automation_activate(
+        automation_id=automation.pk,
+        organization_id=automation.organization_id,
+        actor=actor,
+        authority=Authority.system(actor),
+    )
+    assert outcome.ok, outcome
