@@ -21,8 +21,19 @@ or `--sizes a,b,c`), each printing its time and the peak RSS (summed VmHWM, rese
 sizes: that many runs opened in one transaction (no API in the way), timed from the commit to the last completed
 step, every mail actually accepted by the sink — the walker's steps/second, time per step and peak RSS per size.
 
+Baseline — before phase 1, a minimal DRF view that inserts one row (`bench/baseline`, mounted only by the
+bench-only settings `bench.baseline.settings` this script gives its gunicorn) gets the same body from the same
+clients, as many requests as the largest size: its requests/second is the events API's baseline (issue 12: the
+events API ≥ 0.3 × it, measured in the same run). The web tier's CPU milliseconds per request are printed for
+both.
+
 Phase 2 — latency: at a fixed offered rate (`--rate`, 50 events/s) for `--seconds` (60 s), open loop, new
-contacts; p50/p95/max from the moment the event's API call starts to its first email's SMTP acceptance.
+contacts; p50/p95/max from the moment the event's API call starts to its first email's SMTP acceptance. Then
+where it goes: the median and p95 of each hop (API call → fan-out → 201 → walker claim of step 0 → send row
+prepared → delivery claim → handed to SMTP → accepted), from the client's and the sink's clocks and the rows' own
+timestamps, and the CPU milliseconds per event of each process (web, each queue's cluster, the dispatcher,
+PostgreSQL's backends, this process as client and sink): on a loaded machine the proportions, not the absolute
+figures, are what to read.
 
 Targets (issue 12): walker ≥ 300 steps/second (phase 1b at the largest size); p50 under 1 second, p95 under 3;
 time per step and peak RSS within 20 % from the smallest to the largest size. The summary prints figure,
@@ -50,13 +61,24 @@ sys.path.insert(0, str(BASE_DIR / "bench"))
 
 from automation_world import build_world, setup_django  # noqa: E402
 from common import recreate_database  # noqa: E402
-from measure import peak_rss_mib, percentile, reset_peak_rss, tree_pids, wait_for, wait_http  # noqa: E402
+from measure import (  # noqa: E402
+    cpu_seconds,
+    peak_rss_mib,
+    percentile,
+    reset_peak_rss,
+    tree_pids,
+    wait_for,
+    wait_http,
+)
 
 DEFAULT_DB = "postgres://postgres@127.0.0.1:5432/owlat_bench"
 TARGET_STEPS_PER_SECOND = 300.0
 TARGET_P50_SECONDS = 1.0
 TARGET_P95_SECONDS = 3.0
 TARGET_GROWTH = 1.2  # time per step and peak RSS from the smallest to the largest size: within 20 %
+TARGET_API_RATIO = 0.3  # events API ≥ 0.3 × the requests/s of a minimal DRF view inserting one row (same run)
+# The benchmark's processes run with the project's settings plus the baseline view (bench-only, bench/baseline).
+BENCH_SETTINGS = "bench.baseline.settings"
 # Issue 12's figures before the batched walker (idle 2-core machine, --events 3000 --seconds 30): the baseline
 # the ratios are printed against.
 BASELINE = {"steps_per_second": 42.0, "events_per_second": 41.0, "p50_ms": 37_000.0}
@@ -134,7 +156,7 @@ def start_processes(args: argparse.Namespace, smtp_url: str, port: int, log_dir:
             "warning",
         ],
         cwd=BASE_DIR,
-        env=env,
+        env={**env, "DJANGO_SETTINGS_MODULE": BENCH_SETTINGS},  # + the baseline view (bench/baseline)
         stdout=web_log,
         stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL,
@@ -169,6 +191,132 @@ def post_event(base: str, key: str, email: str) -> tuple[int, float, float]:
     return r.status_code, start, time.monotonic()
 
 
+def post_baseline(base: str, key: str, email: str) -> tuple[int, float, float]:
+    """The same request to the minimal DRF view (one row inserted): the events API's baseline."""
+    from bench.baseline.urls import BASELINE_PATH
+
+    start = time.monotonic()
+    r = _session().post(
+        f"{base}/{BASELINE_PATH}",
+        data=json.dumps({"email": email, "eventName": "bench", "eventProperties": {"source": "bench"}}),
+        headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+        timeout=60,
+    )
+    return r.status_code, start, time.monotonic()
+
+
+def baseline_requests_per_second(
+    base: str, keys: list[str], n: int, clients: int, warmup: int, web_pid: int
+) -> tuple[float, float]:
+    """Requests/s of the minimal DRF view under the same gunicorn, clients and request count as phase 1, and
+    the web tier's CPU milliseconds per request."""
+    with ThreadPoolExecutor(clients) as pool:
+        codes = list(pool.map(lambda i: post_baseline(base, keys[i % len(keys)], "w")[0], range(warmup)))
+        assert all(c == 201 for c in codes), codes[:5]
+        cpu = cpu_seconds(tree_pids([web_pid]))
+        t0 = time.monotonic()
+        out = list(pool.map(lambda i: post_baseline(base, keys[i % len(keys)], f"b{i}"), range(n)))
+        cpu = cpu_seconds(tree_pids([web_pid])) - cpu
+    bad = [o[0] for o in out if o[0] != 201]
+    assert not bad, bad[:5]
+    return n / (max(o[2] for o in out) - t0), 1000 * cpu / n
+
+
+# --- where the latency goes --------------------------------------------------------------------------------
+
+# (hop, from, to): the instants are the client's (call start, 201 received), the rows' own timestamps and the sink's
+# acceptance; each hop's median and p95 are printed, so the hops' share of the end-to-end median is visible.
+HOPS = [
+    ("API call → fan-out (request before the trigger)", "call", "run_started"),
+    ("fan-out → 201 received (rest of request, commit)", "run_started", "response"),
+    ("201 → walker claims step 0 (broker poll, queue)", "response", "step_started"),
+    ("walker claim → send row prepared", "step_started", "send_queued"),
+    ("send prepared → delivery claims (commit, broker)", "send_queued", "send_claimed"),
+    ("delivery claim → handed to SMTP", "send_claimed", "handed_off"),
+    ("handed to SMTP → accepted by the sink", "handed_off", "accepted"),
+]
+
+
+def latency_breakdown(
+    automation,
+    emails: list[str],
+    started: dict[str, float],
+    ended: dict[str, float],
+    accepted: dict[str, float],
+) -> list[dict]:
+    """Per-hop latency of phase 2 from the rows' own timestamps (wall clock, converted to this process's
+    monotonic clock; every process runs on this machine)."""
+    from automations.models import AutomationStepRun
+    from delivery.models import TransactionalSend
+
+    offset = time.time() - time.monotonic()
+
+    def mono(value) -> float | None:
+        return None if value is None else value.timestamp() - offset
+
+    step_runs = AutomationStepRun.objects.filter(
+        run__automation=automation, run__contact__email__in=emails, step_index=0
+    ).values_list("run__contact__email", "run__started_at", "started_at", "email_send_id")
+    sends = {
+        str(pk): row
+        for pk, *row in TransactionalSend.objects.filter(
+            automation_id=automation.pk, contact__email__in=emails
+        ).values_list("pk", "queued_at", "claimed_at", "handed_off_at")
+    }
+    spans: dict[str, list[float]] = {name: [] for name, _, _ in HOPS}
+    for email, run_started, step_started, send_id in step_runs:
+        send = sends.get(str(send_id))
+        if send is None or email not in accepted or email not in started:
+            continue
+        at = {
+            "call": started[email],
+            "response": ended[email],
+            "run_started": mono(run_started),
+            "step_started": mono(step_started),
+            "send_queued": mono(send[0]),
+            "send_claimed": mono(send[1]),
+            "handed_off": mono(send[2]),
+            "accepted": accepted[email],
+        }
+        for name, a, b in HOPS:
+            if at[a] is not None and at[b] is not None:
+                spans[name].append(at[b] - at[a])
+    return [
+        {
+            "hop": name,
+            "n": len(values),
+            "p50_ms": round(percentile(values, 0.5) * 1000, 1) if values else None,
+            "p95_ms": round(percentile(values, 0.95) * 1000, 1) if values else None,
+        }
+        for name, values in spans.items()
+    ]
+
+
+def cpu_usage(components: dict[str, list[int]]) -> dict[str, float]:
+    """CPU seconds used so far by each component's process tree, this process (client and sink) and the
+    PostgreSQL backends serving the benchmark database."""
+    from django.db import connection
+
+    out = {name: cpu_seconds(tree_pids(roots)) for name, roots in components.items()}
+    out["bench (client, sink)"] = cpu_seconds([os.getpid()])
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+        out["postgres"] = cpu_seconds([row[0] for row in cursor.fetchall()])
+    return out
+
+
+def print_breakdown(hops: list[dict]) -> None:
+    total = sum(h["p50_ms"] or 0 for h in hops) or 1.0
+    print("  where it goes (per hop, from the rows' own timestamps; medians do not add up exactly):")
+    for h in hops:
+        p50 = "—" if h["p50_ms"] is None else f"{h['p50_ms']:.0f}"
+        p95 = "—" if h["p95_ms"] is None else f"{h['p95_ms']:.0f}"
+        share = f"{100 * (h['p50_ms'] or 0) / total:.0f} %"
+        print(f"    {h['hop']:<50} p50 {p50:>6} ms  p95 {p95:>6} ms  {share:>5} of the sum of medians")
+
+
 def _terminate(signum, frame):  # SIGTERM → SystemExit, so `finally` stops the processes we started
     raise SystemExit(128 + signum)
 
@@ -181,6 +329,7 @@ def main() -> int:
     url = os.environ.get("BENCH_DATABASE_URL", DEFAULT_DB)
     print(f"database {url} (re-created)", flush=True)
     recreate_database(url)
+    os.environ["DJANGO_SETTINGS_MODULE"] = BENCH_SETTINGS  # migrates the baseline view's table too
     setup_django(url)
 
     import logging
@@ -232,6 +381,18 @@ def main() -> int:
         )
         sink.clear()
 
+        # --- baseline: the minimal DRF view, same gunicorn, clients and request count as the largest size ----
+        baseline_rps, baseline_cpu = baseline_requests_per_second(
+            base, keys, sizes[-1], args.clients, args.warmup, web.pid
+        )
+        print(
+            f"baseline: a minimal DRF view inserting one row answered {baseline_rps:.1f} requests/s "
+            f"({sizes[-1]} requests, {args.clients} clients; web CPU {baseline_cpu:.1f} ms/request)",
+            flush=True,
+        )
+        results["baseline_requests_per_second"] = round(baseline_rps, 1)
+        results["baseline_web_cpu_ms_per_request"] = round(baseline_cpu, 2)
+
         # --- phase 1: throughput, at each size ---------------------------------------------------------------
         roots = [proc.pid for proc in workers.procs.values()] + [web.pid]
         per_size: list[dict] = []
@@ -242,16 +403,19 @@ def main() -> int:
             reset_peak_rss(pids)
             before = set(AutomationRun.objects.values_list("pk", flat=True))
             load = emails[f"load-{size}"]
+            web_cpu = cpu_seconds(tree_pids([web.pid]))
             t0 = time.monotonic()
             with ThreadPoolExecutor(args.clients) as pool:
                 out = list(
                     pool.map(lambda i, load=load: post_event(base, keys[i % len(keys)], load[i]), range(size))
                 )
             t_api = max(o[2] for o in out) - t0
+            web_cpu = 1000 * (cpu_seconds(tree_pids([web.pid])) - web_cpu) / size
             bad = [o[0] for o in out if o[0] != 201]
             events_per_s = (size - len(bad)) / t_api
             print(
-                f"  API accepted {size - len(bad)} events in {t_api:.1f} s → {events_per_s:.1f} events/s",
+                f"  API accepted {size - len(bad)} events in {t_api:.1f} s → {events_per_s:.1f} events/s "
+                f"(web CPU {web_cpu:.1f} ms/request)",
                 flush=True,
             )
             expected = 2 * (size - len(bad))
@@ -285,6 +449,7 @@ def main() -> int:
                 "api_seconds": round(t_api, 2),
                 "api_errors": len(bad),
                 "events_per_second": round(events_per_s, 1),
+                "web_cpu_ms_per_request": round(web_cpu, 2),
                 "steps": steps,
                 "failed_steps": failed,
                 "walker_seconds": round(walker_seconds, 2),
@@ -376,13 +541,18 @@ def main() -> int:
         codes2: list[int] = []
         lock = threading.Lock()
 
+        call_ended: dict[str, float] = {}
+
         def fire(i: int) -> None:
             email = lat_emails[i]
-            code, start, _ = post_event(base, keys[i % len(keys)], email)
+            code, start, end = post_event(base, keys[i % len(keys)], email)
             with lock:
                 call_started[email] = start
+                call_ended[email] = end
                 codes2.append(code)
 
+        components = {name: [proc.pid] for name, proc in workers.procs.items()} | {"web": [web.pid]}
+        cpu_before = cpu_usage(components)
         t0 = time.monotonic()
         with ThreadPoolExecutor(args.latency_clients) as pool:
             for i in range(n_lat):
@@ -397,6 +567,15 @@ def main() -> int:
             args.timeout,
             "phase 2 first mails",
             lambda: f"{len({m.rcpt_tos[0] for m in list(sink.messages)})}/{n_lat} contacts reached",
+        )
+        cpu_per_event = {
+            name: round(1000 * (used - cpu_before.get(name, 0.0)) / n_lat, 2)
+            for name, used in cpu_usage(components).items()
+        }
+        print(
+            "  CPU ms per event by process (summed over its children): "
+            + ", ".join(f"{name} {ms:.1f}" for name, ms in cpu_per_event.items()),
+            flush=True,
         )
         first_mail: dict[str, float] = {}
         for m in sink.messages:
@@ -413,7 +592,11 @@ def main() -> int:
             f"max {max(latencies) * 1000:.0f} ms, mean {statistics.mean(latencies) * 1000:.0f} ms",
             flush=True,
         )
+        hops = latency_breakdown(automation, lat_emails, call_started, call_ended, first_mail)
+        print_breakdown(hops)
         results.update(
+            latency_hops=hops,
+            latency_cpu_ms_per_event=cpu_per_event,
             offered_rate=args.rate,
             offered_seconds=round(offered_seconds, 1),
             latency_events=len(latencies),
@@ -449,6 +632,13 @@ def main() -> int:
             BASELINE["events_per_second"],
             "(none here)",
             None,
+        ),
+        (
+            "events API ÷ minimal DRF view (same run)",
+            results["events_per_second"],
+            results["baseline_requests_per_second"],
+            f">= {TARGET_API_RATIO} ×",
+            results["events_per_second"] >= TARGET_API_RATIO * results["baseline_requests_per_second"],
         ),
         (
             f"event → first email p50 ms at {args.rate:g}/s",
@@ -503,7 +693,8 @@ def main() -> int:
     results.update(
         table=table,
         steps_target_met=rows[0][4],
-        p50_target_met=rows[2][4],
+        p50_target_met=rows[3][4],
+        api_ratio_target_met=rows[2][4],
         cpus=os.cpu_count(),
         load_average_at_end=os.getloadavg(),
     )

@@ -81,3 +81,18 @@ def percentile(values: list[float], q: float) -> float:
     k = (len(ordered) - 1) * q
     lo, hi = int(k), min(int(k) + 1, len(ordered) - 1)
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU time the processes have used so far (Linux /proc/<pid>/stat), in seconds."""
+    import os
+
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat)
+    return total / tick
