@@ -241,13 +241,18 @@ def _load(campaign_id: Any, organization_id: Any) -> Campaign | None:
         return None
 
 
-def _guard(organization_id: Any, authority: Authority, permission: str, action: str) -> Outcome | None:
-    """`authority` is required (issue 13 item 10): a member's role, or an explicitly named upstream grant."""
-    return refusal(organization_id, authority, permission, f"You are not allowed to {action} campaigns")
-
-
-def _not_found() -> Outcome:
-    return Outcome(ok=False, reason="campaign_not_found", message="Campaign not found")
+def _load_for(
+    campaign_id: Any, organization_id: Any, authority: Authority, permission: str, action: str
+) -> Campaign | Outcome:
+    """The campaign a transition acts on, or its refusal: not allowed (`authority` is required, issue 13 item
+    10: a member's role, or an explicitly named upstream grant), then not found."""
+    refused = refusal(organization_id, authority, permission, f"You are not allowed to {action} campaigns")
+    if refused:
+        return refused
+    campaign = _load(campaign_id, organization_id)
+    if campaign is None:
+        return Outcome(ok=False, reason="campaign_not_found", message="Campaign not found")
+    return campaign
 
 
 def campaign_schedule(
@@ -263,12 +268,9 @@ def campaign_schedule(
     now: dt.datetime | None = None,
 ) -> Outcome:
     """draft → `scheduled` after pre-flight; on a `scheduled` campaign, the CMP-11 reschedule."""
-    refused = _guard(organization_id, authority, "campaigns:schedule", "schedule")
-    if refused:
-        return refused
-    campaign = _load(campaign_id, organization_id)
-    if campaign is None:
-        return _not_found()
+    campaign = _load_for(campaign_id, organization_id, authority, "campaigns:schedule", "schedule")
+    if isinstance(campaign, Outcome):
+        return campaign
     tz_options = {
         "use_recipient_timezone": bool(use_recipient_timezone),
         "scheduled_hour": scheduled_hour,
@@ -344,12 +346,9 @@ def campaign_reschedule(
 def campaign_unschedule(
     *, campaign_id: Any, organization_id: Any, actor: str, authority: Authority
 ) -> Outcome:
-    refused = _guard(organization_id, authority, "campaigns:schedule", "unschedule")
-    if refused:
-        return refused
-    campaign = _load(campaign_id, organization_id)
-    if campaign is None:
-        return _not_found()
+    campaign = _load_for(campaign_id, organization_id, authority, "campaigns:schedule", "unschedule")
+    if isinstance(campaign, Outcome):
+        return campaign
     if campaign.status != SCHEDULED:
         return _state_refusal(campaign, DRAFT, "Only scheduled campaigns can be unscheduled")
     return _lifecycle_message(
@@ -358,12 +357,9 @@ def campaign_unschedule(
 
 
 def campaign_cancel(*, campaign_id: Any, organization_id: Any, actor: str, authority: Authority) -> Outcome:
-    refused = _guard(organization_id, authority, "campaigns:schedule", "cancel")
-    if refused:
-        return refused
-    campaign = _load(campaign_id, organization_id)
-    if campaign is None:
-        return _not_found()
+    campaign = _load_for(campaign_id, organization_id, authority, "campaigns:schedule", "cancel")
+    if isinstance(campaign, Outcome):
+        return campaign
     if campaign.status != SCHEDULED:
         return _state_refusal(campaign, CANCELLED, "Only scheduled campaigns can be cancelled")
     return _lifecycle_message(
@@ -380,12 +376,9 @@ def campaign_send_now(
     now: dt.datetime | None = None,
 ) -> Outcome:
     """draft or scheduled → `sending` after pre-flight (CMP-11)."""
-    refused = _guard(organization_id, authority, "campaigns:send", "send")
-    if refused:
-        return refused
-    campaign = _load(campaign_id, organization_id)
-    if campaign is None:
-        return _not_found()
+    campaign = _load_for(campaign_id, organization_id, authority, "campaigns:send", "send")
+    if isinstance(campaign, Outcome):
+        return campaign
     if campaign.status not in (DRAFT, SCHEDULED):
         return _state_refusal(campaign, SENDING, "Only draft or scheduled campaigns can be sent")
     preflight = validate_ready_to_send(campaign, now=now)
