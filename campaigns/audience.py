@@ -11,7 +11,7 @@ from typing import Any
 from django.db.models import QuerySet, Value
 
 from campaigns.models import Campaign
-from owlat.models import BlockedEmail, Contact, ContactTopic, DoiStatus, Segment, Topic
+from owlat.models import BlockedEmail, Contact, DoiStatus, Segment, Topic
 
 PAGE_SIZE = 500  # CMP-29 [orig]
 _CONTACT_FIELDS = (
@@ -94,19 +94,27 @@ class Page:
 
 
 def _candidates(organization_id: Any, audience: dict[str, Any], cursor: str, limit: int) -> QuerySet:
-    """The next `limit` candidates after `cursor` in contact-id order, each row `(pending_doi, *_CONTACT_FIELDS)`
-    read with its contact in the same query (a join, no id list)."""
+    """The next `limit` candidates after `cursor` in contact-id order, each row `(pending_doi, requires_doi,
+    *_CONTACT_FIELDS)` read with its contact (and, for a topic, the topic's DOI flag) in the same query.
+
+    Topic audiences are read from the contact side with the keyset bound on both sides of the join
+    (`contact.id > cursor` and `membership.contact_id > cursor`): with the bound on one side only, PostgreSQL's
+    merge join scanned the other index from its start, so every page re-read all contacts before the cursor
+    (a walk quadratic in the audience size)."""
     after = _uuid(cursor) if cursor else None
     if audience.get("kind") == "topic":
-        qs = ContactTopic.objects.filter(
+        # one filter() call: conditions on a multi-valued relation in separate calls would join it twice
+        bounds = {"pk__gt": after, "topic_memberships__contact_id__gt": after} if after else {}
+        qs = Contact.objects.filter(
             organization_id=organization_id,
-            topic_id=_uuid(audience.get("topicId")),
-            contact__organization_id=organization_id,
+            topic_memberships__topic_id=_uuid(audience.get("topicId")),
+            topic_memberships__organization_id=organization_id,
+            **bounds,
         )
-        if after:
-            qs = qs.filter(contact_id__gt=after)
-        return qs.order_by("contact_id").values_list(
-            "pending_doi_confirmation", *(f"contact__{f}" for f in _CONTACT_FIELDS)
+        return qs.order_by("pk").values_list(
+            "topic_memberships__pending_doi_confirmation",
+            "topic_memberships__topic__require_double_opt_in",
+            *_CONTACT_FIELDS,
         )[:limit]
     from owlat.conditions import filters_queryset_safe
 
@@ -122,7 +130,7 @@ def _candidates(organization_id: Any, audience: dict[str, Any], cursor: str, lim
         qs = filters_queryset_safe(organization_id, filters, warn=True, context=f"audience {audience}")
     if after:
         qs = qs.filter(pk__gt=after)
-    return qs.order_by("pk").values_list(Value(False), *_CONTACT_FIELDS)[:limit]
+    return qs.order_by("pk").values_list(Value(False), Value(False), *_CONTACT_FIELDS)[:limit]
 
 
 def _blocked(organization_id: Any, emails: list[str]) -> set[str]:
@@ -155,23 +163,23 @@ def audience_page(
     from owlat.contacts import normalize_email
 
     rows = [
-        (bool(pending), dict(zip(_CONTACT_FIELDS, rest, strict=True)))
-        for pending, *rest in _candidates(organization_id, audience, cursor, limit)
+        (bool(pending), bool(requires), dict(zip(_CONTACT_FIELDS, rest, strict=True)))
+        for pending, requires, *rest in _candidates(organization_id, audience, cursor, limit + 1)
     ]
+    # one row past the page tells whether another page follows, so the walk ends on its last full page
+    # instead of reading an empty one
+    exhausted = len(rows) <= limit
+    rows = rows[:limit]
     if not rows:
         return Page([], 0, cursor, True)
-    next_cursor = str(rows[-1][1]["id"])
+    next_cursor = str(rows[-1][2]["id"])
     is_topic = audience.get("kind") == "topic"
-    requires_doi = False
-    if is_topic:
-        requires_doi = bool(
-            Topic.objects.filter(pk=_uuid(audience.get("topicId")))
-            .values_list("require_double_opt_in", flat=True)
-            .first()
-        )
-    blocked = _blocked(organization_id, sorted({normalize_email(c["email"]) for _, c in rows if c["email"]}))
+    requires_doi = is_topic and rows[0][1]  # the topic's flag, read with the page
+    blocked = _blocked(
+        organization_id, sorted({normalize_email(c["email"]) for _, _, c in rows if c["email"]})
+    )
     eligible: list[Candidate] = []
-    for pending, c in rows:
+    for pending, _, c in rows:
         if c["deleted_at"] is not None:
             continue
         email = (c["email"] or "").strip()
@@ -189,7 +197,7 @@ def audience_page(
         eligible.append(
             Candidate(str(c["id"]), email, c["first_name"], c["last_name"], c["language"], c["timezone"])
         )
-    return Page(eligible, len(rows), next_cursor, len(rows) < limit)
+    return Page(eligible, len(rows), next_cursor, exhausted)
 
 
 def audience_eligible_count(

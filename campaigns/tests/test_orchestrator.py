@@ -289,6 +289,41 @@ def test_a_hop_walks_several_pages_and_a_crash_mid_hop_resumes_after_the_last_co
     assert LocalMessage.objects.filter(send_id__in=rows(campaign).values("pk")).count() == 10
 
 
+def test_the_walk_ends_on_its_last_full_page(make_campaign, org, topic, make_contact, monkeypatch):
+    """A page reads one candidate past its end, so an audience of exactly two pages is walked in two page
+    transactions (no third, empty page) and every member is reached once."""
+    from campaigns import audience
+
+    monkeypatch.setattr(audience, "PAGE_SIZE", 4)
+    contacts = [make_contact(topic=topic) for _ in range(8)]
+    campaign = make_campaign()
+    send_and_drain(campaign, org)
+    job = CampaignSendJob.objects.get(campaign=campaign)
+    assert (job.pages, job.phase, job.enqueued_count) == (2, "done", 8)
+    assert campaign.status == "sent"
+    assert sorted(r.contact_id for r in rows(campaign)) == sorted(c.pk for c in contacts)
+
+
+def test_a_topic_page_bounds_both_sides_of_the_join_by_the_cursor(org, topic, make_contact):
+    """The keyset bound is on the contact and on the membership, so PostgreSQL starts both index scans at the
+    cursor (with one side unbounded a merge join re-read every contact before it: a quadratic walk)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from campaigns.audience import audience_page
+
+    contacts = sorted((make_contact(topic=topic) for _ in range(5)), key=lambda c: str(c.pk))
+    audience = {"kind": "topic", "topicId": str(topic.pk)}
+    first = audience_page(org.pk, audience, "", limit=2)
+    assert [c.contact_id for c in first.eligible] == [str(c.pk) for c in contacts[:2]] and not first.exhausted
+    with CaptureQueriesContext(connection) as ctx:
+        second = audience_page(org.pk, audience, first.next_cursor, limit=3)
+    assert [c.contact_id for c in second.eligible] == [str(c.pk) for c in contacts[2:]] and second.exhausted
+    page_sql = ctx.captured_queries[0]["sql"]
+    assert '"owlat_contact"."id" >' in page_sql and '"owlat_contacttopic"."contact_id" >' in page_sql
+    assert page_sql.count("JOIN") == 2  # the membership once, the topic (its DOI flag) once
+
+
 def test_watchdog_redrives_a_stuck_walk(make_campaign, org, topic, make_contact):
     from campaigns import walker
 
