@@ -180,6 +180,7 @@ class SetBasedRunner:
         return [obj for obj, _ in applied]
 
     def _unapplied(self, obj: Any, frm: str, to: str, decision: Decision) -> Outcome:
+        """The outcome of a reduced transition that writes nothing: a duplicate, or the reducer's refusal."""
         if decision.ok:  # duplicate
             return Outcome(
                 ok=True, applied="duplicate", from_state=frm, to_state=frm, object_id=obj.pk, obj=obj

@@ -124,20 +124,8 @@ class Lifecycle(SetBasedRunner, ABC):
             )
 
         decision = self.reduce(obj, frm, to, input=input, actor=actor, at=at)
-        if not decision.ok:
-            return Outcome(
-                ok=False,
-                reason=decision.reason,
-                message=self.message_for(decision.reason),
-                from_state=frm,
-                to_state=to,
-                object_id=obj.pk,
-                obj=obj,
-            )
-        if decision.applied == "duplicate":
-            return Outcome(
-                ok=True, applied="duplicate", from_state=frm, to_state=frm, object_id=obj.pk, obj=obj
-            )
+        if not decision.ok or decision.applied == "duplicate":
+            return self._unapplied(obj, frm, to, decision)
 
         patch = dict(decision.patch)
         new_state = patch.pop(self.field, frm)
