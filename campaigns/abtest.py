@@ -95,20 +95,29 @@ def ab_config_clean(organization_id: Any, raw: dict[str, Any]) -> dict[str, Any]
     return config
 
 
-def ab_enable(*, campaign: Campaign, config: dict[str, Any], actor: str, authority: Authority) -> Outcome:
-    """Draft only; A/B lifecycle none → `pending` (a config change on an enabled test replaces the config).
-    `campaigns:manage` (CMP-11)."""
+def _locked_draft(campaign: Campaign, authority: Authority) -> Campaign | Outcome:
+    """The campaign locked for an A/B config change (call inside a transaction), or the refusal:
+    `campaigns:manage` (CMP-11), then draft only."""
     refused = refusal(
         campaign.organization_id, authority, "campaigns:manage", "You are not allowed to change A/B tests"
     )
     if refused:
         return refused
+    locked = Campaign.objects.select_for_update().get(pk=campaign.pk)
+    if locked.status != DRAFT:
+        return Outcome(
+            ok=False, reason="not_draft", message="Cannot modify a campaign that is not in draft status"
+        )
+    return locked
+
+
+def ab_enable(*, campaign: Campaign, config: dict[str, Any], actor: str, authority: Authority) -> Outcome:
+    """Draft only; A/B lifecycle none → `pending` (a config change on an enabled test replaces the config).
+    `campaigns:manage` (CMP-11)."""
     with transaction.atomic():
-        locked = Campaign.objects.select_for_update().get(pk=campaign.pk)
-        if locked.status != DRAFT:
-            return Outcome(
-                ok=False, reason="not_draft", message="Cannot modify a campaign that is not in draft status"
-            )
+        locked = _locked_draft(campaign, authority)
+        if isinstance(locked, Outcome):
+            return locked
         lifecycle = AbLifecycle()
         if locked.ab_test_status is not None:
             lifecycle.transition_locked(locked, None, actor=actor)  # type: ignore[arg-type]
@@ -117,17 +126,10 @@ def ab_enable(*, campaign: Campaign, config: dict[str, Any], actor: str, authori
 
 def ab_disable(*, campaign: Campaign, actor: str, authority: Authority) -> Outcome:
     """Draft only; A/B lifecycle → none. `campaigns:manage` (CMP-11)."""
-    refused = refusal(
-        campaign.organization_id, authority, "campaigns:manage", "You are not allowed to change A/B tests"
-    )
-    if refused:
-        return refused
     with transaction.atomic():
-        locked = Campaign.objects.select_for_update().get(pk=campaign.pk)
-        if locked.status != DRAFT:
-            return Outcome(
-                ok=False, reason="not_draft", message="Cannot modify a campaign that is not in draft status"
-            )
+        locked = _locked_draft(campaign, authority)
+        if isinstance(locked, Outcome):
+            return locked
         return AbLifecycle().transition_locked(locked, None, actor=actor)  # type: ignore[arg-type]
 
 

@@ -11,13 +11,12 @@ from django.db.models import Count
 from django.db.models.functions import TruncHour
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
-from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
 from campaigns import abtest, services
-from campaigns.admin_forms import CampaignForm, ScheduleForm
+from campaigns.admin_forms import CampaignForm, ScheduleForm, form_page
 from campaigns.models import Campaign, CampaignSendJob
 from campaigns.preflight import validate_ready_to_send
 from owlat.admin_tenancy import TenantModelAdmin, get_tenancy
@@ -132,16 +131,7 @@ class CampaignAdmin(TenantModelAdmin):
         return (
             list(self.readonly_fields)
             if obj is None or obj.status == "draft"
-            else [
-                *self.readonly_fields,
-                "name",
-                "email_template",
-                "subject",
-                "from_name",
-                "from_email",
-                "reply_to",
-                "archive_enabled",
-            ]
+            else [*self.readonly_fields, *CampaignForm.Meta.fields]  # the editor's fields: draft only
         )
 
     def get_queryset(self, request: HttpRequest):
@@ -441,14 +431,7 @@ class CampaignAdmin(TenantModelAdmin):
                 messages.success(request, "Campaign scheduled.")
                 return self._back(campaign)
             form.add_error(None, outcome.message or outcome.reason)
-        context = {
-            **self.admin_site.each_context(request),
-            "title": f"Schedule {campaign.name}",
-            "form": form,
-            "campaign": campaign,
-            "opts": self.model._meta,
-        }
-        return TemplateResponse(request, "admin/campaigns/campaign/schedule.html", context)
+        return form_page(self, request, f"Schedule {campaign.name}", form, campaign)
 
     def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
         if obj is not None:

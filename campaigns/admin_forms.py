@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from django.template.response import TemplateResponse
 from django.utils import timezone
 
 from campaigns.models import Campaign
@@ -177,3 +178,17 @@ class RejectForm(forms.Form):
     reason = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 3}), label="Reason (shown to the organization)"
     )
+
+
+def form_page(
+    model_admin: Any, request: Any, title: str, form: forms.Form, campaign: Campaign
+) -> TemplateResponse:
+    """An admin page with one form about `campaign` (schedule, reject) in the admin's own frame."""
+    context = {
+        **model_admin.admin_site.each_context(request),
+        "title": title,
+        "form": form,
+        "campaign": campaign,
+        "opts": model_admin.model._meta,
+    }
+    return TemplateResponse(request, "admin/campaigns/campaign/schedule.html", context)

@@ -8,12 +8,11 @@ from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
-from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
 from campaigns import review
-from campaigns.admin_forms import RejectForm
+from campaigns.admin_forms import RejectForm, form_page
 from campaigns.models import Campaign, CampaignReview
 from owlat.admin_tenancy import TenantModelAdmin, get_tenancy
 from owlat.permissions import Authority
@@ -154,14 +153,7 @@ class CampaignReviewAdmin(TenantModelAdmin):
                 messages.success(request, "Rejected: the campaign is back in draft with the reason.")
                 return HttpResponseRedirect(changelist)
             form.add_error(None, outcome.message)
-        context = {
-            **self.admin_site.each_context(request),
-            "title": f"Reject {campaign.name}",
-            "form": form,
-            "campaign": campaign,
-            "opts": self.model._meta,
-        }
-        return TemplateResponse(request, "admin/campaigns/campaign/schedule.html", context)
+        return form_page(self, request, f"Reject {campaign.name}", form, campaign)
 
     def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
         if obj is not None:
