@@ -13,11 +13,10 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from django.urls import URLPattern, URLResolver, get_resolver
 from django.utils import timezone
 
 from owlat.apikeys import SCOPES
-from testsupport.api import ApiClient, error_of, make_key, make_org
+from testsupport.api import ApiClient, api_routes, error_of, make_key, make_org
 
 pytestmark = pytest.mark.django_db
 
@@ -108,25 +107,10 @@ EXPECTED_SCOPES: dict[tuple[str, str], str] = {
 }
 
 
-def _routes() -> list[tuple[str, type]]:
-    def walk(patterns, prefix=""):
-        for pattern in patterns:
-            if isinstance(pattern, URLResolver):
-                yield from walk(pattern.url_patterns, prefix + str(pattern.pattern))
-            elif isinstance(pattern, URLPattern):
-                yield prefix + str(pattern.pattern), pattern.callback
-
-    return [
-        (route, getattr(callback, "view_class", None) or callback)
-        for route, callback in walk(get_resolver().url_patterns)
-        if route.startswith("api/v1/")
-    ]
-
-
 def _served() -> set[tuple[str, str]]:
     """(route, method) for every method a routed view answers (OPTIONS and HEAD follow GET and CORS)."""
     served = set()
-    for route, view in _routes():
+    for route, view in api_routes():
         if route in UNAUTHENTICATED:
             continue
         for method in ("GET", "POST", "PUT", "PATCH", "DELETE"):
@@ -139,12 +123,12 @@ MATRIX = sorted(EXPECTED_SCOPES)
 
 
 def test_every_route_has_a_declared_expectation():
-    routed = {route for route, _ in _routes()}
+    routed = {route for route, _ in api_routes()}
     assert routed >= UNAUTHENTICATED
     served = _served()
     assert sorted(served - set(EXPECTED_SCOPES)) == [], "declare the scope of these (route, method) here"
     assert sorted(set(EXPECTED_SCOPES) - served) == [], "these declared (route, method) are no longer served"
-    views = dict(_routes())
+    views = dict(api_routes())
     for (route, method), scope in EXPECTED_SCOPES.items():
         assert views[route].required_scopes.get(method) == scope, (route, method)
         assert scope in SCOPES

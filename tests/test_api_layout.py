@@ -4,27 +4,13 @@
 from importlib.util import find_spec
 from pathlib import Path
 
-from django.urls import URLPattern, URLResolver, get_resolver
-
 from owlat.api.base import ApiView
+from testsupport.api import api_routes
 
 ROOT = Path(__file__).resolve().parent.parent
 APPS = ("owlat", "templates", "delivery", "automations", "campaigns", "inbox")
 OLD_MODULES = ("api.py", "api_views.py")
 DOC_VIEWS = {"SpectacularJSONAPIView", "SpectacularSwaggerView", "SpectacularRedocView"}
-
-
-def _api_views():
-    def walk(patterns, prefix=""):
-        for pattern in patterns:
-            if isinstance(pattern, URLResolver):
-                yield from walk(pattern.url_patterns, prefix + str(pattern.pattern))
-            elif isinstance(pattern, URLPattern):
-                yield prefix + str(pattern.pattern), pattern.callback
-
-    for route, callback in walk(get_resolver().url_patterns):
-        if route.startswith("api/v1/"):
-            yield route, getattr(callback, "view_class", None) or callback
 
 
 def test_every_app_has_the_api_package_and_nothing_beside_it():
@@ -36,7 +22,7 @@ def test_every_app_has_the_api_package_and_nothing_beside_it():
 
 
 def test_every_api_route_is_an_api_view_of_its_apps_api_package():
-    routes = list(_api_views())
+    routes = list(api_routes())
     assert len(routes) > 30
     for route, view in routes:
         if getattr(view, "__name__", "") in DOC_VIEWS:
@@ -83,7 +69,7 @@ def test_one_way_to_write_an_endpoint():
 
 
 def test_every_api_view_declares_its_scopes_the_one_way():
-    for route, view in _api_views():
+    for route, view in api_routes():
         if getattr(view, "__name__", "") in DOC_VIEWS or not getattr(view, "authentication_classes", None):
             continue
         assert view.required_scopes, route
@@ -93,5 +79,5 @@ def test_every_api_view_declares_its_scopes_the_one_way():
 
 
 def test_every_app_api_is_mounted():
-    routed = {view.__module__.split(".", 1)[0] for _, view in _api_views() if isinstance(view, type)}
+    routed = {view.__module__.split(".", 1)[0] for _, view in api_routes() if isinstance(view, type)}
     assert routed >= set(APPS)

@@ -2,7 +2,8 @@
 
 `ApiClient(raw_key)` wraps Django's test client the way the SDKs call the API: `Authorization: Bearer <key>`
 and `Content-Type: application/json` on every request, bodies as raw JSON bytes. `make_org()` / `make_key()`
-build an organization and a key. Other apps' API tests may use them too.
+build an organization and a key; `api_routes()` lists the routed endpoints. Other apps' API tests may use
+them too.
 """
 
 from __future__ import annotations
@@ -20,6 +21,25 @@ ALL_KERNEL_SCOPES = [
     "segments:read",
     "segments:write",
 ]
+
+
+def api_routes() -> list[tuple[str, Any]]:
+    """Every routed `/api/v1` endpoint of the project's URLconf as (route pattern, view class — or the view
+    function where there is no class), e.g. `("api/v1/topics/<str:topic_id>", TopicDetailView)`."""
+    from django.urls import URLPattern, URLResolver, get_resolver
+
+    def walk(patterns: Any, prefix: str = "") -> Any:
+        for pattern in patterns:
+            if isinstance(pattern, URLResolver):
+                yield from walk(pattern.url_patterns, prefix + str(pattern.pattern))
+            elif isinstance(pattern, URLPattern):
+                yield prefix + str(pattern.pattern), pattern.callback
+
+    return [
+        (route, getattr(callback, "view_class", None) or callback)
+        for route, callback in walk(get_resolver().url_patterns)
+        if route.startswith("api/v1/")
+    ]
 
 
 def make_org(name: str = "Acme", **settings_fields: Any):

@@ -16,7 +16,14 @@ from automations import services
 from automations.admin_forms.steps import STEP_FORMS
 from automations.admin_forms.triggers import TRIGGER_FORMS
 from automations.models import Automation, AutomationStep
-from owlat.forms.nested import NestedFormsField, clean_nested, initial_from, json_block, styled  # noqa: F401
+from owlat.forms.nested import (  # noqa: F401
+    NestedFormsField,
+    clean_nested,
+    form_organization_id,
+    initial_from,
+    json_block,
+    styled,
+)
 
 
 class AutomationForm(forms.ModelForm):
@@ -33,15 +40,9 @@ class AutomationForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         self.fields["trigger_settings"].widget.get_forms = lambda: self.trigger_forms
 
-    def _organization_id(self) -> Any:
-        if self.instance.organization_id:
-            return self.instance.organization_id
-        org = getattr(self, "cleaned_data", {}).get("organization")
-        return getattr(org, "pk", None)
-
     @cached_property
     def trigger_forms(self) -> dict[str, forms.Form]:
-        org = self._organization_id()
+        org = form_organization_id(self)
         stored_type, stored = self.instance.trigger_type, self.instance.trigger_config
         return {
             kind: cls(
@@ -66,7 +67,7 @@ class AutomationForm(forms.ModelForm):
             return cleaned
         try:
             cleaned["trigger_type"], cleaned["trigger_config"] = services.validate_trigger(
-                trigger_type, config, organization_id=self._organization_id()
+                trigger_type, config, organization_id=form_organization_id(self)
             )
         except services.AutomationInvalid as exc:
             self.add_error("trigger_settings", exc.message)

@@ -19,6 +19,15 @@ from django.utils.html import format_html
 SubForms = Mapping[str, forms.BaseForm]
 
 
+def form_organization_id(form: forms.ModelForm) -> Any:
+    """The organization a tenant model form's sub-forms are for: the instance's, or (a new row, platform staff)
+    the one picked in the form's `organization` field once cleaned; None before that."""
+    if form.instance.organization_id:
+        return form.instance.organization_id
+    org = getattr(form, "cleaned_data", {}).get("organization")
+    return getattr(org, "pk", None)
+
+
 def _unfold_widget(widget: forms.Widget) -> forms.Widget:
     """The django-unfold counterpart of a plain widget (same attrs and choices), when unfold is installed."""
     from unfold import widgets as uw

@@ -15,7 +15,13 @@ from django.urls import NoReverseMatch, reverse
 from owlat.admin_tenancy import get_tenancy
 from owlat.conditions import ConditionError, canonicalize_filters, filters_count
 from owlat.forms.conditions import FiltersForm
-from owlat.forms.nested import NestedFormsField, clean_nested, error_messages, initial_from
+from owlat.forms.nested import (
+    NestedFormsField,
+    clean_nested,
+    error_messages,
+    form_organization_id,
+    initial_from,
+)
 from owlat.models import Segment
 
 PREFIX = "filters"
@@ -37,12 +43,6 @@ class SegmentForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         self.fields["filters_builder"].widget.get_forms = lambda: {PREFIX: self.builder}
 
-    def _organization_id(self) -> Any:
-        if self.instance.organization_id:
-            return self.instance.organization_id
-        org = getattr(self, "cleaned_data", {}).get("organization")
-        return getattr(org, "pk", None)
-
     @cached_property
     def builder(self) -> FiltersForm:
         stored = self.instance.filters if self.instance.pk else {"logic": "AND", "conditions": []}
@@ -51,13 +51,13 @@ class SegmentForm(forms.ModelForm):
             prefix=PREFIX,
             initial=initial_from(FiltersForm, stored),
             conditions_initial=FiltersForm.conditions_from_config(stored),
-            organization_id=self._organization_id(),
+            organization_id=form_organization_id(self),
         )
         try:
             url = reverse("admin:owlat_segment_count")
         except NoReverseMatch:
             url = ""
-        builder.count_url = f"{url}?organization={self._organization_id() or ''}" if url else ""
+        builder.count_url = f"{url}?organization={form_organization_id(self) or ''}" if url else ""
         return builder
 
     def clean(self) -> dict[str, Any]:
