@@ -1,7 +1,8 @@
 """Test support, kept outside the production packages: a loopback SMTP sink with fault injection
 (`testsupport.smtp`), real worker processes (`testsupport.workers`), a recording HTTP server
 (`testsupport.http`), an in-process runner for queued django-q2 tasks (`testsupport.queue`), API helpers
-(`testsupport.api`) and the worlds tests and benchmarks build alike (`testsupport.world`).
+(`testsupport.api`), racing callers (`testsupport.race`) and the worlds tests and benchmarks build alike
+(`testsupport.world`).
 
 Registered as a pytest plugin by the root `conftest.py` (`pytest_plugins = ["testsupport.plugin"]`), so the
 fixtures `smtp_sink`, `workers` and `http_receiver` are available everywhere. The benchmarks under `bench/`
@@ -11,6 +12,7 @@ functions, because pytest loads the plugin before Django is set up.
 
 from testsupport.http import HttpReceiver, RecordedRequest, Reply
 from testsupport.queue import DrainedTask, QueuedTask, drain_queue, queued_tasks, run_due_retry
+from testsupport.race import race
 from testsupport.smtp import ReceivedMessage, SmtpAttempt, SmtpSink
 from testsupport.waiting import free_port, wait_until
 from testsupport.workers import BASE_DIR, WorkerSet, database_url_for_tests, worker_environment
@@ -30,6 +32,7 @@ __all__ = [
     "drain_queue",
     "free_port",
     "queued_tasks",
+    "race",
     "run_due_retry",
     "wait_until",
     "worker_environment",

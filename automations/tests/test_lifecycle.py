@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import datetime as dt
-import threading
 
 import pytest
-from django.db import connection
 from django.utils import timezone
 
 from automations import lifecycle
@@ -24,6 +22,7 @@ from automations.models import Automation, AutomationStep
 from automations.tests.conftest import DELAY_1H
 from owlat.models import AuditLog, OrganizationSettings
 from owlat.permissions import Authority
+from testsupport.race import race
 
 STATES = ("draft", "active", "paused")
 EXPECTED_EDGES = {("draft", "active"), ("active", "paused"), ("paused", "active"), ("paused", "draft")}
@@ -408,21 +407,9 @@ def test_breaker_pause_is_audited_and_tracked_as_the_breaker_actor(make_automati
 @pytest.mark.django_db(transaction=True)
 def test_two_racing_activations_one_transitions_the_other_records(make_automation):
     automation = make_automation([DELAY_1H])
-    results = []
-    barrier = threading.Barrier(2)
-
-    def go():
-        barrier.wait()
-        try:
-            results.append(automation_transition(automation_id=automation.pk, to="active", actor="u").applied)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=go) for _ in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    results = race(
+        lambda _: automation_transition(automation_id=automation.pk, to="active", actor="u").applied
+    )
     assert sorted(results) == ["recorded", "transitioned"]
     assert AuditLog.objects.filter(resource_id=str(automation.pk), action="automation.activated").count() == 2
 

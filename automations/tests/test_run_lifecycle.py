@@ -4,8 +4,6 @@ UPDATE per edge, conflicts reported, effects in bulk), rows created through the 
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -23,6 +21,7 @@ from owlat.models import AuditLog, OrganizationSettings
 from owlat.registry import TriggerEvent
 from templates.models import EmailTemplate
 from testsupport import drain_queue
+from testsupport.race import race
 
 pytestmark = pytest.mark.django_db
 
@@ -245,23 +244,12 @@ def test_racing_claims_have_exactly_one_winner(make_automation, make_contact):
         run_start(run.pk)
     rows = list(AutomationStepRun.objects.filter(run__in=runs))
     results: dict[str, list[str]] = {str(sr.pk): [] for sr in rows}
-    barrier = threading.Barrier(4)
 
-    def worker() -> None:
-        from django.db import connection as conn
+    def worker(_: int) -> None:
+        for sr in rows:
+            results[str(sr.pk)].append(step_execute(sr.run_id, sr.pk, 0))
 
-        try:
-            barrier.wait()
-            for sr in rows:
-                results[str(sr.pk)].append(step_execute(sr.run_id, sr.pk, 0))
-        finally:
-            conn.close()
-
-    threads = [threading.Thread(target=worker) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
+    race(worker, threads=4)
     for outcomes in results.values():
         assert outcomes.count("advanced to step 1") == 1, outcomes
     assert set(
@@ -278,23 +266,7 @@ def test_racing_retry_claims_have_exactly_one_winner(failing_email, make_contact
     sr = AutomationStepRun.objects.get(run=run)
     step_execute(run.pk, sr.pk, 0)
     OrganizationSettings.objects.filter(organization=org).update(default_from_email="hello@acme.test")
-    outcomes: list[str] = []
-    barrier = threading.Barrier(4)
-
-    def worker() -> None:
-        from django.db import connection as conn
-
-        try:
-            barrier.wait()
-            outcomes.append(step_execute(run.pk, sr.pk, 1))
-        finally:
-            conn.close()
-
-    threads = [threading.Thread(target=worker) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
+    outcomes = race(lambda _: step_execute(run.pk, sr.pk, 1), threads=4)
     assert outcomes.count("run completed") == 1, outcomes
     assert TransactionalSend.objects.filter(automation_id=failing_email.pk).count() == 1
     drain_queue()

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import datetime as dt
-import threading
 
 import pytest
-from django.db import connection
 
 from campaigns.ab_lifecycle import LEGAL_EDGES as AB_EDGES
 from campaigns.ab_lifecycle import ab_reduce, ab_transition
@@ -19,6 +17,7 @@ from campaigns.lifecycle import (
 )
 from owlat.lifecycle import Analytics, Audit, Call, Enqueue
 from owlat.permissions import Authority
+from testsupport.race import race
 
 AT = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)
 STATES = ["draft", "scheduled", "sending", "sent", "cancelled", "pending_review"]
@@ -278,21 +277,7 @@ def test_analytics_per_actor(make_campaign, settings, monkeypatch):
 @pytest.mark.django_db(transaction=True)
 def test_racing_callers_one_wins(make_campaign):
     campaign = make_campaign()
-    barrier = threading.Barrier(2)
-    results = []
-
-    def go():
-        try:
-            barrier.wait()
-            results.append(campaign_transition(campaign_id=campaign.pk, to="sending", actor="user-1"))
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=go) for _ in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    results = race(lambda _: campaign_transition(campaign_id=campaign.pk, to="sending", actor="user-1"))
     assert sorted(o.applied for o in results) == ["recorded", "transitioned"]
     assert len(_orchestrator_tasks()) == 1
 

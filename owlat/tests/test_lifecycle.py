@@ -1,17 +1,17 @@
 """D-04 the one lifecycle mechanism, exercised with a throwaway lifecycle over `Contact.doi_status`."""
 
 import datetime as dt
-import threading
 import uuid
 
 import pytest
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 from django_fsm import TransitionNotAllowed
 
 from owlat.lifecycle import Analytics, Audit, Call, Decision, Enqueue, Lifecycle, legal_edges
 from owlat.models import AuditLog, Contact, ContactActivity, DoiStatus, DueTask, Organization
 from testsupport import queued_tasks
+from testsupport.race import race
 
 HEARTBEAT = "owlat.jobs.heartbeat_task"
 
@@ -289,22 +289,7 @@ def test_a_reducer_that_disagrees_with_the_graph_is_a_programming_error(contact)
 def test_two_racing_callers_one_transitions_the_other_records():
     org = Organization.objects.create(name="Race")
     contact = Contact.objects.create(organization=org, email="race@example.com")
-    outcomes = []
-    barrier = threading.Barrier(2)
-
-    def run(actor):
-        try:
-            barrier.wait()
-            outcomes.append(LC.transition(contact.pk, "pending", actor=actor))
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=run, args=(f"user-{i}",)) for i in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-
+    outcomes = race(lambda i: LC.transition(contact.pk, "pending", actor=f"user-{i}"))
     assert sorted(o.applied for o in outcomes) == ["recorded", "transitioned"]
     assert sorted(a[0] for a in _audits()) == ["contact.doi_no_op", "contact.doi_pending"]
     assert len(_heartbeats()) == 1
