@@ -176,6 +176,19 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "SCHEMA_PATH_PREFIX": "/api/v1",
     "COMPONENT_SPLIT_REQUEST": True,
+    # API-09: a resource id in a path is the string form of a UUID. The route takes any segment (converter `id`,
+    # owlat/api/urls.py) so that the view answers a malformed one with 400 "Invalid <resource> ID format" instead
+    # of the resolver's 404; the document states the real type. A contact reference (`contact`: `{idOrEmail}`,
+    # `{emailOrId}`) is an id or an email address of at most 254 characters.
+    "PATH_CONVERTER_OVERRIDES": {
+        "id": {"type": "string", "format": "uuid"},
+        "contact": {
+            "anyOf": [
+                {"type": "string", "format": "uuid"},
+                {"type": "string", "format": "email", "maxLength": 254},
+            ]
+        },
+    },
     "ENUM_NAME_OVERRIDES": {
         "AutomationStatusEnum": "automations.models.AutomationStatus",
         "TriggerTypeEnum": "automations.models.TriggerType",

@@ -4,7 +4,7 @@ from django.urls import path
 
 from automations.api import views as v
 
-ID = "automations/<str:automation_id>"
+ID = "automations/<id:automation_id>"
 
 urlpatterns = [
     path("events", v.EventsView.as_view(), name="api-events"),
@@ -16,10 +16,10 @@ urlpatterns = [
     ],
     path(f"{ID}/steps", v.StepListView.as_view(), name="api-automation-steps"),
     path(f"{ID}/steps/reorder", v.StepReorderView.as_view(), name="api-automation-steps-reorder"),
-    path(f"{ID}/steps/<str:step_id>", v.StepDetailView.as_view(), name="api-automation-step"),
+    path(f"{ID}/steps/<id:step_id>", v.StepDetailView.as_view(), name="api-automation-step"),
     path(f"{ID}/runs", v.RunListView.as_view(), name="api-automation-runs"),
-    path(f"{ID}/runs/<str:run_id>/step-runs", v.StepRunListView.as_view(), name="api-automation-step-runs"),
-    path(f"{ID}/runs/<str:run_id>", v.RunDetailView.as_view(), name="api-automation-run"),
+    path(f"{ID}/runs/<id:run_id>/step-runs", v.StepRunListView.as_view(), name="api-automation-step-runs"),
+    path(f"{ID}/runs/<id:run_id>", v.RunDetailView.as_view(), name="api-automation-run"),
     path(f"{ID}/stats", v.StatsView.as_view(), name="api-automation-stats"),
     path(ID, v.AutomationDetailView.as_view(), name="api-automation"),
 ]

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from django.db.models import Count
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -40,10 +41,10 @@ from owlat.api.schema import DeletedSerializer, envelope, errors, transitioned_e
 from owlat.permissions import Authority
 
 AUTOMATION_ID = OpenApiParameter(
-    "automation_id", str, OpenApiParameter.PATH, description="The automation's id."
+    "automation_id", OpenApiTypes.UUID, OpenApiParameter.PATH, description="The automation's id."
 )
-STEP_ID = OpenApiParameter("step_id", str, OpenApiParameter.PATH, description="The step's id.")
-RUN_ID = OpenApiParameter("run_id", str, OpenApiParameter.PATH, description="The run's id.")
+STEP_ID = OpenApiParameter("step_id", OpenApiTypes.UUID, OpenApiParameter.PATH, description="The step's id.")
+RUN_ID = OpenApiParameter("run_id", OpenApiTypes.UUID, OpenApiParameter.PATH, description="The run's id.")
 DRAFT_ONLY = "Only while the automation is a draft (422 otherwise)."
 
 

@@ -4,7 +4,7 @@ from django.urls import path
 
 from campaigns.api import views as v
 
-ID = "campaigns/<str:campaign_id>"
+ID = "campaigns/<id:campaign_id>"
 
 urlpatterns = [
     path("campaigns", v.CampaignListView.as_view(), name="api-campaigns"),

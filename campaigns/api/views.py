@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -34,7 +35,9 @@ from owlat.api.permissions import required_scope
 from owlat.api.schema import DeletedSerializer, envelope, errors, transitioned_envelope
 from owlat.permissions import Authority
 
-CAMPAIGN_ID = OpenApiParameter("campaign_id", str, OpenApiParameter.PATH, description="The campaign's id.")
+CAMPAIGN_ID = OpenApiParameter(
+    "campaign_id", OpenApiTypes.UUID, OpenApiParameter.PATH, description="The campaign's id."
+)
 DRAFT_ONLY = "Only while the campaign is a draft (422 `not_draft` otherwise)."
 
 

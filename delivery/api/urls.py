@@ -7,7 +7,7 @@ from delivery.api import views
 urlpatterns = [
     path("transactional", views.TransactionalSendView.as_view(), name="api-transactional"),
     path(
-        "transactional/<str:send_id>",
+        "transactional/<id:send_id>",
         views.TransactionalStatusView.as_view(),
         name="api-transactional-status",
     ),

@@ -6,6 +6,7 @@ the DLV-14 checks. `GET /api/v1/transactional/{sendId}` reads a send row back.
 
 from __future__ import annotations
 
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -80,7 +81,11 @@ class TransactionalStatusView(ApiView):
         summary="Get a transactional send's status",
         description="Delivery progress of one send (`transactionalEmailId` of the send request). "
         "Scope `transactional:read`.",
-        parameters=[OpenApiParameter("send_id", str, OpenApiParameter.PATH, description="The send's id.")],
+        parameters=[
+            OpenApiParameter(
+                "send_id", OpenApiTypes.UUID, OpenApiParameter.PATH, description="The send's id."
+            )
+        ],
         responses={
             200: envelope(TransactionalSendStatusSerializer, "TransactionalSendStatus"),
             **errors(400, 404),

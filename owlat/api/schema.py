@@ -10,6 +10,7 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
+from django.conf import settings
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers
@@ -139,6 +140,11 @@ class ApiAutoSchema(AutoSchema):
                         OpenApiResponse(serializer, description=description), str(status), direction=direction
                     )
         return bodies
+
+
+# API-09 path parameters as documented: `SPECTACULAR_SETTINGS["PATH_CONVERTER_OVERRIDES"]` types the routes'
+# converters `id` (a UUID) and `contact` (a UUID or an email address); the views' explicit path parameters reuse them.
+CONTACT_REF_SCHEMA: dict[str, Any] = settings.SPECTACULAR_SETTINGS["PATH_CONVERTER_OVERRIDES"]["contact"]
 
 
 class DeletedSerializer(serializers.Serializer):

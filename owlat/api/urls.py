@@ -22,7 +22,21 @@ class ContactRefConverter:
         return value
 
 
+class ResourceIdConverter:
+    """A resource id (API-09): any segment, so that the view answers a malformed one with 400 "Invalid <resource>
+    ID format" rather than the resolver's 404; documented as a UUID (`PATH_CONVERTER_OVERRIDES`)."""
+
+    regex = r"[^/]+"
+
+    def to_python(self, value: str) -> str:
+        return value
+
+    def to_url(self, value: str) -> str:
+        return value
+
+
 register_converter(ContactRefConverter, "contact")
+register_converter(ResourceIdConverter, "id")
 
 urlpatterns = [
     path("health", HealthView.as_view(), name="api-health"),
@@ -34,19 +48,19 @@ urlpatterns = [
     path("contacts/<contact:id_or_email>", views.ContactDetailView.as_view(), name="api-contact"),
     # topics: membership (API-19/20) and CRUD (API-25)
     path("topics", views.TopicListView.as_view(), name="api-topics"),
-    path("topics/<str:topic_id>/contacts", views.TopicContactsView.as_view(), name="api-topic-contacts"),
+    path("topics/<id:topic_id>/contacts", views.TopicContactsView.as_view(), name="api-topic-contacts"),
     path(
-        "topics/<str:topic_id>/contacts/<contact:email_or_id>",
+        "topics/<id:topic_id>/contacts/<contact:email_or_id>",
         views.TopicContactDeleteView.as_view(),
         name="api-topic-contact",
     ),
-    path("topics/<str:topic_id>", views.TopicDetailView.as_view(), name="api-topic"),
+    path("topics/<id:topic_id>", views.TopicDetailView.as_view(), name="api-topic"),
     # segments (API-25)
     path("segments", views.SegmentListView.as_view(), name="api-segments"),
     path(
-        "segments/<str:segment_id>/contacts", views.SegmentContactsView.as_view(), name="api-segment-contacts"
+        "segments/<id:segment_id>/contacts", views.SegmentContactsView.as_view(), name="api-segment-contacts"
     ),
-    path("segments/<str:segment_id>", views.SegmentDetailView.as_view(), name="api-segment"),
+    path("segments/<id:segment_id>", views.SegmentDetailView.as_view(), name="api-segment"),
     # the apps
     path("", include("delivery.api.urls")),
     path("", include("templates.api.urls")),

@@ -11,13 +11,14 @@ import re
 from urllib.parse import unquote_to_bytes
 
 from django.db.models import Case, IntegerField, Q, QuerySet, Value, When
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from owlat.api.base import ApiView, parse_uuid, require_uuid, validated
 from owlat.api.errors import ApiError, already_exists, invalid_input, not_found
-from owlat.api.schema import DeletedSerializer, envelope, errors
+from owlat.api.schema import CONTACT_REF_SCHEMA, DeletedSerializer, envelope, errors
 from owlat.api.serializers import (
     ContactCreateSerializer,
     ContactSerializer,
@@ -43,15 +44,19 @@ SEARCH = OpenApiParameter(
 )
 ID_OR_EMAIL = OpenApiParameter(
     "id_or_email",
-    str,
+    CONTACT_REF_SCHEMA,
     OpenApiParameter.PATH,
     description="The contact's id or email address (percent-encoded).",
 )
-TOPIC_ID = OpenApiParameter("topic_id", str, OpenApiParameter.PATH, description="The topic's id.")
-SEGMENT_ID = OpenApiParameter("segment_id", str, OpenApiParameter.PATH, description="The segment's id.")
+TOPIC_ID = OpenApiParameter(
+    "topic_id", OpenApiTypes.UUID, OpenApiParameter.PATH, description="The topic's id."
+)
+SEGMENT_ID = OpenApiParameter(
+    "segment_id", OpenApiTypes.UUID, OpenApiParameter.PATH, description="The segment's id."
+)
 EMAIL_OR_ID = OpenApiParameter(
     "email_or_id",
-    str,
+    CONTACT_REF_SCHEMA,
     OpenApiParameter.PATH,
     description="The contact's id or email address (percent-encoded).",
 )

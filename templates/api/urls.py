@@ -7,14 +7,14 @@ from templates.api import views
 urlpatterns = [
     path("templates", views.TemplateListView.as_view(), name="api-templates"),
     path(
-        "templates/<str:template_id>/publish",
+        "templates/<id:template_id>/publish",
         views.TemplatePublishView.as_view(),
         name="api-template-publish",
     ),
     path(
-        "templates/<str:template_id>/unpublish",
+        "templates/<id:template_id>/unpublish",
         views.TemplateUnpublishView.as_view(),
         name="api-template-unpublish",
     ),
-    path("templates/<str:template_id>", views.TemplateDetailView.as_view(), name="api-template"),
+    path("templates/<id:template_id>", views.TemplateDetailView.as_view(), name="api-template"),
 ]

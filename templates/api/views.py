@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -32,7 +33,9 @@ from templates.services import (
     template_in_use,
 )
 
-TEMPLATE_ID = OpenApiParameter("template_id", str, OpenApiParameter.PATH, description="The template's id.")
+TEMPLATE_ID = OpenApiParameter(
+    "template_id", OpenApiTypes.UUID, OpenApiParameter.PATH, description="The template's id."
+)
 
 
 @extend_schema(tags=["Templates"])
