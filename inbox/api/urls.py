@@ -4,7 +4,7 @@ from django.urls import path
 
 from inbox.api import views as v
 
-ID = "inbox/messages/<str:message_id>"
+ID = "inbox/messages/<id:message_id>"
 
 urlpatterns = [
     path("inbox/messages", v.MessageListView.as_view(), name="api-inbox-messages"),

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -27,7 +28,9 @@ from owlat.api.base import ApiView, validated
 from owlat.api.errors import invalid_input
 from owlat.api.schema import envelope, errors, transitioned_envelope
 
-MESSAGE_ID = OpenApiParameter("message_id", str, OpenApiParameter.PATH, description="The message's id.")
+MESSAGE_ID = OpenApiParameter(
+    "message_id", OpenApiTypes.UUID, OpenApiParameter.PATH, description="The message's id."
+)
 
 
 class InboxView(ApiView):
