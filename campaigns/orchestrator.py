@@ -76,29 +76,31 @@ def send_job_open(
     winning_variant: str | None = None,
     at: dt.datetime,
 ) -> CampaignSendJob:
-    """CMP-03: create the job, or reset the campaign's existing one; enqueue the first page hop."""
+    """CMP-03: create the job, or reset the campaign's existing one (one upsert on the campaign's unique job
+    row, no read and no savepoints); enqueue the first page hop."""
     from owlat.jobs import enqueue
 
     token = new_hop_token()  # the first hop owns the walk (a redelivered one resumes from the checkpoint)
-    job, _ = CampaignSendJob.objects.update_or_create(
-        campaign=campaign,
-        defaults={
-            "organization_id": campaign.organization_id,
-            "phase": SendJobPhase.RESOLVING,
-            "variant_mode": variant_mode,
-            "test_fraction": test_fraction,
-            "split_percentage": split_percentage,
-            "winning_variant": winning_variant,
-            "cursor": "",
-            "hop_token": token,
-            "audience": audience,
-            "enqueued_count": 0,
-            "total_candidates": 0,
-            "pages": 0,
-            "started_at": at,
-            "updated_at": at,
-            "finished_at": None,
-        },
+    fields: dict[str, Any] = {
+        "organization_id": campaign.organization_id,
+        "phase": SendJobPhase.RESOLVING,
+        "variant_mode": variant_mode,
+        "test_fraction": test_fraction,
+        "split_percentage": split_percentage,
+        "winning_variant": winning_variant,
+        "cursor": "",
+        "hop_token": token,
+        "audience": audience,
+        "enqueued_count": 0,
+        "total_candidates": 0,
+        "pages": 0,
+        "started_at": at,
+        "updated_at": at,
+        "finished_at": None,
+    }
+    job = CampaignSendJob(campaign=campaign, **fields)
+    CampaignSendJob.objects.bulk_create(
+        [job], update_conflicts=True, unique_fields=["campaign"], update_fields=list(fields)
     )
     enqueue(PAGE_TASK, str(campaign.pk), "", token, queue=walk_queue())
     return job

@@ -62,12 +62,13 @@ def _fail(reason: str, message: str, warnings: list[str]) -> PreflightResult:
     return PreflightResult(ready=False, reason=reason, message=message, warnings=warnings)
 
 
-def sender_allowed(organization_id: Any, from_email: str) -> bool:
-    """CMP-21 #7: an enabled curated sender, the organization's default sender, or custom senders allowed."""
+def sender_allowed(organization_id: Any, from_email: str, *, settings_row: Any = None) -> bool:
+    """CMP-21 #7: an enabled curated sender, the organization's default sender, or custom senders allowed.
+    `settings_row`: the organization's settings when the caller has already read them."""
     from owlat.models import CampaignSender
     from owlat.organizations import organization_settings
 
-    settings_row = organization_settings(organization_id)
+    settings_row = settings_row or organization_settings(organization_id)
     if settings_row.is_custom_campaign_senders_allowed:
         return True
     address = from_email.strip().lower()
@@ -113,7 +114,8 @@ def validate_ready_to_send(
     from_email = (campaign.from_email or "").strip()
     if not from_email:
         return _fail("no_from_email", MESSAGES["no_from_email"], warnings)
-    abuse = organization_settings(campaign.organization_id).abuse_status
+    org_settings = organization_settings(campaign.organization_id)
+    abuse = org_settings.abuse_status
     if abuse in (AbuseStatus.SUSPENDED, AbuseStatus.BANNED):
         return _fail("sending_not_allowed", MESSAGES[abuse], warnings)
     if not delivery_configured():
@@ -126,7 +128,7 @@ def validate_ready_to_send(
     stale = stale_warning(row, now) if row is not None else None  # DOM-12: older than 24 h, a warning only
     if stale:
         warnings.append(stale)
-    if not sender_allowed(campaign.organization_id, from_email):
+    if not sender_allowed(campaign.organization_id, from_email, settings_row=org_settings):
         return _fail(
             "sender_not_allowed",
             f'Cannot send campaign: "{from_email}" is not an approved sender for this organization. '

@@ -285,7 +285,12 @@ def _walk_page(
 
     now = now or timezone.now()
     with transaction.atomic():
-        job = CampaignSendJob.objects.select_for_update().filter(campaign_id=campaign_id).first()
+        job = (  # the checkpoint, locked, with the campaign's status in the same statement
+            CampaignSendJob.objects.select_for_update(of=("self",))
+            .annotate(campaign_status=F("campaign__status"))
+            .filter(campaign_id=campaign_id)
+            .first()
+        )
         if job is None or job.phase != SendJobPhase.RESOLVING:
             return "stopped: no resolving job", False
         if hop.token:
@@ -297,9 +302,8 @@ def _walk_page(
             hop.token = job.hop_token = new_hop_token()
         if hop.campaign is None:
             hop.campaign = Campaign.objects.select_related("email_template").filter(pk=campaign_id).first()
-            status = hop.campaign.status if hop.campaign else None
-        else:  # later pages of the hop: a cancel in between stops the walk at the next page
-            status = Campaign.objects.filter(pk=campaign_id).values_list("status", flat=True).first()
+        # read with the lock on every page: a cancel in between stops the walk at the next page
+        status = job.campaign_status
         campaign = hop.campaign
         if campaign is None or status != SENDING or campaign.email_template is None:
             job.phase, job.finished_at, job.updated_at = SendJobPhase.DONE, now, now
