@@ -179,6 +179,19 @@ class SetBasedRunner:
             self._apply_effects_many(applied, [], actor)
         return [obj for obj, _ in applied]
 
+    def _audit_entry(self, obj: Any, actor: str, effect: Audit) -> Any:
+        """The unsaved `AuditLog` row of an `Audit` effect on `obj` (this lifecycle's resource)."""
+        from owlat.audit import audit_entry
+
+        return audit_entry(
+            organization_id=obj.organization_id,
+            actor=actor,
+            action=effect.action,
+            resource=self.resource,
+            resource_id=str(obj.pk),
+            details=effect.details,
+        )
+
     def _unapplied(self, obj: Any, frm: str, to: str, decision: Decision) -> Outcome:
         """The outcome of a reduced transition that writes nothing: a duplicate, or the reducer's refusal."""
         if decision.ok:  # duplicate
@@ -265,22 +278,10 @@ class SetBasedRunner:
                 else:
                     self._apply_effect(obj, actor, effect)
         if audits:
-            from owlat.audit import audit_entry
             from owlat.models import AuditLog
 
             AuditLog.objects.bulk_create(
-                [
-                    audit_entry(
-                        organization_id=obj.organization_id,
-                        actor=actor,
-                        action=effect.action,
-                        resource=self.resource,
-                        resource_id=str(obj.pk),
-                        details=effect.details,
-                    )
-                    for obj, effect in audits
-                ],
-                batch_size=500,
+                [self._audit_entry(obj, actor, effect) for obj, effect in audits], batch_size=500
             )
         batch_handlers = self.batch_effect_handlers()
         handlers = self.effect_handlers()

@@ -160,16 +160,7 @@ class Lifecycle(SetBasedRunner, ABC):
         )
 
     def _audit(self, obj: models.Model, actor: str, effect: Audit) -> None:
-        from owlat.audit import audit_write
-
-        audit_write(
-            organization_id=obj.organization_id,
-            actor=actor,
-            action=effect.action,
-            resource=self.resource,
-            resource_id=str(obj.pk),
-            details=effect.details,
-        )
+        self._audit_entry(obj, actor, effect).save(force_insert=True)
 
     def _apply_effect(self, obj: models.Model, actor: str, effect: Effect) -> None:
         if isinstance(effect, Audit):
