@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import threading
 import uuid
 
 import pytest
@@ -24,6 +23,7 @@ from delivery.models import EmailSend, SendStatus, TransactionalSend
 from delivery.services import campaign_counters, campaign_send_stats
 from owlat.lifecycle import legal_edges
 from owlat.models import BlockedEmail, Contact, ContactActivity
+from testsupport.race import race
 
 T0 = dt.datetime(2026, 1, 1, 12, 0, tzinfo=dt.UTC)
 
@@ -449,21 +449,7 @@ def test_two_racing_callers_one_wins(org, template, context, make_contact):
         enqueue=False,
     )
     ref = SendRef("campaign", result[str(contact.pk)])
-    barrier = threading.Barrier(4)
-    outcomes = []
-
-    def run():
-        try:
-            barrier.wait()
-            outcomes.append(send_transition(ref, "sent", {"provider_message_id": "m"}))
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=run) for _ in range(4)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
+    outcomes = race(lambda _: send_transition(ref, "sent", {"provider_message_id": "m"}), threads=4)
     applied = sorted(o.applied for o in outcomes)
     assert applied == ["duplicate", "duplicate", "duplicate", "transitioned"]
     assert campaign_counters(cid)["sent"] == 1

@@ -3,13 +3,12 @@
 import datetime as dt
 import subprocess
 import sys
-import threading
 import time
 from collections import Counter
 
 import pytest
 from django.conf import settings as django_settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 from django_q.models import OrmQ
 
@@ -25,6 +24,7 @@ from owlat.jobs import (
 )
 from owlat.models import AuditLog, DueTask, Organization, WorkerHeartbeat
 from testsupport import BASE_DIR, queued_tasks, wait_until, worker_environment
+from testsupport.race import race
 
 MARKER = "owlat.tests.test_jobs.marker_task"
 
@@ -176,23 +176,12 @@ def test_concurrent_dispatch_threads_hand_each_row_over_exactly_once():
     for i in range(120):
         DueTask.objects.create(func=MARKER, args=["org", f"r{i}"], kwargs={}, due_at=due)
     counts: list[int] = []
-    errors: list[BaseException] = []
 
-    def dispatcher():
-        try:
-            while DueTask.objects.exists():
-                counts.append(dispatch_due_tasks(now=due, batch=7))
-        except BaseException as exc:  # pragma: no cover - reported below
-            errors.append(exc)
-        finally:
-            connection.close()
+    def dispatcher(_: int) -> None:
+        while DueTask.objects.exists():
+            counts.append(dispatch_due_tasks(now=due, batch=7))
 
-    threads = [threading.Thread(target=dispatcher) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=60)
-    assert not errors
+    race(dispatcher, threads=4)  # an error in a thread fails the test here
     assert sum(counts) == 120
     tags = Counter(t.args[1] for t in _markers_queued())
     assert set(tags) == {f"r{i}" for i in range(120)}

@@ -1,7 +1,6 @@
 """DOM-18 customer webhooks: outbox in the cause's transaction, signed delivery, retries, final failure."""
 
 import datetime as dt
-import threading
 
 import pytest
 from django.db import transaction
@@ -19,6 +18,7 @@ from owlat.webhooks import (
     webhook_verify_signature,
 )
 from testsupport import Reply, drain_queue, queued_tasks
+from testsupport.race import race
 
 pytestmark = pytest.mark.django_db
 
@@ -249,21 +249,7 @@ def test_two_concurrent_executions_post_once(http_receiver):
         (delivery,) = webhook_emit(organization_id=org.pk, event_type="email.delivered", payload={})
     http_receiver.default = Reply(200, b"", delay=0.3)
 
-    results = []
-
-    def run():
-        from django.db import connection
-
-        try:
-            results.append(webhook_deliver_task(str(delivery.pk)))
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=run) for _ in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    results = race(lambda _: webhook_deliver_task(str(delivery.pk)))
 
     # Then exactly one POST was made
     assert len(http_receiver.requests) == 1
