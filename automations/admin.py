@@ -348,7 +348,11 @@ class AutomationAdmin(TenantModelAdmin):
             )
 
     # -- actions --------------------------------------------------------------------------------------------------
-    @admin.action(description="Duplicate selected automations as drafts")
+    def has_manage_permission(self, request: HttpRequest) -> bool:
+        """`automations:manage` (DOM-02): owners, admins and platform staff; the duplicate action asks for it."""
+        return self._may(request, self.manage_permission)
+
+    @admin.action(description="Duplicate selected automations as drafts", permissions=["manage"])
     def duplicate_automations(self, request: HttpRequest, queryset: Any) -> None:
         if not get_tenancy(request).allows("automations:manage"):
             raise PermissionDenied
