@@ -101,7 +101,7 @@ class _Contents:
                 pk=cfg["variantBTemplateId"], organization_id=campaign.organization_id
             ).first()
 
-        self._subjects: dict[tuple[str | None, str | None], tuple[_Content, str, Any]] = {}
+        self._subjects: dict[tuple[str | None, str | None], tuple[_Content, str, Any, str]] = {}
 
     def for_variant(self, variant: str | None) -> _Content:
         if variant == "B":
@@ -111,9 +111,9 @@ class _Contents:
                 return _Content(self.template_b, self.campaign.subject or None)
         return _Content(self.template_a, self.campaign.subject or None)
 
-    def subject_for(self, variant: str | None, language: str | None) -> tuple[_Content, str, Any]:
-        """(content, resolved language, compiled subject) per (variant, contact language), compiled once per hop
-        instead of once per recipient."""
+    def subject_for(self, variant: str | None, language: str | None) -> tuple[_Content, str, Any, str]:
+        """(content, resolved language, compiled subject, template id as text) per (variant, contact language),
+        compiled once per hop instead of once per recipient."""
         key = (variant, language)
         hit = self._subjects.get(key)
         if hit is None:
@@ -125,21 +125,21 @@ class _Contents:
                 compiled = compile_text(content.subject_source)
             else:
                 compiled = prepare_template(content.template, resolved).subject
-            hit = self._subjects[key] = (content, resolved, compiled)
+            hit = self._subjects[key] = (content, resolved, compiled, str(content.template.pk))
         return hit
 
 
 def _recipient(contents: _Contents, c: Candidate, variant: str | None) -> Any:
     from delivery.services import CampaignRecipient
 
-    content, language, subject = contents.subject_for(variant, c.language)
+    _, language, subject, template_id = contents.subject_for(variant, c.language)
     variables = {"email": c.email, "firstName": c.first_name or "", "lastName": c.last_name or ""}
     return CampaignRecipient(
         contact_id=c.contact_id,
         email=c.email,
         first_name=c.first_name,
         last_name=c.last_name,
-        email_template_id=str(content.template.pk),
+        email_template_id=template_id,
         personalized_subject=subject.render(variables, single_line=True),
         language=language,
         ab_variant=variant,

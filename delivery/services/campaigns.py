@@ -105,9 +105,10 @@ def create_batch(
     counters rows) when the caller already wrote them in this walk (the campaign walker, once per hop)."""
     now = timezone.now()
     rows: list[tuple[Any, ...]] = []
-    seen: set[uuid.UUID] = set()
+    seen: set[str] = set()
     for s in sends:
-        cid = uuid.UUID(str(s.contact_id))
+        # ids travel as text (PostgreSQL casts them; the plain path parses them): no UUID object per row
+        cid = str(s.contact_id)
         if cid in seen:
             continue
         seen.add(cid)
@@ -120,7 +121,7 @@ def create_batch(
                 s.personalized_subject,
                 s.language,
                 s.ab_variant,
-                uuid.UUID(str(s.email_template_id)) if s.email_template_id else None,
+                str(s.email_template_id) if s.email_template_id else None,
             )
         )
     with transaction.atomic(savepoint=False):
@@ -184,12 +185,16 @@ def _insert_rows_postgres(
     sql = (
         f"INSERT INTO {connection.ops.quote_name(EmailSend._meta.db_table)} ({', '.join(columns)}) "
         f"SELECT {', '.join(selects)} FROM json_array_elements(%s::json) AS v(r) "
-        "ON CONFLICT (campaign_id, contact_id) DO NOTHING RETURNING id, contact_id"
+        "ON CONFLICT (campaign_id, contact_id) DO NOTHING RETURNING id::text, contact_id::text"
     )
     connection.ensure_connection()
     with psycopg.Cursor(connection.connection) as cursor:
         cursor.execute(sql, params)
-        return {str(contact_id): str(send_id) for send_id, contact_id in cursor.fetchall()}
+        return {contact_id: send_id for send_id, contact_id in cursor.fetchall()}
+
+
+def _as_uuid(value: Any) -> uuid.UUID:
+    return value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
 
 
 def _insert_rows_orm(
@@ -197,6 +202,7 @@ def _insert_rows_orm(
 ) -> dict[str, str]:
     """The plain path (SQLite): skip contacts that already have a row, `bulk_create(ignore_conflicts=True)`
     (a concurrent page inserting the same pair loses quietly), then re-read which of our ids exist."""
+    rows = [(_as_uuid(row[0]), *row[1:-1], _as_uuid(row[-1]) if row[-1] else None) for row in rows]
     existing = set(
         EmailSend.objects.filter(campaign_id=campaign_id, contact_id__in=[r[0] for r in rows]).values_list(
             "contact_id", flat=True
