@@ -20,6 +20,7 @@ from django.utils.html import format_html, format_html_join, linebreaks
 
 from inbox import review
 from inbox.clarification import message_clarify, questions_of
+from inbox.configuration import AGENT_CONFIG_FIELDS, agent_config_errors, agent_config_update
 from inbox.models import (
     AgentAction,
     AgentConfig,
@@ -356,17 +357,13 @@ class AgentConfigForm(forms.ModelForm):
             self.fields["shadow_mode"].initial = self.instance.shadow_mode
             self.fields["working_days"].initial = self.instance.weekdays
 
-    def clean_confidence_threshold(self) -> float:
-        value = self.cleaned_data["confidence_threshold"]
-        if not 0 <= value <= 1:
-            raise forms.ValidationError("Between 0 and 1.")
-        return value
-
-    def clean_human_approve_undo_delay_ms(self) -> int:
-        value = self.cleaned_data["human_approve_undo_delay_ms"]
-        if not 0 <= value <= 120_000:
-            raise forms.ValidationError("Between 0 and 120000 ms.")
-        return value
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        values = {name: data[name] for name in AGENT_CONFIG_FIELDS if data.get(name) is not None}
+        for name, message in agent_config_errors(values).items():  # the rules the API applies too
+            if name in self.fields and name not in self.errors:
+                self.add_error(name, message)
+        return data
 
     def save(self, commit: bool = True) -> AgentConfig:
         self.instance.is_shadow_mode = self.cleaned_data.get("shadow_mode", True)
@@ -427,11 +424,16 @@ class AgentConfigAdmin(TenantModelAdmin):
         return fields
 
     def save_model(self, request: HttpRequest, obj: AgentConfig, form: Any, change: bool) -> None:
-        super().save_model(request, obj, form, change)
-        if change and "is_auto_reply_enabled" in form.changed_data and not obj.is_auto_reply_enabled:
-            n = review.auto_sends_cancel_all(organization_id=obj.organization_id, actor=self.actor(request))
-            if n:
-                messages.info(request, f"Auto-reply off: {n} pending automatic send(s) cancelled.")
+        if not change:
+            super().save_model(request, obj, form, change)
+            return
+        # the same writer as the API: validation, audit row, auto-reply off cancels pending autonomous sends
+        changes = {name: getattr(obj, name) for name in AGENT_CONFIG_FIELDS}
+        _, n = agent_config_update(
+            organization_id=obj.organization_id, changes=changes, actor=self.actor(request)
+        )
+        if n:
+            messages.info(request, f"Auto-reply off: {n} pending automatic send(s) cancelled.")
 
 
 @admin.register(KnowledgeEntry)

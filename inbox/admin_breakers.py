@@ -81,7 +81,7 @@ class CircuitBreakerAdmin(TenantModelAdmin):
         obj = get_object_or_404(self.get_queryset(request), pk=object_id)
         if not self.has_change_permission(request, obj):
             raise PermissionDenied
-        breaker_close(obj.pk, organization_id=obj.organization_id)
+        breaker_close(obj.pk, organization_id=obj.organization_id, actor=self.actor(request))
         messages.success(
             request, f"Circuit breaker {obj.kind} closed at {timezone.now():%H:%M:%S}; auto-send resumes."
         )

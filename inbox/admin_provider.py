@@ -10,6 +10,7 @@ from django import forms
 from django.contrib import admin
 from django.http import HttpRequest
 
+from inbox.configuration import provider_setting_errors
 from inbox.models import LlmProviderSetting
 from inbox.provider_settings import encrypt_key, forget
 from owlat.admin_tenancy import TenantModelAdmin
@@ -38,12 +39,16 @@ class LlmProviderForm(forms.ModelForm):
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
-        provider = data.get("provider")
+        if self.errors:
+            return data
         has_key = bool(data.get("api_key")) or (
             bool(self.instance.api_key_encrypted) and not data.get("clear_api_key")
         )
-        if provider and provider != "ollama" and not has_key:
-            self.add_error("api_key", "Enter the provider's API key (only Ollama runs without one).")
+        errors = provider_setting_errors(  # the rules the API applies too
+            provider=data.get("provider"), base_url=data.get("base_url") or "", has_key=has_key
+        )
+        for name, message in errors.items():
+            self.add_error(name, message)
         return data
 
     def save(self, commit: bool = True) -> LlmProviderSetting:

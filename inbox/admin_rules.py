@@ -7,6 +7,7 @@ from typing import Any
 from django import forms
 from django.contrib import admin
 
+from inbox.configuration import handling_rule_errors
 from inbox.models import HandlingRule
 from owlat.admin_tenancy import TenantModelAdmin
 
@@ -18,10 +19,10 @@ class HandlingRuleForm(forms.ModelForm):
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
-        if data.get("action") == "relabel" and not data.get("category"):
-            self.add_error("category", "Pick the category to relabel to.")
-        if data.get("action") == "archive" and data.get("category"):
-            self.add_error("category", "Leave the category empty for an archive rule.")
+        if self.errors:
+            return data
+        for name, message in handling_rule_errors(data).items():  # the rules the API applies too
+            self.add_error(name if name in self.fields else None, message)
         return data
 
 

@@ -134,17 +134,41 @@ def review_decision_record(organization_id: Any, decision: str, now: dt.datetime
     return _observe(organization_id, BreakerKind.REJECTION_SPIKE, decision, now)
 
 
-def breaker_close(breaker_id: Any, *, organization_id: Any = None) -> bool:
-    """Operator reset: close the breaker and forget its samples."""
+def breakers_of(organization_id: Any) -> list[CircuitBreaker]:
+    """The organization's three breakers in `BreakerKind` order; a kind that never observed anything is an
+    unsaved closed row (the admin lists stored rows only; the API always answers all three)."""
+    stored = {b.kind: b for b in CircuitBreaker.objects.filter(organization_id=organization_id)}
+    return [
+        stored.get(kind) or CircuitBreaker(organization_id=organization_id, kind=kind) for kind in BreakerKind
+    ]
+
+
+def breaker_close(
+    breaker_id: Any = None, *, organization_id: Any = None, kind: str | None = None, actor: str | None = None
+) -> bool:
+    """Operator reset: close the breaker (by id, or by the organization and kind) and forget its samples.
+    With `actor`, an audit row `inbox.breaker_closed` records who (only when it was open)."""
+    from owlat.audit import audit_write
+
     with transaction.atomic():
-        qs = CircuitBreaker.objects.select_for_update().filter(pk=breaker_id)
+        qs = CircuitBreaker.objects.select_for_update()
+        qs = qs.filter(pk=breaker_id) if breaker_id is not None else qs.filter(kind=kind)
         if organization_id is not None:
             qs = qs.filter(organization_id=organization_id)
         row = qs.first()
         if row is None:
             return False
+        was_open = row.is_open()
         row.opened_at = None
         row.closes_at = None
         row.samples = []
         row.save(update_fields=["opened_at", "closes_at", "samples", "updated_at"])
+        if actor is not None and was_open:
+            audit_write(
+                organization_id=row.organization_id,
+                actor=actor,
+                action="inbox.breaker_closed",
+                resource="circuit_breaker",
+                resource_id=row.kind,
+            )
     return True

@@ -474,8 +474,10 @@ class RuleAction(models.TextChoices):
 
 class HandlingRule(models.Model):
     """AGT-17 [orig]: an operator's rule applied after classification — force-archive (`handling_rule_archive`)
-    or relabel the category. Complaints, spam and urgent messages are never relabelled."""
+    or relabel the category. Complaints, spam and urgent messages are never relabelled. `uid` is its id on the
+    API (D-03: no sequential integers in URLs)."""
 
+    uid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="handling_rules")
     name = models.CharField(max_length=200)
     match = models.CharField(max_length=16, choices=RuleMatch.choices)

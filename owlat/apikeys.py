@@ -40,6 +40,7 @@ SCOPES: tuple[str, ...] = (
     "inbox:read",
     "inbox:write",
     "inbox:review",
+    "inbox:manage",
 )
 SDK_SCOPES: tuple[str, ...] = (
     "contacts:read",

@@ -198,6 +198,7 @@ SPECTACULAR_SETTINGS = {
         "TemplateStatusEnum": "templates.models.TemplateStatus",
         "TemplateTypeEnum": "templates.models.TemplateType",
         "AuthResultEnum": "inbox.receive.AUTH_RESULTS",
+        "RelabelCategoryEnum": "inbox.configuration.RELABEL_CATEGORIES",
     },
 }
 # django-cors-headers, for /api/v1 only (API-01); the allowed origins are API_ALLOWED_ORIGINS (read by

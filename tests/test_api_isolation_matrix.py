@@ -104,6 +104,29 @@ EXPECTED_SCOPES: dict[tuple[str, str], str] = {
     ("api/v1/inbox/messages/<id:message_id>/retry", "POST"): "inbox:review",
     ("api/v1/inbox/messages/<id:message_id>/block-sender", "POST"): "inbox:review",
     ("api/v1/inbox/messages/<id:message_id>", "GET"): "inbox:read",
+    ("api/v1/inbox/config", "GET"): "inbox:read",
+    ("api/v1/inbox/config", "PUT"): "inbox:manage",
+    ("api/v1/inbox/config", "PATCH"): "inbox:manage",
+    ("api/v1/inbox/rules", "GET"): "inbox:read",
+    ("api/v1/inbox/rules", "POST"): "inbox:manage",
+    ("api/v1/inbox/rules/<id:rule_id>", "GET"): "inbox:read",
+    ("api/v1/inbox/rules/<id:rule_id>", "PUT"): "inbox:manage",
+    ("api/v1/inbox/rules/<id:rule_id>", "PATCH"): "inbox:manage",
+    ("api/v1/inbox/rules/<id:rule_id>", "DELETE"): "inbox:manage",
+    ("api/v1/inbox/model-provider", "GET"): "inbox:read",
+    ("api/v1/inbox/model-provider", "PUT"): "inbox:manage",
+    ("api/v1/inbox/model-provider", "PATCH"): "inbox:manage",
+    ("api/v1/inbox/model-provider", "DELETE"): "inbox:manage",
+    ("api/v1/inbox/breakers", "GET"): "inbox:read",
+    ("api/v1/inbox/breakers/close", "POST"): "inbox:manage",
+}
+
+# Per-organization singletons (GET answers the key's own organization's settings, not a list): the foreign key
+# must see its own defaults, never B's values.
+SINGLETON_GETS: dict[str, object] = {
+    "api/v1/inbox/config": lambda data: data["toneDescription"] is None,
+    "api/v1/inbox/model-provider": lambda data: data["source"] == "environment",
+    "api/v1/inbox/breakers": lambda data: {b["state"] for b in data} == {"closed"},
 }
 
 
@@ -182,7 +205,17 @@ def world(settings):
             "subject": "Hi",
         },
     )
+    made("PATCH", "/inbox/config", {"toneDescription": "Beta tone"})
+    rule = made(
+        "POST", "/inbox/rules", {"name": "R", "match": "sender", "value": "x@y.test", "action": "archive"}
+    )
+    made("PUT", "/inbox/model-provider", {"provider": "ollama"})
+    from inbox.breakers import LLM_FAILURE_TRIP, llm_failure_record
+
+    for _ in range(LLM_FAILURE_TRIP):
+        llm_failure_record(beta.pk)
     ids = {
+        "rule_id": rule["id"],
         "id_or_email": contact["id"],
         "email_or_id": contact["id"],
         "topic_id": topic["id"],
@@ -196,7 +229,7 @@ def world(settings):
         "message_id": message["id"],
     }
     acme = make_org("Acme", default_from_email="hello@acme.test", default_from_name="Acme")
-    return {"beta_ids": ids, "acme": acme, "beta_contact_email": "bob@beta.test"}
+    return {"beta_ids": ids, "acme": acme, "beta": beta, "beta_contact_email": "bob@beta.test"}
 
 
 def _path(route: str, ids: dict[str, str]) -> str:
@@ -229,7 +262,10 @@ def test_another_organizations_key_reads_and_writes_nothing(world):
             continue
         response = a.request("GET", _path(route, {}).removeprefix("/api/v1"))
         assert response.status_code == 200, (route, response.content)
-        assert response.json()["data"] == [], route
+        if route in SINGLETON_GETS:
+            assert SINGLETON_GETS[route](response.json()["data"]), (route, response.content)
+        else:
+            assert response.json()["data"] == [], route
         checked += 1
     assert checked == len([1 for r, m in MATRIX if "<" in r or m == "GET"])
     print(
@@ -239,6 +275,14 @@ def test_another_organizations_key_reads_and_writes_nothing(world):
     from owlat.models import Contact
 
     assert Contact.objects.get(pk=world["beta_ids"]["id_or_email"]).first_name == "Bob"
+    from inbox.breakers import open_breaker
+    from inbox.models import AgentConfig, HandlingRule, LlmProviderSetting
+
+    beta = world["beta"]
+    assert open_breaker(beta.pk) is not None
+    assert AgentConfig.objects.get(organization=beta).tone_description == "Beta tone"
+    assert HandlingRule.objects.filter(uid=world["beta_ids"]["rule_id"]).exists()
+    assert LlmProviderSetting.objects.filter(organization=beta).exists()
 
 
 @pytest.mark.parametrize(("route", "method"), MATRIX, ids=[f"{m} {r}" for r, m in MATRIX])
@@ -250,7 +294,7 @@ def test_each_route_needs_exactly_its_scope(route, method, settings):
     ids = dict.fromkeys(("id_or_email", "email_or_id", "topic_id", "segment_id", "send_id", "template_id"))
     ids = {
         name: str(uuid.uuid4())
-        for name in (*ids, "automation_id", "step_id", "run_id", "campaign_id", "message_id")
+        for name in (*ids, "automation_id", "step_id", "run_id", "campaign_id", "message_id", "rule_id")
     }
     path = _path(route, ids).removeprefix("/api/v1")
 
