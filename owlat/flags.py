@@ -54,6 +54,24 @@ def ai_needs_configuration(organization_id: Any = None) -> bool:
     return not _llm_configured(organization_id)
 
 
+AI_NEEDS_PROVIDER = (
+    "ai cannot be turned on: no model provider is configured for this organization. Add one under "
+    "Inbox → Model providers (or set LLM_PROVIDER and LLM_API_KEY in the server's environment), then turn ai on."
+)
+
+
+def flag_change_refusals(
+    stored: dict[str, Any] | None, wanted: dict[str, bool], organization_id: Any = None
+) -> dict[str, str]:
+    """AGT-30: a flag that may not be switched on now → why. Only switching on is refused (a stored `ai` whose
+    provider was removed stays stored, and simply has no effect until a provider is back)."""
+    refusals: dict[str, str] = {}
+    was_on = bool((stored or {}).get("ai", FLAGS["ai"].default))
+    if wanted.get("ai") and not was_on and ai_needs_configuration(organization_id):
+        refusals["ai"] = AI_NEEDS_PROVIDER
+    return refusals
+
+
 def resolve_flags(stored: dict[str, Any] | None, organization_id: Any = None) -> dict[str, bool]:
     """Effective value of every flag: stored value (or default), and every required flag effective."""
     raw = {name: bool((stored or {}).get(name, flag.default)) for name, flag in FLAGS.items()}

@@ -261,6 +261,16 @@ class OrganizationSettingsForm(forms.ModelForm):
                 label=label, required=False, initial=bool(stored.get(name, flag.default))
             )
 
+    def clean(self) -> dict[str, Any]:
+        from owlat.flags import FLAGS, flag_change_refusals
+
+        data = super().clean()
+        wanted = {name: bool(data.get(f"flag:{name}")) for name in FLAGS if f"flag:{name}" in self.fields}
+        refusals = flag_change_refusals(self.instance.feature_flags, wanted, self.instance.organization_id)
+        for name, message in refusals.items():  # AGT-30: refused, not merely warned about
+            self.add_error(f"flag:{name}", message)
+        return data
+
     def clean_timezone(self) -> str:
         value = (self.cleaned_data.get("timezone") or "").strip()
         if value and not is_timezone(value):
