@@ -24,6 +24,7 @@ def _current(m: InboundMessage) -> str:
 
 def execute(ctx: StepContext, input: dict[str, Any]) -> dict[str, Any]:
     from inbox.knowledge import knowledge_search
+    from inbox.retrievers import related_files
 
     m = ctx.message
     contact = m.contact
@@ -67,6 +68,13 @@ def execute(ctx: StepContext, input: dict[str, Any]) -> dict[str, Any]:
     hits = knowledge_search(organization_id=m.organization_id, text=f"{m.subject}\n{current}", limit=10)
     if hits:
         sections.append("Knowledge:\n" + "\n\n".join(f"[{e.title}]\n{e.content[:1500]}" for e, _ in hits))
+    files = related_files(
+        organization_id=m.organization_id,
+        contact_id=getattr(contact, "pk", None),
+        text=f"{m.subject}\n{current}",
+    )
+    if files:
+        sections.append("Related files:\n" + "\n\n".join(f"[{f.title}]\n{f.excerpt[:1500]}" for f in files))
     sections.append("Current message:\n" + current)
     briefing = "\n\n".join(sections)
     tokens = len(briefing) // CHARS_PER_TOKEN
@@ -85,13 +93,14 @@ def execute(ctx: StepContext, input: dict[str, Any]) -> dict[str, Any]:
         "contact": contact is not None,
         "thread": bool(history),
         "knowledge": bool(hits),
-        "files": False,
+        "files": bool(files),
         "knowledgeHitCount": len(hits),
-        "lowCoverage": not (history or hits),
+        "lowCoverage": not (history or hits or files),
     }
     if hits:
         coverage["topScore"] = round(hits[0][1], 4)
     grounding = [{"type": "knowledge", "id": str(e.pk), "title": e.title} for e, _ in hits]
+    grounding += [{"type": "file", "id": f.id, "title": f.title} for f in files]
     ctx.record = {"context_tier": tier, "context_coverage": coverage, "grounding_sources": grounding}
     return {"briefing": briefing, "tier": tier, "coverage": coverage}
 

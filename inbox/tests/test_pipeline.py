@@ -257,6 +257,45 @@ def test_knowledge_entries_reach_the_briefing(ai_org, llm_server, receive, run_p
     assert any("Billing → Invoices as PDF" in p for p in llm_server.prompts())
 
 
+def test_related_files_from_a_registered_retriever_reach_the_briefing(
+    ai_org, llm_server, receive, run_pipeline
+):
+    """AGT-16: no file store in Owlat, so by default no files (coverage false); a registered retriever's files
+    (at most 3, scoped to the contact) reach the briefing and the grounding sources; a failing one is skipped."""
+    from inbox.retrievers import RelatedFile, register_file_retriever, unregister_file_retriever
+
+    r = receive()
+    run_pipeline()
+    assert _msg(r).context_coverage["files"] is False
+
+    seen = []
+
+    def broken(**kwargs):
+        raise RuntimeError("file store down")
+
+    def files(*, organization_id, contact_id, text, limit):
+        seen.append((organization_id, contact_id, limit))
+        return [
+            RelatedFile(id=f"f{i}", title=f"Invoice {i}.pdf", excerpt=f"INVOICE-EXCERPT-{i}")
+            for i in range(5)
+        ]
+
+    register_file_retriever(broken)
+    register_file_retriever(files)
+    try:
+        r = receive(message_id="<files@mail.example.com>")
+        run_pipeline()
+    finally:
+        unregister_file_retriever(broken)
+        unregister_file_retriever(files)
+    m = _msg(r)
+    assert seen == [(ai_org.pk, m.contact_id, 3)]
+    assert m.context_coverage["files"] is True and m.context_coverage["lowCoverage"] is False
+    assert [g["id"] for g in m.grounding_sources if g["type"] == "file"] == ["f0", "f1", "f2"]
+    prompts = "\n".join(llm_server.prompts())
+    assert "INVOICE-EXCERPT-2" in prompts and "INVOICE-EXCERPT-3" not in prompts
+
+
 def test_start_runs_the_scan_in_the_same_task_and_a_redelivered_start_resumes_it(
     ai_org, llm_server, make_message
 ):
