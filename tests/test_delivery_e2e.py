@@ -17,21 +17,18 @@ import uuid
 import pytest
 
 from delivery.models import EmailSend, TransactionalSend
-from owlat.models import Contact, Domain, DomainStatus
-from owlat.organizations import organization_create
+from owlat.models import Contact
 from templates.models import EmailTemplate, TransactionalEmail
 from testsupport import BASE_DIR, worker_environment
 from testsupport.api import ApiClient, make_key
+from testsupport.world import sending_organization
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture
 def world(settings):
-    org = organization_create(name="Acme", default_from_email="hello@acme.test", default_from_name="Acme")
-    org.postal_address = "Acme Inc., 1 Main Street"
-    org.save()
-    Domain.objects.create(organization=org, domain="acme.test", status=DomainStatus.VERIFIED)
+    org = sending_organization("Acme", "acme.test", postal_address="Acme Inc., 1 Main Street")
     welcome = TransactionalEmail.objects.create(
         organization=org,
         slug="welcome",

@@ -7,12 +7,20 @@ from __future__ import annotations
 from typing import Any
 
 
-def sending_organization(name: str, domain: str) -> Any:
-    """An organization whose default sender `hello@<domain>` is on a verified domain, so it may send at once."""
+def sending_organization(
+    name: str, domain: str, *, sender: str = "hello", sender_name: str = "", postal_address: str = ""
+) -> Any:
+    """An organization whose default sender `<sender>@<domain>` (named `sender_name`, else `name`) is on a
+    verified domain, so it may send at once; with a postal address, it may send campaigns too."""
     from owlat.models import Domain, DomainStatus
     from owlat.organizations import organization_create
 
-    org = organization_create(name=name, default_from_email=f"hello@{domain}", default_from_name=name)
+    org = organization_create(
+        name=name, default_from_email=f"{sender}@{domain}", default_from_name=sender_name or name
+    )
+    if postal_address:
+        org.postal_address = postal_address
+        org.save()
     Domain.objects.create(organization=org, domain=domain, status=DomainStatus.VERIFIED)
     return org
 

@@ -7,6 +7,7 @@ import itertools
 import pytest
 
 from owlat.permissions import Authority
+from testsupport.world import sending_organization
 
 _counter = itertools.count()
 
@@ -21,16 +22,9 @@ def local_provider(settings):
 
 @pytest.fixture
 def org(db, local_provider):
-    from owlat.models import Domain, DomainStatus
-    from owlat.organizations import organization_create
-
-    organization = organization_create(
-        name="Acme", default_from_email="news@acme.test", default_from_name="Acme News"
+    return sending_organization(
+        "Acme", "acme.test", sender="news", sender_name="Acme News", postal_address="Acme Inc., 1 Main Street"
     )
-    organization.postal_address = "Acme Inc., 1 Main Street"
-    organization.save()
-    Domain.objects.create(organization=organization, domain="acme.test", status=DomainStatus.VERIFIED)
-    return organization
 
 
 @pytest.fixture

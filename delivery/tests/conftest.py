@@ -6,19 +6,18 @@ import uuid
 
 import pytest
 
+from testsupport.world import sending_organization
+
 
 @pytest.fixture
 def org(db):
-    from owlat.models import Domain, DomainStatus
-    from owlat.organizations import organization_create
-
-    organization = organization_create(
-        name="Acme", default_from_email="news@acme.test", default_from_name="Acme News"
+    return sending_organization(
+        "Acme",
+        "acme.test",
+        sender="news",
+        sender_name="Acme News",
+        postal_address="Acme Inc.\n1 Main Street\n12345 Springfield",
     )
-    organization.postal_address = "Acme Inc.\n1 Main Street\n12345 Springfield"
-    organization.save()
-    Domain.objects.create(organization=organization, domain="acme.test", status=DomainStatus.VERIFIED)
-    return organization
 
 
 @pytest.fixture
