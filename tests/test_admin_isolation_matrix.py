@@ -380,8 +380,10 @@ def _objects_of(label: str, org):  # noqa: C901, PLR0911, PLR0912 - one branch p
             organization=org, name="C", email_template=_template(), status="pending_review"
         )
     if label in ("inbox.InboundMessage", "inbox.ReviewQueueMessage", "inbox.QuarantinedMessage"):
+        from inbox.models import AgentAction, StepKind
+
         status = "quarantined" if label == "inbox.QuarantinedMessage" else "draft_ready"
-        return m.objects.create(
+        message = m.objects.create(
             organization=org,
             message_id=f"<{status}@a.test>",
             from_email="x@y.test",
@@ -391,6 +393,13 @@ def _objects_of(label: str, org):  # noqa: C901, PLR0911, PLR0912 - one branch p
             draft_subject="Re: Hello",
             draft_response="Thanks",
         )
+        AgentAction.objects.create(
+            organization=org,
+            inbound_message=message,
+            action_type=StepKind.values[0],
+            error_message="step note",
+        )
+        return message
     if label == "inbox.KnowledgeEntry":
         return m.objects.create(organization=org, title="Refunds", content="30 days")
     if label == "inbox.CircuitBreaker":
@@ -409,6 +418,16 @@ def _objects_of(label: str, org):  # noqa: C901, PLR0911, PLR0912 - one branch p
 
 def _row(obj):
     return type(obj)._base_manager.filter(pk=obj.pk).values().first()
+
+
+def _snapshot(obj):
+    """The object's row and the rows hanging off it that its screen shows (an inbound message's agent steps)."""
+    from inbox.models import AgentAction, InboundMessage
+
+    steps = []
+    if isinstance(obj, InboundMessage):
+        steps = list(AgentAction.objects.filter(inbound_message_id=obj.pk).order_by("pk").values())
+    return _row(obj), steps
 
 
 def _gone(obj) -> bool:
@@ -559,6 +578,100 @@ EXTRA_POST = {
 }
 
 
+def _verbs(name: str) -> tuple[str, ...]:
+    """The `<verb>` values a custom object URL takes (its URL space, not who may use it)."""
+    if name.startswith("inbox_") and name.endswith("_verb"):
+        from inbox.admin import VERBS
+
+        return tuple(VERBS)
+    if name == "automations_automation_transition":
+        from automations.lifecycle import PUBLIC_ACTIONS
+
+        return tuple(PUBLIC_ACTIONS)
+    if name == "campaigns_campaign_transition":
+        from campaigns.services import ACTIONS
+
+        return (*ACTIONS, "duplicate", "winner-a")
+    if name == "campaigns_campaignreview_decide":
+        return ("approve", "reject")
+    return ()
+
+
+# custom object URLs → who may use them (DOM-02 / CMP-12 / DLV domain override by platform staff); everyone else
+# is refused (GET and POST, every verb) and the object's row stays as it was. What an allowed use does is tested
+# by each screen's own tests.
+CUSTOM_OBJECT_URLS: dict[str, frozenset[str]] = {
+    "owlat_domain_check": MANAGERS_S,
+    "owlat_domain_rotate_dkim": MANAGERS_S,
+    "owlat_domain_override": S,
+    "templates_emailtemplate_preview": ALL_S,
+    "templates_emailtemplate_send_test": ALL_S,  # emails:test
+    "templates_emailtemplate_set_status": MANAGERS_S,
+    "templates_transactionalemail_preview": ALL_S,
+    "templates_transactionalemail_send_test": ALL_S,
+    "templates_transactionalemail_set_status": MANAGERS_S,
+    "automations_automation_transition": MANAGERS_S,
+    "campaigns_campaign_preview": ALL_S,
+    "campaigns_campaign_schedule": ALL_S,  # campaigns:schedule
+    "campaigns_campaign_transition": ALL_S,  # campaigns:send / campaigns:manage
+    "campaigns_campaignreview_decide": S,
+    "inbox_inboundmessage_verb": MANAGERS_S,
+    "inbox_reviewqueuemessage_verb": MANAGERS_S,
+    "inbox_quarantinedmessage_verb": MANAGERS_S,
+    "inbox_circuitbreaker_close": MANAGERS_S,
+    "auth_user_password_change": S,  # users are platform staff's (not in RULES: no member reaches the screen)
+}
+
+
+def test_every_custom_object_url_is_declared():
+    object_urls = {
+        name
+        for _, _, custom, _ in _registry()
+        for name in custom
+        if _object_url_args(name, "00000000-0000-0000-0000-000000000001") is not None
+    }
+    assert object_urls == set(CUSTOM_OBJECT_URLS)
+
+
+def _object_url_args(name: str, pk) -> list[str] | None:
+    for args in ([pk], *([pk, verb] for verb in _verbs(name)[:1])):
+        try:
+            reverse(f"admin:{name}", args=args)
+            return args
+        except NoReverseMatch:
+            continue
+    return None
+
+
+def _custom_cells(client, label, who, obj) -> int:
+    cells = 0
+    before, count = _snapshot(obj), type(obj)._base_manager.count()
+    for name in EXPECTED[label][2]:
+        if name not in CUSTOM_OBJECT_URLS or who in CUSTOM_OBJECT_URLS[name]:
+            continue
+        urls = [reverse(f"admin:{name}", args=[obj.pk, verb]) for verb in _verbs(name)] or [
+            reverse(f"admin:{name}", args=[obj.pk])
+        ]
+        for url in urls:
+            for method in ("get", "post"):
+                response = getattr(client, method)(url, {"to": "published", "reason": "x"})
+                assert response.status_code in (404, 405) or _says_why(response), (
+                    label,
+                    who,
+                    method,
+                    url,
+                    response.status_code,
+                )
+                cells += 1
+        assert _snapshot(obj) == before and type(obj)._base_manager.count() == count, (
+            label,
+            who,
+            name,
+            "changed",
+        )
+    return cells
+
+
 def _post_data(response) -> dict:
     """The change form's current values, as the browser would post them back (inlines included)."""
     from django import forms
@@ -629,7 +742,7 @@ def _cells_of(client, label, who, obj, rules, monkeypatch) -> int:  # noqa: C901
     changelist = reverse(f"{prefix}changelist")
     where = (label, who)
     cells = 0
-    before = _row(obj)
+    before, snapshot = _row(obj), _snapshot(obj)
 
     # listed?
     listing = client.get(changelist)
@@ -681,8 +794,10 @@ def _cells_of(client, label, who, obj, rules, monkeypatch) -> int:  # noqa: C901
         assert _row(obj)[edit[0]] == before[edit[0]], (*where, "an editor changed", edit)
     else:
         assert _says_why(response), (*where, "change POST", response.status_code)
-        assert _row(obj) == before, (*where, "change POST refused but the row changed")
-    after_change = _row(obj)
+        assert _snapshot(obj) == snapshot, (*where, "change POST refused but the row changed")
+
+    cells += _custom_cells(client, label, who, obj)
+    after_change = _snapshot(obj)
 
     # delete view: GET, then confirm
     page = client.get(delete_url)
@@ -696,7 +811,7 @@ def _cells_of(client, label, who, obj, rules, monkeypatch) -> int:  # noqa: C901
         assert response.status_code == 302 and _gone(obj), (*where, "delete POST", response.status_code)
         return cells  # the object is gone: its actions are asked in the next savepoint
     assert _says_why(response), (*where, "delete POST", response.status_code)
-    assert _row(obj) == after_change, (*where, "delete refused but the row changed")
+    assert _snapshot(obj) == after_change, (*where, "delete refused but the row changed")
 
     for name, (roles, setup, effect) in actions.items():
         cells += _action_cell(client, label, who, obj, name, roles, setup, effect, changelist)
@@ -707,7 +822,7 @@ def _action_cell(client, label, who, obj, name, roles, setup, effect, changelist
     if setup:
         _set(obj, **setup)
     model = type(obj)
-    before, count = _row(obj), model._base_manager.count()
+    before, count = _snapshot(obj), model._base_manager.count()
     response = client.post(changelist, {"action": name, "_selected_action": [str(obj.pk)], "index": "0"})
     where = (label, who, name)
     if who in roles:
@@ -720,7 +835,10 @@ def _action_cell(client, label, who, obj, name, roles, setup, effect, changelist
     else:
         # 200: Django ignores a POST naming an action the user is not offered (the list is shown again)
         assert response.status_code in (200, 302, 403), (*where, response.status_code)
-        assert _row(obj) == before and model._base_manager.count() == count, (*where, "refused but changed")
+        assert _snapshot(obj) == before and model._base_manager.count() == count, (
+            *where,
+            "refused but changed",
+        )
     return 1
 
 
