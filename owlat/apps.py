@@ -7,8 +7,9 @@ class OwlatConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from owlat.clusters import connect_activity_receivers
+        from owlat.clusters import bind_to_supervisor, connect_activity_receivers
 
+        bind_to_supervisor()  # a qcluster under run_cluster dies with it (nothing elsewhere)
         connect_activity_receivers()
 
         from owlat.admin.dashboard import register_attention_source

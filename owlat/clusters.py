@@ -15,10 +15,14 @@ ever). So each cluster runs under `manage.py run_cluster <queue>`, a small super
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import datetime as dt
 import os
+import signal
 import socket
+import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,12 +31,22 @@ from django.conf import settings
 from django.utils import timezone
 
 ACTIVITY_DIR_ENV = "OWLAT_CLUSTER_ACTIVITY_DIR"
-IDLE, BUSY, DONE = "idle", "busy", "done"
+IDLE, BUSY, DONE, DEAD = "idle", "busy", "done", "dead"
 
 
 def cluster_heartbeat_name(queue: str, host: str | None = None) -> str:
     """One supervisor per queue and host: `cluster:<queue>@<host>`."""
     return f"cluster:{queue}@{(host or socket.gethostname())[:80]}"
+
+
+def stamped(write: Callable[[str], Any]) -> Callable[[str], Any]:
+    """`write` with the wall-clock time in front of each line (supervisor and dispatcher logs: when a worker
+    was reincarnated, a cluster restarted or a sweep re-drove rows is what a fault's timeline is made of)."""
+
+    def say(line: str) -> Any:
+        return write(f"{dt.datetime.now(dt.UTC):%H:%M:%S.%f}"[:-3] + f" {line}")
+
+    return say
 
 
 def heartbeat_stale_after() -> float:
@@ -106,14 +120,72 @@ def connect_activity_receivers() -> None:
     post_execute_in_worker.connect(on_task_finished, dispatch_uid="owlat.clusters.finished")
 
 
-def pid_alive(pid: int) -> bool:
+# --- the cluster's processes die with their supervisor ----------------------------------------------------
+
+SUPERVISOR_PID_ENV = "OWLAT_CLUSTER_SUPERVISOR_PID"
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+_forking_parent = 0
+
+
+def die_with_parent(parent: int) -> None:
+    """Ask the kernel to SIGKILL this process when `parent` (the thread that forked or started it) dies
+    (Linux `prctl(PR_SET_PDEATHSIG)`); if it already died, die now."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+    if os.getppid() != parent:  # the parent died before the request took effect
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _remember_forking_parent() -> None:
+    global _forking_parent
+    _forking_parent = os.getpid()
+
+
+def _die_with_forking_parent() -> None:
+    die_with_parent(_forking_parent)
+
+
+def bind_to_supervisor() -> None:
+    """In a qcluster started by `run_cluster` (Linux): this process dies with its supervisor, and every process
+    forked below it (sentinel, workers, pusher, monitor, their reincarnations) with the process that forked it,
+    so a SIGKILLed supervisor (OOM killer, kill -9) leaves no cluster running unsupervised beside the one its
+    restart starts. Called from `OwlatConfig.ready()`; does nothing elsewhere."""
+    supervisor = os.environ.get(SUPERVISOR_PID_ENV, "")
+    if not supervisor.isdigit() or not sys.platform.startswith("linux"):
+        return
+    os.environ.pop(SUPERVISOR_PID_ENV)  # for this process only: a program it starts is not bound by it
+    die_with_parent(int(supervisor))
+    os.register_at_fork(before=_remember_forking_parent, after_in_child=_die_with_forking_parent)
+
+
+def process_state(pid: int) -> str | None:
+    """The process's state letter (`R`, `S`, `D`, `T`, `Z` zombie, …) from /proc, None when there is no such
+    process; `?` for a live process where there is no procfs."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        if Path("/proc/self/stat").exists():
+            return None
+    except (OSError, IndexError):
+        pass
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
-        return False
+        return None
     except PermissionError:
-        return True
-    return True
+        pass
+    return "?"
+
+
+def pid_alive(pid: int) -> bool:
+    """Running: not gone and not a zombie. A worker that died is a zombie until its sentinel reaps it, and a
+    sentinel whose guard loop is stuck never does (see `read_activity`); `kill(pid, 0)` succeeds on a zombie."""
+    return process_state(pid) not in (None, "Z", "X")
+
+
+#: a dead worker not reaped for this long: its sentinel's guard loop is stuck (it reaps every 0.5 s)
+UNREAPED_AFTER_SECONDS = 5.0
 
 
 @dataclass
@@ -122,14 +194,26 @@ class Activity:
     busy: list[int]  # live workers running a task now
     progress_at: float | None  # wall-clock time a task last started or finished (any worker, dead or alive)
     lost_tasks: list[str]  # broker ids of tasks to hand out again: their worker died, or the database failed
+    unreaped_since: float | None = (
+        None  # when the longest-dead worker its sentinel has not reaped was seen dead
+    )
 
 
-def read_activity(directory: Path) -> Activity:
-    """What the workers of one cluster do; files of dead workers are read once, then removed."""
+def read_activity(directory: Path, *, now: float | None = None) -> Activity:
+    """What the workers of one cluster do. A dead worker's busy task is reported lost once. Files of workers
+    that are gone are removed; those of zombies are kept, marked `dead`, until the sentinel reaps them.
+
+    django-q2's sentinel reaps and replaces dead workers from its guard loop, which takes each worker's timer
+    lock first. A worker killed while holding its lock (from the end of its task until the result is queued)
+    leaves the guard waiting for it for ever: no worker is reaped or replaced from then on, and the ones killed
+    later stay zombies — taken for live (and busy) ones, they kept a cluster that consumed nothing from ever
+    looking stalled (tests/faults/test_unreaped_workers.py). `unreaped_since` tells the supervisor."""
+    now = time.time() if now is None else now
     workers: list[int] = []
     busy: list[int] = []
     progress_at: float | None = None
     lost: list[str] = []
+    unreaped_since: float | None = None
     for path in directory.iterdir():
         if path.name.startswith(RETRY_PREFIX):  # a task that failed on a database error: hand it out again
             lost.append(path.name[len(RETRY_PREFIX) :])
@@ -144,38 +228,96 @@ def read_activity(directory: Path) -> Activity:
             continue
         if state in (BUSY, DONE):
             progress_at = max(progress_at or 0.0, mtime)
-        if pid_alive(pid):
+        process = process_state(pid)
+        if process not in (None, "Z", "X"):
             workers.append(pid)
             if state == BUSY:
                 busy.append(pid)
-        else:
-            if state == BUSY and ack_id:
-                lost.append(ack_id)
+            continue
+        if state == BUSY and ack_id:
+            lost.append(ack_id)
+        if process is None:
             with contextlib.suppress(OSError):
                 path.unlink()
-    return Activity(sorted(workers), sorted(busy), progress_at, lost)
+        elif state != DEAD:  # a zombie, first seen: reported once, kept until reaped
+            with contextlib.suppress(OSError):
+                path.write_text(DEAD)
+            unreaped_since = min(unreaped_since or now, now)
+        else:
+            unreaped_since = min(unreaped_since or mtime, mtime)
+    return Activity(sorted(workers), sorted(busy), progress_at, lost, unreaped_since)
 
 
 # --- the queues as the broker sees them ---------------------------------------------------------------------
 
 
-def oldest_task_age_seconds(queue: str, *, now: dt.datetime | None = None) -> float | None:
-    """Seconds since the oldest task still in the broker for `queue` was enqueued (ORM broker), else None."""
-    from django_q.models import OrmQ
+_redis_brokers: dict[str, Any] = {}
+
+
+def redis_broker(queue: str) -> Any | None:
+    """django-q2's Redis broker of `queue` (one per queue and process, so its connection pool is reused), or
+    None when the ORM broker is configured."""
+    if "redis" not in settings.Q_CLUSTER:
+        return None
+    if queue not in _redis_brokers:
+        from django_q.brokers import get_broker
+
+        _redis_brokers[queue] = get_broker(queue)
+    return _redis_brokers[queue]
+
+
+def _enqueued_at(payload: Any) -> dt.datetime | None:
+    """When the task in a broker payload was enqueued: django-q2's `async_task` (and `owlat.jobs.enqueue_many`)
+    sign the task with its `started` time."""
     from django_q.signing import SignedPackage
 
-    if "orm" not in settings.Q_CLUSTER:
-        return None
-    row = OrmQ.objects.filter(key=queue).order_by("id").only("payload").first()
-    if row is None:
-        return None
     try:
-        started = SignedPackage.loads(row.payload).get("started")
+        started = SignedPackage.loads(payload).get("started")
     except Exception:
         return None
+    return started if isinstance(started, dt.datetime) else None
+
+
+def oldest_task_age_seconds(
+    queue: str, *, now: dt.datetime | None = None, broker: Any | None = None
+) -> float | None:
+    """Seconds since the oldest task still in the broker for `queue` was enqueued, else None.
+
+    ORM broker: the queue's first row (by id; a task being run keeps its row until acknowledged). Redis broker
+    (`broker` or the configured one): the head of django-q2's list, where `rpush` appends and the pusher's
+    `blpop` takes, read with LINDEX — the enqueue time is in the signed payload, so nothing is added to the
+    write path. Tasks already pulled by a cluster are no longer in Redis and do not count."""
+    from django_q.models import OrmQ
+
+    broker = broker if broker is not None else redis_broker(queue)
+    if broker is not None:
+        payload = broker.connection.lindex(broker.list_key, 0)
+    elif "orm" in settings.Q_CLUSTER:
+        payload = OrmQ.objects.filter(key=queue).order_by("id").values_list("payload", flat=True).first()
+    else:
+        return None
+    started = None if payload is None else _enqueued_at(payload)
     if started is None:
         return None
     return max(0.0, ((now or timezone.now()) - started).total_seconds())
+
+
+def queued_tasks(queues: tuple[str, ...] | list[str]) -> dict[str, int]:
+    """Tasks in the broker per queue (ORM: waiting or being run; Redis: waiting, LLEN of each list)."""
+    from django.db.models import Count
+    from django_q.models import OrmQ
+
+    if "redis" in settings.Q_CLUSTER:
+        out = {}
+        for queue in queues:
+            broker = redis_broker(queue)
+            out[queue] = int(broker.connection.llen(broker.list_key))
+        return out
+    if "orm" not in settings.Q_CLUSTER:
+        return {}
+    return dict(
+        OrmQ.objects.filter(key__in=queues).values("key").annotate(n=Count("id")).values_list("key", "n")
+    )
 
 
 def unlock_tasks(queue: str, ids: list[str] | None = None) -> int:
@@ -215,18 +357,13 @@ class QueueState:
 
 def queue_states(*, now: dt.datetime | None = None) -> list[QueueState]:
     """Per queue: tasks waiting, the oldest one's age, the newest cluster heartbeat's age and a verdict."""
-    from django.db.models import Count, Max
-    from django_q.models import OrmQ
+    from django.db.models import Max
 
     from owlat.jobs import QUEUES
     from owlat.models import WorkerHeartbeat
 
     now = now or timezone.now()
-    counts: dict[str, int] = {}
-    if "orm" in settings.Q_CLUSTER:
-        counts = dict(
-            OrmQ.objects.filter(key__in=QUEUES).values("key").annotate(n=Count("id")).values_list("key", "n")
-        )
+    counts = queued_tasks(QUEUES)
     limit = float(settings.HEALTH_QUEUE_AGE_DEGRADED_SECONDS)
     out = []
     for queue in QUEUES:
@@ -275,3 +412,10 @@ class Watch:
             return False
         last = max(self.ready_at, activity.progress_at or 0.0)
         return now - last > self.stall_seconds
+
+    def guard_stuck(self, *, activity: Activity, now: float | None = None) -> bool:
+        """The sentinel has not reaped a dead worker for `UNREAPED_AFTER_SECONDS`: it will never reap or replace
+        one again, so restart the cluster — once no live worker is busy (the in-flight task finishes first)."""
+        now = time.time() if now is None else now
+        since = activity.unreaped_since
+        return since is not None and now - since > UNREAPED_AFTER_SECONDS and not activity.busy

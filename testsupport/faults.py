@@ -196,7 +196,64 @@ class MailFlow:
             if self.finished():
                 time.sleep(2.0)  # let a straggler arrive before counting
                 return
-        print(f"flow not finished within {timeout:.0f} s\n{workers.logs_tail(15)}")
+        print(
+            f"flow not finished within {timeout:.0f} s\n{workers.logs_tail(15)}\n{self.diagnose()}\n"
+            f"{worker_activity(workers)}"
+        )
+
+    def diagnose(self) -> str:
+        """What an unfinished flow waits for: the broker's queues, the send rows and step runs not finished,
+        due tasks, and the database sessions that hold or wait for locks."""
+        from django.db import connection
+        from django.db.models import Count, Max, Min
+        from django.utils import timezone
+        from django_q.models import OrmQ
+
+        from automations.models import AutomationStepRun
+        from delivery.models import TransactionalSend
+        from owlat.models import DueTask
+
+        now = timezone.now()
+        out = [f"--- state at {now:%H:%M:%S} ---"]
+        for row in OrmQ.objects.values("key").annotate(
+            n=Count("id"), first=Min("id"), last=Max("id"), lock_max=Max("lock")
+        ):
+            locked = OrmQ.objects.filter(key=row["key"], lock__gt=now).count()
+            out.append(
+                f"broker {row['key']}: {row['n']} task(s), {locked} locked (ids {row['first']}..{row['last']})"
+            )
+        sends = (
+            TransactionalSend.objects.filter(organization=self.org, status="queued")
+            .values_list(
+                "id", "claimed_at", "handed_off_at", "outcome_unknown", "dispatch_attempts", "queued_at"
+            )
+            .order_by("queued_at")
+        )
+        for pk, claimed, handed, unknown, attempts, queued in sends[:60]:
+            out.append(
+                f"send {pk} queued {(now - queued).total_seconds():.0f}s ago, claimed "
+                f"{'-' if claimed is None else f'{(now - claimed).total_seconds():.0f}s ago'}, "
+                f"handed_off {handed is not None}, unknown {unknown}, attempts {attempts}"
+            )
+        steps = AutomationStepRun.objects.filter(run__automation=self.automation).exclude(
+            status__in=("completed", "failed", "skipped", "cancelled")
+        )
+        for s in steps.values_list("id", "step_index", "status", "attempt", "retry_count", "started_at")[:30]:
+            started = "-" if s[5] is None else f"{(now - s[5]).total_seconds():.0f}s ago"
+            out.append(f"step run {s[0]} #{s[1]} {s[2]} attempt {s[3]} retry_count {s[4]} started {started}")
+        for d in DueTask.objects.values_list("func", "args", "due_at", "lease_until")[:30]:
+            out.append(
+                f"due task {d[0]} {str(d[1])[:80]} due {(d[2] - now).total_seconds():.0f}s lease {d[3]}"
+            )
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT pid, application_name, state, wait_event_type, wait_event, pg_blocking_pids(pid), "
+                "now() - xact_start, left(query, 160) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid() ORDER BY xact_start NULLS LAST"
+            )
+            for row in cursor.fetchall():
+                out.append("pg " + " | ".join(str(c) for c in row))
+        return "\n".join(out)
 
     def tally(self, label: str) -> Tally:
         received = self.received()
@@ -235,6 +292,36 @@ class MailFlow:
                 else []
             )
             print(f"  {email} {what}: sends {rows}; run {run and run.status}; steps {steps}")
+
+
+def worker_activity(workers: WorkerSet) -> str:
+    """The activity files of each supervised cluster's workers (owlat.clusters) and, when OWLAT_FAULTS_PYSPY
+    names a py-spy binary, a stack dump of every process under the supervisors (what a stuck worker waits on)."""
+    import subprocess
+
+    out = []
+    root = Path(workers.env.get("TMPDIR", "/nonexistent"))
+    for directory in sorted(root.glob("owlat-cluster-*")):
+        for path in sorted(directory.iterdir()):
+            with contextlib.suppress(OSError):
+                age = time.time() - path.stat().st_mtime
+                state = "-"
+                if path.name.isdigit():
+                    with contextlib.suppress(OSError):
+                        state = Path(f"/proc/{path.name}/stat").read_text().rsplit(")", 1)[1].split()[0]
+                out.append(
+                    f"activity {directory.name}/{path.name}: {path.read_text()!r} ({age:.0f} s old), "
+                    f"process state {state}"
+                )
+    pyspy = os.environ.get("OWLAT_FAULTS_PYSPY")
+    if pyspy:
+        for name, proc in workers.procs.items():
+            for pid in [proc.pid, *descendants(proc.pid)]:
+                dump = subprocess.run(
+                    [pyspy, "dump", "--pid", str(pid)], capture_output=True, text=True, timeout=60
+                )
+                out.append(f"--- py-spy {name} pid {pid} ---\n{dump.stdout}{dump.stderr}")
+    return "\n".join(out)
 
 
 def assert_clean(t: Tally) -> None:

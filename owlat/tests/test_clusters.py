@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import time
 
 import pytest
 from django.test import Client
@@ -57,6 +58,37 @@ def test_activity_files_tell_workers_busy_ones_and_tasks_lost_with_a_dead_worker
     other = {"id": "t2", "ack_id": 10, "success": False, "result": "ValueError: bad input"}
     clusters.on_task_finished(task=other)
     assert other["ack_id"] == 10 and clusters.read_activity(tmp_path).lost_tasks == []
+
+
+def test_a_dead_worker_its_sentinel_has_not_reaped_is_dead_not_busy(tmp_path):
+    """A zombie (dead, not reaped: django-q2's guard loop can wait for ever on a killed worker's timer lock) is
+    not a live worker: its task is handed out again once, and the watchdog learns the sentinel stopped reaping."""
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    try:
+        wait_until_zombie = time.monotonic() + 10
+        while clusters.process_state(pid) != "Z" and time.monotonic() < wait_until_zombie:
+            time.sleep(0.01)
+        assert clusters.process_state(pid) == "Z"
+        assert not clusters.pid_alive(pid)
+        assert clusters.pid_alive(os.getpid())
+        (tmp_path / str(pid)).write_text("busy 17")
+        first = clusters.read_activity(tmp_path, now=1000.0)
+        assert first.workers == [] and first.busy == [] and first.lost_tasks == ["17"]
+        assert first.unreaped_since == 1000.0
+        again = clusters.read_activity(tmp_path, now=1003.0)
+        assert again.lost_tasks == [] and again.unreaped_since is not None  # reported once, still unreaped
+        watch = clusters.Watch(stall_seconds=60)
+        assert not watch.guard_stuck(activity=first, now=1000.0 + clusters.UNREAPED_AFTER_SECONDS - 1)
+        assert watch.guard_stuck(activity=first, now=1000.0 + clusters.UNREAPED_AFTER_SECONDS + 1)
+        busy = clusters.Activity([1], [1], None, [], unreaped_since=1000.0)
+        assert not watch.guard_stuck(activity=busy, now=2000.0)  # a live worker's task finishes first
+    finally:
+        os.waitpid(pid, 0)
+    assert clusters.process_state(pid) is None
+    gone = clusters.read_activity(tmp_path)
+    assert gone.unreaped_since is None and not (tmp_path / str(pid)).exists()
 
 
 def test_health_reports_each_queue_and_degrades_on_an_old_task_or_a_silent_cluster(settings):

@@ -47,9 +47,10 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         queues = list(dict.fromkeys(options["queue"]))
         if len(queues) == 1:
-            Supervisor(queues[0], self.stdout.write).run()
+            Supervisor(queues[0], clusters.stamped(self.stdout.write)).run()
         else:
-            run_together([Supervisor(queue, self.stdout.write) for queue in queues])
+            say = clusters.stamped(self.stdout.write)
+            run_together([Supervisor(queue, say) for queue in queues])
 
 
 def run_together(supervisors: list[Supervisor]) -> None:
@@ -149,6 +150,13 @@ class Supervisor:
                     f"for over {self.watch.stall_seconds:g} s, no worker busy); restarting"
                 )
                 self._restart()
+            elif self.watch.guard_stuck(activity=activity):
+                self.say(
+                    f"cluster {self.queue}: a dead worker was not reaped for over "
+                    f"{clusters.UNREAPED_AFTER_SECONDS:g} s (the sentinel no longer reaps or replaces workers), "
+                    "no worker busy; restarting"
+                )
+                self._restart()
         except Exception:  # the database went away for a moment: keep supervising
             logger.exception("cluster %s: watchdog round failed", self.queue)
             with contextlib.suppress(Exception):
@@ -175,7 +183,11 @@ class Supervisor:
         for path in self.activity_dir.iterdir():
             with contextlib.suppress(OSError):
                 path.unlink()
-        env = {**os.environ, clusters.ACTIVITY_DIR_ENV: str(self.activity_dir)}
+        env = {
+            **os.environ,
+            clusters.ACTIVITY_DIR_ENV: str(self.activity_dir),
+            clusters.SUPERVISOR_PID_ENV: str(os.getpid()),  # the cluster dies with this process
+        }
         if self.queue == "default":
             env.pop("Q_CLUSTER_NAME", None)
         else:

@@ -12,6 +12,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 from django.db import close_old_connections, connection
 
+from owlat.clusters import stamped
 from owlat.jobs import QUEUES, dispatch_due_tasks, enqueue, heartbeat, run_sweeps
 
 logger = logging.getLogger(__name__)
@@ -32,6 +33,7 @@ class Command(BaseCommand):
             self.stdout.write(f"dispatched {count} due task(s)")
             return
         self._stop = False
+        self._say = stamped(self.stdout.write)
         signal.signal(signal.SIGTERM, self._request_stop)
         signal.signal(signal.SIGINT, self._request_stop)
         poll = settings.DUE_TASK_POLL_SECONDS
@@ -60,7 +62,7 @@ class Command(BaseCommand):
             # recovery that must not wait in a queue that may be stalled (issue 13 item 8)
             for sweep, summary in run_sweeps().items():
                 if any(ch in summary for ch in "123456789"):
-                    self.stdout.write(f"sweep {sweep}: {summary}")
+                    self._say(f"sweep {sweep}: {summary}")
             self._last_sweep = time.monotonic()
         return dispatch_due_tasks()
 
