@@ -133,7 +133,7 @@ def die_with_parent(parent: int) -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
-    if os.getppid() != parent:  # the parent died before the request took effect
+    if os.getppid() != parent and not pid_alive(parent):  # it died before the request took effect
         os.kill(os.getpid(), signal.SIGKILL)
 
 
