@@ -2,7 +2,8 @@
 
 `dispatch_batch(kind, ids)` is what one pool job does: claim each given row on its own (rows another worker
 holds, or that already left `queued`, are skipped), compose, re-check suppression, take a pacing token, mark
-the hand-off, make one attempt through `send_provider_attempt` over one provider connection, and record every
+the hand-off, make one attempt through `send_provider_attempt` over one of the job's provider connections
+(`DELIVERY_SMTP_CONNECTIONS` SMTP connections at once, a sender thread each, issue 12), and record every
 result through the send lifecycle (batched, so counters and completion handlers are merged per campaign). A
 retryable refusal is parked and handed to the pool as a due task after the provider's delay (issue 12 item 5);
 the job never sleeps between attempts, and checks its time budget before each row and while it waits for a
@@ -17,10 +18,11 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import queue
+import threading
 import time
 import uuid
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,7 +41,7 @@ from delivery.lifecycle import (
     claim_orphans,
     claim_queued,
     claim_sends,
-    mark_handed_off,
+    mark_handed_off_many,
     mark_outcome_unknown,
     model_for,
     park_for_retry,
@@ -58,15 +60,20 @@ from delivery.providers import (
     get_transport,
     release_transport,
     retry_delays_ms,
+    smtp_connections,
 )
 
 logger = logging.getLogger(__name__)
 
 BATCH_SIZE = 100  # D-06
-# Compose and mark the next row while the previous message is on the wire (a sender thread per job); at most
-# one message is in flight and one more handed off, so a crash leaves at most one extra outcome-unknown row.
+# Compose and mark the next rows while the previous messages are on the wire (a sender thread per connection;
+# the job's thread claims, composes, marks the hand-off — one statement and commit per HANDOFF_GROUP rows — and
+# records). At most one message per connection is in flight and one waits for each connection, so a crash
+# leaves at most HANDOFF_GROUP + 2 × connections rows outcome-unknown that never reached the wire (D-07: flagged,
+# never re-sent automatically).
 PIPELINE = True
-RESULT_FLUSH_SIZE = 25  # results are recorded in one transaction per this many rows
+HANDOFF_GROUP = 10
+RESULT_FLUSH_SIZE = 50  # results are recorded in one transaction per this many rows
 # Below the django-q2 timeout (120 s) minus one SMTP timeout (30 s): checked before each row and while waiting
 # for a pacing token; the rest is handed to a new job. Provider retries never sleep here (issue 12 item 5).
 BATCH_TIME_BUDGET_SECONDS = 80.0
@@ -138,16 +145,30 @@ def _marketing_scope(row: Any) -> bool:
 
 
 def _load_rows(kind: str, ids: list[str], token: Any) -> list[Any]:
+    """The claimed rows with what composing reads. The templates and organizations a batch shares are loaded
+    once each and attached to every row (a join would build them, JSON fields and all, once per row)."""
+    from owlat.models import Organization
+    from templates.models import EmailTemplate
+
     model = model_for(kind)
     qs = model.objects.filter(pk__in=ids, claim_token=token)
-    if kind == "campaign":
-        qs = qs.select_related("email_template", "organization")
-    else:
-        qs = qs.select_related(
-            "email_template", "transactional_email", "contact", "organization"
-        ).prefetch_related("attachments")
+    shared: list[tuple[str, Any]] = [("email_template", EmailTemplate), ("organization", Organization)]
+    if kind != "campaign":
+        from templates.models import TransactionalEmail
+
+        qs = qs.select_related("contact").prefetch_related("attachments")
+        shared.append(("transactional_email", TransactionalEmail))
+    rows = list(qs)
+    for field_name, related_model in shared:
+        attname = f"{field_name}_id"
+        wanted = {getattr(row, attname) for row in rows} - {None}
+        loaded = related_model._default_manager.in_bulk(list(wanted)) if wanted else {}
+        for row in rows:
+            related = loaded.get(getattr(row, attname))
+            if related is not None:
+                setattr(row, field_name, related)
     order = {pk: i for i, pk in enumerate(ids)}
-    return sorted(qs, key=lambda r: order.get(str(r.pk), 0))
+    return sorted(rows, key=lambda r: order.get(str(r.pk), 0))
 
 
 def dispatch_batch(
@@ -168,6 +189,48 @@ def dispatch_batch(
         )
 
 
+class _Senders:
+    """The job's provider connections, one sender thread each: rows already handed off go in (`put`, which
+    waits while every connection is busy and one row waits for each), results come out (`results`). A sender
+    thread only talks to the provider; the claim, the hand-off and the recording stay in the job's thread."""
+
+    def __init__(self, transports: list[Transport], send: Callable[[Any, Transport], Any]) -> None:
+        self.transports = transports
+        self._send = send
+        self._outbox: queue.Queue[Any] = queue.Queue(maxsize=len(transports))
+        self.results: queue.SimpleQueue[tuple[Any, Any, BaseException | None]] = queue.SimpleQueue()
+        self.pending = 0  # handed to a sender, result not taken yet
+        self._threads = [
+            threading.Thread(target=self._run, args=(t,), name=f"owlat-send-{i}", daemon=True)
+            for i, t in enumerate(transports)
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def _run(self, transport: Transport) -> None:
+        from django.db import connection
+
+        try:
+            while (item := self._outbox.get()) is not None:
+                row, message = item
+                try:
+                    self.results.put((row, self._send(message, transport), None))
+                except BaseException as exc:  # a bug, not a provider answer: the job re-raises it
+                    self.results.put((row, None, exc))
+        finally:
+            connection.close()  # the thread's own DB connection (DKIM key look-up), if it opened one
+
+    def put(self, row: Any, message: Any) -> None:
+        self.pending += 1
+        self._outbox.put((row, message))
+
+    def close(self) -> None:
+        for _ in self._threads:
+            self._outbox.put(None)
+        for thread in self._threads:
+            thread.join()
+
+
 def _dispatch_batch(
     kind: str,
     ids: list[str],
@@ -181,6 +244,7 @@ def _dispatch_batch(
     pacer: Callable[[], None] | None = None,
     now: Callable[[], dt.datetime] = timezone.now,
     drain: bool = True,
+    connections: int | None = None,
 ) -> BatchSummary:
     summary = BatchSummary(kind=kind, requested=len(ids))
     token, won = claim_sends(kind, ids, token=token, retry_token=retry_token, now=now())
@@ -226,9 +290,11 @@ def _dispatch_batch(
     )
     from owlat.contacts import normalize_email
 
-    transport: Transport | None = None
-    sender: ThreadPoolExecutor | None = None
-    in_flight: list[tuple[Any, Future]] = []
+    transports: list[Transport] = []
+    senders: _Senders | None = None
+    # Composed rows that took their pacing token, handed off together (one statement, HANDOFF_GROUP rows at
+    # most) just before they go to the connections.
+    ready: list[tuple[Any, Any]] = []
 
     def handle(row: Any, result: Any, at: dt.datetime) -> None:
         ref = SendRef.of(row)
@@ -237,19 +303,13 @@ def _dispatch_batch(
                 summary.retrying += 1
             return
         if result.ok:
-            results.append(
-                Completion(
-                    ref,
-                    SendStatus.SENT,
-                    {
-                        "at": at,
-                        "provider_message_id": result.provider_message_id,
-                        "provider_type": result.provider_type,
-                    },
-                )
+            record(
+                ref,
+                SendStatus.SENT,
+                at=at,
+                provider_message_id=result.provider_message_id,
+                provider_type=result.provider_type,
             )
-            if len(results) >= RESULT_FLUSH_SIZE:
-                _flush(results)
             summary.sent += 1
         elif result.outcome_unknown:
             mark_outcome_unknown(
@@ -265,26 +325,52 @@ def _dispatch_batch(
             code = result.error_code or "UNKNOWN"
             summary.errors[code] = summary.errors.get(code, 0) + 1
 
-    def settle() -> None:
-        """Wait for the message on the wire and record its result (at most one is in flight)."""
-        while in_flight:
-            row, future = in_flight.pop(0)
-            result, at = future.result()
-            handle(row, result, at)
+    def collect(*, wait: bool) -> None:
+        """Record the results the connections have given back (all of them when `wait`)."""
+        if senders is None:
+            return
+        while senders.pending:
+            try:
+                row, outcome, error = senders.results.get(block=wait)
+            except queue.Empty:
+                return
+            senders.pending -= 1
+            if error is not None:
+                raise error
+            handle(row, *outcome)
 
-    def send(message: Any, transport: Transport, pk: str) -> tuple[Any, dt.datetime]:
+    def send(message: Any, transport: Transport) -> tuple[Any, dt.datetime]:
         result = send_provider_attempt(
             transport,
             message,
-            prior_attempts=prior.get(pk, 0),
+            prior_attempts=prior.get(str(message.send_id), 0),
             retry_delays_ms=retry_delays_ms(transport.provider_type),
             clock=clock,
         )
         return result, now()
 
+    def dispatch_ready() -> None:
+        """Mark the ready rows handed off and give them to the connections (or send them here)."""
+        if not ready:
+            return
+        group = list(ready)
+        ready.clear()
+        held = mark_handed_off_many(
+            kind, [(str(row.pk), message.message_id) for row, message in group], token, now=now()
+        )
+        for row, message in group:
+            if str(row.pk) not in held:
+                summary.skipped += 1  # the claim was lost (lease ran out and another worker took it)
+            elif senders is None:
+                handle(row, *send(message, transports[0]))
+            else:
+                senders.put(row, message)
+        collect(wait=False)
+
     def hand_back(rest_rows: list[Any]) -> None:
-        """Out of time budget: give the rest back to the pool as a new job."""
-        settle()
+        """Out of time budget: what took its token goes out, the rest goes back to the pool as a new job."""
+        dispatch_ready()
+        collect(wait=True)
         rest = [str(r.pk) for r in rest_rows]
         summary.released += release_claims(kind, rest, token)
         from delivery.services import sends_enqueue
@@ -316,42 +402,40 @@ def _dispatch_batch(
                 record(ref, SendStatus.FAILED, error_code="ATTACHMENT_FETCH_FAILED", error_message=str(exc))
                 summary.failed += 1
                 continue
-            if transport is None:
+            if not transports:
                 try:
-                    transport = transport_factory()
+                    transports.append(transport_factory())
                 except DispatchError as exc:
                     record(ref, SendStatus.FAILED, error_code="WORKPOOL_FAILED", error_message=exc.message)
                     summary.failed += 1
                     continue
-                if PIPELINE and transport.provider_type != "local":
-                    sender = ThreadPoolExecutor(max_workers=1, thread_name_prefix="owlat-send")
-            # This attempt's token (D-06), taken before the hand-off mark, within the job's time budget.
-            if not take_pool_token(pace, BATCH_TIME_BUDGET_SECONDS - (clock() - started)):
-                hand_back(rows[index:])
-                break
-            if not mark_handed_off(kind, str(row.pk), token, message_id=message.message_id, now=now()):
-                summary.skipped += 1  # the claim was lost (lease ran out and another worker took it)
-                continue
-            if sender is None:
-                result, at = send(message, transport, str(row.pk))
-                handle(row, result, at)
-                continue
-            # Pipelined: this row was composed and handed off while the previous message was on the wire;
-            # it goes on the wire once that one is done (one connection, one message at a time).
-            settle()
-            in_flight.append((row, sender.submit(send, message, transport, str(row.pk))))
-        settle()
+                if PIPELINE and transports[0].provider_type != "local":
+                    wanted = connections or (
+                        smtp_connections() if transports[0].provider_type == "smtp" else 1
+                    )
+                    while len(transports) < min(wanted, len(rows) - index):
+                        transports.append(transport_factory())
+                    senders = _Senders(transports, send)
+            # This attempt's token (D-06), taken before the hand-off mark, within the job's time budget; when
+            # none is free right now, what is composed goes out first.
+            if not take_pool_token(pace, 0.0):
+                dispatch_ready()
+                if not take_pool_token(pace, BATCH_TIME_BUDGET_SECONDS - (clock() - started)):
+                    hand_back(rows[index:])
+                    break
+            ready.append((row, message))
+            if len(ready) >= HANDOFF_GROUP:
+                dispatch_ready()
+        dispatch_ready()
+        collect(wait=True)
     finally:
         try:
-            settle()
+            if senders is not None:
+                senders.close()
+            collect(wait=True)
         except Exception:  # the batch already failed; keep the first error
-            logger.exception("could not record the last in-flight send")
-        if sender is not None:
-            from django.db import connections
-
-            sender.submit(connections.close_all).result()  # the sender thread's own DB connection, if any
-            sender.shutdown(wait=True)
-        if transport is not None:
+            logger.exception("could not record the last in-flight sends")
+        for transport in transports:
             release_transport(transport)
         _flush(results)
         provider_health_flush()  # DLV-17: one write per provider and minute for the whole job

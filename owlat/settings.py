@@ -329,6 +329,8 @@ DOMAIN_VERIFICATION_STALE_HOURS = env.int("DOMAIN_VERIFICATION_STALE_HOURS", def
 # Pacing per pool, messages/second (D-06); 0 = unlimited.
 DELIVERY_TRANSACTIONAL_RATE = env.float("DELIVERY_TRANSACTIONAL_RATE", default=30.0)
 DELIVERY_CAMPAIGN_RATE = env.float("DELIVERY_CAMPAIGN_RATE", default=20.0)
+# SMTP connections one pool job sends over concurrently (issue 12; each row still claimed and handed off once).
+DELIVERY_SMTP_CONNECTIONS = env.int("DELIVERY_SMTP_CONNECTIONS", default=4)
 # Warm-up capacity, campaign messages per UTC day for the install (CMP-21 #9 pre-flight); 0 = not planned.
 CAMPAIGN_DAILY_SEND_CAPACITY = env.int("CAMPAIGN_DAILY_SEND_CAPACITY", default=0)
 # CMP-25 link reputation: Google Safe Browsing v4 lookup in the content scan when a key is set.

@@ -238,6 +238,37 @@ def mark_handed_off(
         return cursor.rowcount == 1
 
 
+def mark_handed_off_many(
+    kind: str, items: Iterable[tuple[str, str]], token: uuid.UUID, *, now: dt.datetime | None = None
+) -> set[str]:
+    """`mark_handed_off` for a group of rows about to go on the wire over the job's connections, in one
+    statement: `items` are (send id, message id); returns the ids still held by `token` (now handed off)."""
+    items = list(items)
+    if not items:
+        return set()
+    model = model_for(kind)
+    at = now or timezone.now()
+    if connection.vendor != "postgresql":
+        return {
+            pk
+            for pk, message_id in items
+            if model._default_manager.filter(
+                pk=pk, claim_token=token, handed_off_at__isnull=True, status=S.QUEUED
+            ).update(handed_off_at=at, message_id=message_id)
+        }
+    table = _table(model)
+    sql = (
+        f"UPDATE {table} AS s SET handed_off_at = %s, message_id = v.message_id "  # table name is ours
+        "FROM unnest(%s::uuid[], %s::text[]) AS v(id, message_id) "
+        "WHERE s.id = v.id AND s.claim_token = %s AND s.handed_off_at IS NULL AND s.status = 'queued' "
+        "RETURNING s.id"
+    )
+    ids = [uuid.UUID(str(pk)) for pk, _ in items]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [at, ids, [message_id for _, message_id in items], token])
+        return {str(row[0]) for row in cursor.fetchall()}
+
+
 def mark_outcome_unknown(kind: str, send_id: str, *, error_code: str, error_message: str) -> bool:
     """D-07: the message may have been accepted; keep the row `queued`, flagged, never re-sent automatically.
     An outcome-unknown row counts as finished for campaign completion (CMP-13), so the completion handlers

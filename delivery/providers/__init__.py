@@ -43,6 +43,7 @@ from delivery.providers.registry import (
     provider_name,
     provider_status,
     release_transport,
+    smtp_connections,
 )
 from delivery.providers.smtp import SmtpConfig, SmtpTransport, parse_email_url
 
@@ -77,5 +78,6 @@ __all__ = [
     "provider_status",
     "release_transport",
     "retry_delays_ms",
+    "smtp_connections",
     "smtp_error_code",
 ]

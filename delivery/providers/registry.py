@@ -1,8 +1,9 @@
 """The install-wide provider choice (`EMAIL_PROVIDER`): its status for the admin, `delivery_configured()`
-(DLV-22, fail closed) and the transport a job uses, with one idle SMTP connection kept per worker process."""
+(DLV-22, fail closed) and the transport a job uses, with the idle SMTP connections kept per worker process."""
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
@@ -57,11 +58,17 @@ def delivery_configured() -> bool:
     return bool(provider_status()["configured"])
 
 
-# One idle SMTP connection is kept per worker process between jobs (small transactional jobs would otherwise
-# pay connect + EHLO + QUIT per message); it is checked with NOOP before reuse and dropped after
-# `SMTP_IDLE_SECONDS`.
+# A job sends over up to `smtp_connections()` SMTP connections at once (delivery.worker); they are kept idle per
+# worker process between jobs (small transactional jobs would otherwise pay connect + EHLO + QUIT per message),
+# checked with NOOP before reuse and dropped after `SMTP_IDLE_SECONDS`.
 SMTP_IDLE_SECONDS = 20.0
-_idle: dict[str, Any] = {"transport": None, "since": 0.0}
+_idle: list[tuple[SmtpTransport, float]] = []  # most recently released last
+_idle_lock = threading.Lock()
+
+
+def smtp_connections() -> int:
+    """SMTP connections one pool job sends over concurrently (`DELIVERY_SMTP_CONNECTIONS`, at least 1)."""
+    return max(1, int(getattr(settings, "DELIVERY_SMTP_CONNECTIONS", 4) or 1))
 
 
 def get_transport() -> Transport:
@@ -71,9 +78,11 @@ def get_transport() -> Transport:
     if name == "smtp":
         cfg = parse_email_url(settings.EMAIL_URL)
         assert cfg is not None
-        idle, since = _idle["transport"], _idle["since"]
-        _idle["transport"] = None
-        if isinstance(idle, SmtpTransport):
+        while True:
+            with _idle_lock:
+                if not _idle:
+                    break
+                idle, since = _idle.pop()
             if idle.config == cfg and time.monotonic() - since < SMTP_IDLE_SECONDS and idle.alive():
                 return idle
             idle.close()
@@ -84,11 +93,11 @@ def get_transport() -> Transport:
 
 
 def release_transport(transport: Transport) -> None:
-    """End of a job: keep a healthy SMTP connection for the next job of this process, close anything else."""
+    """End of a job: keep a healthy SMTP connection for the next job of this process (up to
+    `smtp_connections()` of them), close anything else."""
     if isinstance(transport, SmtpTransport) and transport.conn is not None:
-        previous = _idle["transport"]
-        if previous is not None and previous is not transport:
-            previous.close()
-        _idle["transport"], _idle["since"] = transport, time.monotonic()
-        return
+        with _idle_lock:
+            if len(_idle) < smtp_connections() and all(t is not transport for t, _ in _idle):
+                _idle.append((transport, time.monotonic()))
+                return
     transport.close()

@@ -358,3 +358,166 @@ def test_unknown_outcome_counts_as_finished_for_campaign_completion(make_campaig
         assert campaign_has_queued_sends(send.campaign_id, count_unknown_as_finished=False)
     finally:
         lifecycle._completion_handlers["campaign"].remove(handler)
+
+
+# --- several connections per job (issue 12: delivery ≥ the one-connection smtplib baseline) -----------------
+
+
+@pytest.fixture
+def fresh_connections():
+    """Close the connections the test's wrapped transports left idle for the next job of this process."""
+    from delivery.providers import registry
+
+    yield
+    while registry._idle:
+        registry._idle.pop()[0].close()
+
+
+class CountingTransports:
+    """A transport factory that records, per SMTP connection the job opened, the recipients it carried."""
+
+    def __init__(self):
+        from delivery.providers import get_transport
+
+        self._get = get_transport
+        self.carried: list[list[str]] = []
+        self._lock = threading.Lock()
+
+    def __call__(self):
+        transport = self._get()
+        carried: list[str] = []
+        with self._lock:
+            self.carried.append(carried)
+        send = transport.send
+
+        def counted(message):
+            carried.append(message.to)
+            return send(message)
+
+        transport.send = counted
+        return transport
+
+
+def _campaign_rows(org, template, context, make_contact, n, prefix):
+    import uuid
+
+    from delivery.services import CampaignRecipient, create_batch
+
+    contacts = [make_contact(email=f"{prefix}{i}@example.com") for i in range(n)]
+    result = create_batch(
+        organization_id=org.pk,
+        campaign_id=str(uuid.uuid4()),
+        context=context,
+        sends=[
+            CampaignRecipient(contact_id=str(c.pk), email=c.email, email_template_id=str(template.pk))
+            for c in contacts
+        ],
+        enqueue=False,
+    )
+    return contacts, list(result.values())
+
+
+@pytest.mark.django_db
+def test_a_job_sends_over_several_connections_each_row_once(
+    org, template, context, make_contact, smtp_sink, no_pacing, fresh_connections
+):
+    contacts, ids = _campaign_rows(org, template, context, make_contact, 30, "multi")
+    transports = CountingTransports()
+    summary = dispatch_batch("campaign", ids, transport_factory=transports, connections=4)
+    assert (summary.claimed, summary.sent, summary.skipped) == (30, 30, 0)
+    assert len(transports.carried) == 4
+    assert sum(1 for carried in transports.carried if carried) >= 2  # the connections shared the work
+    assert sorted(r for carried in transports.carried for r in carried) == sorted(c.email for c in contacts)
+    smtp_sink.wait_for(30)
+    assert all(smtp_sink.count_for(c.email) == 1 for c in contacts)
+    rows = EmailSend.objects.filter(pk__in=ids)
+    assert {(r.status, r.dispatch_attempts) for r in rows} == {("sent", 1)}
+    assert all(r.handed_off_at and r.sent_at and r.provider_message_id for r in rows)
+    # the job delivered again (a redelivered task) finds nothing to send
+    again = dispatch_batch("campaign", ids, transport_factory=transports, connections=4)
+    assert (again.claimed, again.skipped) == (0, 30)
+    assert len(smtp_sink.messages) == 30
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_duplicated_job_running_at_the_same_time_sends_each_row_once(
+    org, template, context, make_contact, smtp_sink, no_pacing
+):
+    """The same job delivered twice and run at once by two workers, each over four connections."""
+    if connection.vendor != "postgresql":
+        pytest.skip("SKIP LOCKED claims need PostgreSQL")
+    contacts, ids = _campaign_rows(org, template, context, make_contact, 60, "dup")
+    barrier = threading.Barrier(2)
+    summaries = []
+
+    def worker():
+        try:
+            barrier.wait()
+            summaries.append(dispatch_batch("campaign", ids, connections=4))
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=worker) for _ in range(2)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert sum(s.sent for s in summaries) == 60 and sum(s.claimed for s in summaries) == 60
+    smtp_sink.wait_for(60)
+    time.sleep(0.2)
+    assert len(smtp_sink.messages) == 60
+    assert all(smtp_sink.count_for(c.email) == 1 for c in contacts)
+    assert EmailSend.objects.filter(pk__in=ids, status="sent", dispatch_attempts=1).count() == 60
+
+
+@pytest.mark.django_db
+def test_a_row_whose_claim_was_lost_before_its_hand_off_is_not_sent(make_tx_send, smtp_sink, no_pacing):
+    """The group hand-off mark is a compare-and-set on the claim token, row by row."""
+    import uuid
+
+    from delivery.lifecycle import claim_sends, mark_handed_off_many
+
+    kept, lost = make_tx_send(), make_tx_send()
+    token, won = claim_sends("transactional", [str(kept.pk), str(lost.pk)])
+    assert sorted(won) == sorted([str(kept.pk), str(lost.pk)])
+    TransactionalSend.objects.filter(pk=lost.pk).update(claim_token=uuid.uuid4())  # another worker took it
+    held = mark_handed_off_many("transactional", [(str(kept.pk), "<a@x>"), (str(lost.pk), "<b@x>")], token)
+    assert held == {str(kept.pk)}
+    lost.refresh_from_db()
+    assert lost.handed_off_at is None
+    assert not mark_handed_off_many("transactional", [(str(kept.pk), "<a@x>")], token)  # marked once
+
+
+@pytest.mark.django_db
+def test_a_sender_failure_keeps_the_other_results_and_leaves_its_row_handed_off(
+    org, template, context, make_contact, smtp_sink, no_pacing, fresh_connections
+):
+    """A bug in a sender thread (not a provider answer) fails the job; the rows the other connections sent are
+    recorded, and the row that failed stays handed off without a result (outcome unknown, never re-sent)."""
+    contacts, ids = _campaign_rows(org, template, context, make_contact, 12, "bug")
+    transports = CountingTransports()
+    broken = contacts[5].email
+
+    def factory():
+        transport = transports()
+        send = transport.send
+
+        def maybe_broken(message):
+            if message.to == broken:
+                raise RuntimeError("a bug in the sender")
+            return send(message)
+
+        transport.send = maybe_broken
+        return transport
+
+    with pytest.raises(RuntimeError, match="a bug in the sender"):
+        dispatch_batch("campaign", ids, transport_factory=factory, connections=3)
+    rows = {r.contact_email: r for r in EmailSend.objects.filter(pk__in=ids)}
+    failed = rows[broken]
+    assert failed.status == "queued" and failed.handed_off_at is not None
+    sent = [r for r in rows.values() if r.status == "sent"]
+    assert sent and all(smtp_sink.count_for(r.contact_email) == 1 for r in sent)
+    assert smtp_sink.count_for(broken) == 0
+    # nothing handed off is sent again by a redelivered job
+    dispatch_batch("campaign", ids, connections=3)
+    assert smtp_sink.count_for(broken) == 0
