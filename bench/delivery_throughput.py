@@ -20,7 +20,7 @@ Baseline (same run, same sink): the same 20,000 messages — same template, pers
 and headers — built with the standard `email` package (`email.mime`, the same API the system uses; no prebuilt bytes) and sent with `smtplib` over one
 connection, timed from the first message built to the last acceptance.
 
-Printed: messages/second for both and the ratio system ÷ baseline. Target: ratio ≥ 0.5.
+Printed: messages/second for both and the ratio system ÷ baseline. Target: ratio ≥ 1.0 (issue 12; was 0.5).
 Run: `.venv/bin/python bench/delivery_throughput.py` (a few minutes on a 2-core machine).
 """
 
@@ -47,7 +47,7 @@ from common import BASE_DIR, Processes, Sink, free_port, recreate_database, setu
 
 MIME_POLICY = compat32.clone(linesep="\r\n", max_line_length=None)  # the API the system uses too
 DEFAULT_DB = "postgres://postgres@127.0.0.1:5432/owlat_bench_delivery"
-TARGET_RATIO = 0.5
+TARGET_RATIO = 1.0  # issue 12
 
 TEMPLATE_HTML = """<!doctype html><html><head><style>
 body { font-family: Helvetica, Arial, sans-serif; color: #222222; }

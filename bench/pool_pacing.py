@@ -16,7 +16,7 @@ limit of 10/s, so the API limiter is not what is measured), each to a new recipi
 
 Printed: each pool's achieved rate over the window (acceptances at the SMTP sink inside the window ÷ its length;
 targets within 5 % of 20/s for the campaign pool and of the offered 25/s for the transactional pool) and the
-transactional p50/p95/max from the start of the API call to the SMTP acceptance (target p95 under 2 seconds).
+transactional p50/p95/max from the start of the API call to the SMTP acceptance (target p95 under 250 ms, issue 12).
 A missed target is reported as missed.
 
 Run: `.venv/bin/python bench/pool_pacing.py` (about 2–3 minutes).
@@ -48,7 +48,7 @@ from common import (
 DEFAULT_DB = "postgres://postgres@127.0.0.1:5432/owlat_bench_pacing"
 CAMPAIGN_RATE = 20.0
 TOLERANCE = 0.05
-TARGET_P95 = 2.0
+TARGET_P95 = 0.25  # issue 12: under campaign load
 
 
 def parse_args() -> argparse.Namespace:
