@@ -176,6 +176,12 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "SCHEMA_PATH_PREFIX": "/api/v1",
     "COMPONENT_SPLIT_REQUEST": True,
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "owlat.api.schema.allow_empty_query_values",
+        "owlat.api.schema.top_level_nulls_mean_absent",
+        "owlat.api.schema.require_one_of",
+    ],
     # API-09: a resource id in a path is the string form of a UUID. The route takes any segment (converter `id`,
     # owlat/api/urls.py) so that the view answers a malformed one with 400 "Invalid <resource> ID format" instead
     # of the resolver's 404; the document states the real type. A contact reference (`contact`: `{idOrEmail}`,

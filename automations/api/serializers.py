@@ -25,7 +25,7 @@ from owlat.api.fields import (
     json_value_problem,
 )
 from owlat.api.serializers import EmailAddressField
-from owlat.event_names import EVENT_NAME_MESSAGE, is_valid_event_name
+from owlat.event_names import EVENT_NAME_MESSAGE, EVENT_NAME_PATTERN, is_valid_event_name
 
 EVENT_PROPERTY_MESSAGE = "eventProperties values must be strings, numbers, booleans or null"
 READ_ONLY_KEYS = (
@@ -120,7 +120,11 @@ class AutomationCreateSerializer(InputSerializer):
 
     read_only_keys = READ_ONLY_KEYS
 
-    name = StringField(error_messages={"required": "name is required"}, help_text="At most 200 characters.")
+    name = StringField(
+        schema_non_blank=True,
+        error_messages={"required": "name is required"},
+        help_text="At most 200 characters.",
+    )
     triggerType = TriggerTypeField(error_messages={"required": "triggerType is required"})
     description = StringField(required=False)
     steps = StepsField(required=False)
@@ -166,7 +170,10 @@ class StepReorderSerializer(InputSerializer):
 @extend_schema_field(
     {
         "type": "object",
-        "additionalProperties": {"oneOf": [{"type": "string"}, {"type": "number"}, {"type": "boolean"}]},
+        "additionalProperties": {
+            "nullable": True,
+            "oneOf": [{"type": "string"}, {"type": "number"}, {"type": "boolean"}],
+        },
         "description": "Data about the event: strings, numbers, booleans or null.",
     }
 )
@@ -198,6 +205,8 @@ class EventSerializer(InputSerializer):
         error_messages={"required": "email is required", "type": "email must be a string"}
     )
     eventName = EventNameField(
+        schema_pattern=EVENT_NAME_PATTERN.pattern,
+        schema_non_blank=True,
         error_messages={"required": "eventName is required"},
         help_text="Starts with a letter; letters, digits, `_` and `-`; at most 100 characters.",
     )

@@ -55,7 +55,24 @@ AB_WINNER_CRITERIA = ("open_rate", "click_rate", "manual")
 @extend_schema_field(
     {
         "type": "object",
-        "additionalProperties": True,
+        "oneOf": [
+            {
+                "type": "object",
+                "required": ["kind", "topicId"],
+                "properties": {
+                    "kind": {"type": "string", "enum": ["topic"]},
+                    "topicId": {"type": "string", "format": "uuid"},
+                },
+            },
+            {
+                "type": "object",
+                "required": ["kind", "segmentId"],
+                "properties": {
+                    "kind": {"type": "string", "enum": ["segment"]},
+                    "segmentId": {"type": "string", "format": "uuid"},
+                },
+            },
+        ],
         "description": 'Who receives it: `{"kind": "topic", "topicId"}` or `{"kind": "segment", "segmentId"}` '
         "(the segment's filters are frozen when the campaign is sent).",
     }

@@ -41,16 +41,39 @@ class DataVariablesField(serializers.Field):
         return data
 
 
-class AttachmentSerializer(serializers.Serializer):
-    """One attachment: `filename` and exactly one of `content` (base64) or `url` (HTTPS)."""
+# One attachment as `_attachment` checks it: `filename` and exactly one of `content` (base64) or `url` (HTTPS).
+ATTACHMENT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["filename"],
+    "properties": {
+        "filename": {
+            "type": "string",
+            "maxLength": FILENAME_MAX,
+            "pattern": r"^[^/\\]*\S[^/\\]*$",
+            "description": "Shown to the recipient; no path separators.",
+        },
+        "content": {
+            "type": "string",
+            "pattern": r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$",
+            "description": "The file, base64-encoded.",
+        },
+        "url": {
+            "type": "string",
+            "maxLength": URL_MAX,
+            "pattern": r"^[Hh][Tt][Tt][Pp][Ss]://[^/?#@\s]+",
+            "description": "An HTTPS URL the file is fetched from (public hosts only).",
+        },
+        "contentType": {
+            "type": "string",
+            "maxLength": CONTENT_TYPE_MAX,
+            "description": "MIME type, e.g. `application/pdf`.",
+        },
+    },
+    "oneOf": [{"required": ["content"]}, {"required": ["url"]}],
+}
 
-    filename = serializers.CharField(help_text="Shown to the recipient; no path separators.")
-    content = serializers.CharField(required=False, help_text="The file, base64-encoded.")
-    url = serializers.CharField(required=False, help_text="An HTTPS URL the file is fetched from.")
-    contentType = serializers.CharField(required=False, help_text="MIME type, e.g. `application/pdf`.")
 
-
-@extend_schema_field(AttachmentSerializer(many=True))
+@extend_schema_field({"type": "array", "maxItems": MAX_ATTACHMENTS, "items": ATTACHMENT_SCHEMA})
 class AttachmentsField(serializers.Field):
     """Up to 10 attachments, 10 MB in total; errors name `attachments[i].<key>`."""
 

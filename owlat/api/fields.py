@@ -16,17 +16,31 @@ import math
 from typing import Any, ClassVar
 
 from django.utils.dateparse import parse_datetime
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 MAX_JSON_DEPTH = 32
 
 
 class StringField(serializers.CharField):
-    """A JSON string, kept as sent (no trimming unless `trim_whitespace=True`)."""
+    """A JSON string, kept as sent (no trimming unless `trim_whitespace=True`). For the document only
+    (owlat.api.schema.StringFieldExtension): `schema_non_blank=True` when a blank value is refused later (by the
+    serializer's `validate` or the service, with the spec's message), `schema_pattern` when the value must match
+    a regular expression in full, `schema_format` (e.g. `email`) when it has a format checked later."""
 
-    def __init__(self, **kwargs: Any) -> None:
+    schema_pattern: str | None = None
+
+    def __init__(
+        self,
+        *,
+        schema_non_blank: bool = False,
+        schema_pattern: str | None = None,
+        schema_format: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self.schema_non_blank = schema_non_blank
+        self.schema_format = schema_format
+        if schema_pattern is not None:
+            self.schema_pattern = schema_pattern
         kwargs.setdefault("trim_whitespace", False)
         kwargs.setdefault("allow_blank", True)
         super().__init__(**kwargs)
@@ -105,8 +119,7 @@ def check_json_value(value: Any, path: str) -> None:
         raise serializers.ValidationError({problem[0]: [problem[1]]})
 
 
-@extend_schema_field(OpenApiTypes.ANY)
-class JSONValueField(serializers.JSONField):
+class JSONValueField(serializers.JSONField):  # documented by owlat.api.schema.JSONValueFieldExtension
     """Free-form JSON (`object_only=True`: a JSON object) that `jsonb` can store."""
 
     def __init__(self, *, object_only: bool = False, **kwargs: Any) -> None:

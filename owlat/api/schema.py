@@ -7,10 +7,12 @@ the success body and `errors(400, 404, …)`.
 
 from __future__ import annotations
 
+import re
 from functools import cache
 from typing import Any
 
 from django.conf import settings
+from drf_spectacular.extensions import OpenApiSerializerFieldExtension
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers
@@ -124,6 +126,14 @@ class ApiAutoSchema(AutoSchema):
         ):
             operation["operationId"] = operation["operationId"].removesuffix("_update") + "_partial_update"
             operation["summary"] = f"{operation['summary']} (partial)"
+        if (
+            operation
+            and "requestBody" in operation
+            and method in ("POST", "PUT", "PATCH")
+            and method not in getattr(self.view, "empty_body_methods", ())
+        ):
+            # API-05: `ApiView` refuses an empty body ("Invalid JSON in request body") unless the method takes none
+            operation["requestBody"]["required"] = True
         return operation
 
     def map_parsers(self) -> list[str]:
@@ -181,3 +191,152 @@ def transitioned_envelope(serializer_class: type[serializers.Serializer], name: 
         (serializers.Serializer,),
         {"data": serializer_class(), "transition": TransitionSerializer()},
     )
+
+
+# Django's EmailValidator (owlat.contacts.is_valid_email) is stricter than JSON Schema's `email` format: the domain
+# has a dot and a top-level label of at least two characters
+EMAIL_DOMAIN_PATTERN = r"@[^@\s]+\.[A-Za-z0-9-]{2,63}$"
+
+
+class StringFieldExtension(OpenApiSerializerFieldExtension):
+    """Documents in request bodies and queries what the API's string fields refuse, so that the document calls
+    valid exactly what the API accepts (the fuzzer's acceptance checks hold it to that):
+
+    - a required field the API refuses blank (`allow_blank=False`, or `schema_non_blank=True` where the check
+      happens later with the spec's message) is `minLength: 1`, and `pattern: \\S` when the value is trimmed;
+    - a field with a `schema_pattern` (an event name) carries that pattern, anchored;
+    - an email address is `format: email` of at most 254 characters (blank allowed where it means "clear");
+    - a comma-separated choice list (`allowed`) is a pattern of those values.
+    """
+
+    target_class = "owlat.api.fields.StringField"
+    match_subclasses = True
+
+    def map_serializer_field(self, auto_schema: Any, direction: Any) -> Any:
+        from owlat.api.serializers import EmailAddressField, TimezoneField, _timezones
+        from owlat.contacts import MAX_EMAIL_LENGTH
+
+        field = self.target
+        schema = auto_schema._map_serializer_field(field, direction, bypass_extensions=True)
+        if direction != "request" or field.read_only:
+            return schema
+        allowed = getattr(field, "allowed", None)
+        constraints: dict[str, Any] = {}
+        if allowed:
+            values = "|".join(re.escape(value) for value in allowed)
+            constraints["pattern"] = rf"^[\s,]*(?:(?:{values})\s*(?:,[\s,]*|$))*$"
+        elif isinstance(field, EmailAddressField):
+            constraints = {"format": "email", "maxLength": MAX_EMAIL_LENGTH, "pattern": EMAIL_DOMAIN_PATTERN}
+        elif getattr(field, "schema_pattern", None):
+            constraints["pattern"] = f"^{field.schema_pattern}$"
+        elif getattr(field, "schema_format", None):
+            constraints["format"] = field.schema_format
+            if field.schema_format == "email":
+                constraints["pattern"] = EMAIL_DOMAIN_PATTERN
+        elif isinstance(field, TimezoneField):
+            constraints["enum"] = sorted(_timezones())
+        non_blank = (
+            not field.allow_blank
+            or getattr(field, "schema_non_blank", False)
+            or (field.required and isinstance(field, EmailAddressField))
+        )
+        if non_blank:
+            constraints["minLength"] = max(schema.pop("minLength", 0), 1)
+            if field.trim_whitespace and "pattern" not in constraints:
+                constraints["pattern"] = r"\S"
+            # under `allOf`, so that drf-spectacular does not add its blank alternative (`maxLength: 0`), which it
+            # offers for every constrained string field that allows blank
+            schema["allOf"] = [constraints]
+        else:
+            schema.update(constraints)  # with drf-spectacular's blank alternative (not offered for an enum)
+            if "enum" in schema:
+                schema["enum"] = ["", *schema["enum"]]
+        return schema
+
+
+class JSONValueFieldExtension(OpenApiSerializerFieldExtension):
+    """Free-form JSON: any value, or an object where the field takes only objects (`object_only`)."""
+
+    target_class = "owlat.api.fields.JSONValueField"
+    match_subclasses = True
+
+    def map_serializer_field(self, auto_schema: Any, direction: Any) -> Any:
+        from drf_spectacular.drainage import has_override
+
+        if has_override(
+            self.target, "field"
+        ):  # a subclass that documents itself (segment filters, audience, …)
+            return auto_schema._map_serializer_field(self.target, direction, bypass_extensions=True)
+        if getattr(self.target, "object_only", False):
+            return {"type": "object", "additionalProperties": {}}
+        return {}
+
+
+def allow_empty_query_values(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+    """Postprocessing hook: an optional string query parameter sent empty (`?status=`) counts as absent (the query
+    serializers, `owlat.api.fields.QuerySerializer`), so the document says `allowEmptyValue` (an empty `limit` is
+    no integer: 400 "Invalid limit")."""
+    for operations in result.get("paths", {}).values():
+        for operation in operations.values():
+            for parameter in operation.get("parameters", []) if isinstance(operation, dict) else []:
+                if (
+                    parameter.get("in") == "query"
+                    and not parameter.get("required")
+                    and parameter.get("schema", {}).get("type", "string") == "string"
+                ):
+                    parameter["allowEmptyValue"] = True
+    return result
+
+
+def top_level_nulls_mean_absent(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+    """Postprocessing hook: a top-level `null` in a request body means the key is absent (API-05,
+    `owlat.api.parsers.JSONObjectParser`), so an optional top-level property of a request body is `nullable`.
+    Applied to the components used only as whole request bodies (a null nested deeper is a value)."""
+    schemas = result.get("components", {}).get("schemas", {})
+    bodies: set[str] = set()
+    for operations in result.get("paths", {}).values():
+        for operation in operations.values():
+            content = (
+                (operation.get("requestBody") or {}).get("content", {}) if isinstance(operation, dict) else {}
+            )
+            for media in content.values():
+                ref = media.get("schema", {}).get("$ref", "")
+                if ref.startswith("#/components/schemas/"):
+                    bodies.add(ref.rsplit("/", 1)[1])
+    nested = {
+        name
+        for name in bodies
+        if any(f'schemas/{name}"' in repr(s).replace("'", '"') for s in schemas.values())
+    }
+    for name in bodies - nested:
+        component = schemas.get(name, {})
+        required = set(component.get("required", []))
+        for key, prop in component.get("properties", {}).items():
+            if key not in required and not prop.get("readOnly"):
+                prop["nullable"] = True
+    return result
+
+
+# Request bodies that need one of several optional keys (a rule a serializer's `required` cannot state)
+REQUIRE_ONE_OF: dict[str, tuple[str, ...]] = {
+    "TopicSubscribeRequest": ("email", "contactId"),  # API-20: "Either email or contactId is required"
+    "TransactionalSendRequest": (
+        "transactionalId",
+        "slug",
+    ),  # API-22: "Either transactionalId or slug is required"
+}
+
+
+def require_one_of(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+    """Postprocessing hook: `anyOf` the keys of `REQUIRE_ONE_OF` on those request bodies."""
+    from drf_spectacular.drainage import warn
+
+    schemas = result.get("components", {}).get("schemas", {})
+    for name, keys in REQUIRE_ONE_OF.items():
+        if name not in schemas:
+            warn(f"REQUIRE_ONE_OF names {name}, which the document does not have")
+            continue
+        schemas[name]["anyOf"] = [
+            {"required": [key], "properties": {key: {"type": "string", "minLength": 1}}} for key in keys
+        ]
+    return result

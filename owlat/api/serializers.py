@@ -20,6 +20,13 @@ from owlat.api.fields import (
     TimestampField,
     json_value_problem,
 )
+from owlat.conditions.language import (
+    ACTIVITY_FIELDS,
+    ACTIVITY_OPERATORS,
+    LOGICS,
+    PROPERTY_OPERATORS,
+    TOPIC_OPERATORS,
+)
 
 NAME_MAX = 200
 LANGUAGE_RE = re.compile(r"^[a-z]{2}(-[a-z]{2,3})?$", re.IGNORECASE)
@@ -59,6 +66,8 @@ class EmailAddressField(StringField):
 
 
 class LanguageField(StringField):
+    schema_pattern = "[a-zA-Z]{2}(-[a-zA-Z]{2,3})?"  # LANGUAGE_RE
+
     def to_internal_value(self, data: Any) -> str:
         value = super().to_internal_value(data)
         if not LANGUAGE_RE.match(value):
@@ -77,7 +86,10 @@ class TimezoneField(StringField):
 @extend_schema_field(
     {
         "type": "object",
-        "additionalProperties": {"oneOf": [{"type": "string"}, {"type": "number"}, {"type": "boolean"}]},
+        "additionalProperties": {
+            "nullable": True,
+            "oneOf": [{"type": "string"}, {"type": "number"}, {"type": "boolean"}],
+        },
         "nullable": True,
         "description": "Custom properties: keys of 1–100 characters, values strings, numbers, booleans or null.",
     }
@@ -227,16 +239,59 @@ class TopicUnsubscribedSerializer(serializers.Serializer):
 # --- segments -----------------------------------------------------------------------------------------------
 
 
-@extend_schema_field(
-    {
+def _condition_schema(kind: str, required: tuple[str, ...], **properties: dict[str, Any]) -> dict[str, Any]:
+    return {
         "type": "object",
-        "properties": {
-            "logic": {"type": "string", "enum": ["AND", "OR"]},
-            "conditions": {"type": "array", "items": {"type": "object", "additionalProperties": True}},
-        },
-        "description": "Segment conditions (see the segment condition reference).",
+        "required": ["kind", *required, "operator"],
+        "properties": {"kind": {"type": "string", "enum": [kind]}, **properties},
     }
-)
+
+
+def _enum(values: tuple[str, ...]) -> dict[str, Any]:
+    return {"type": "string", "enum": list(values)}
+
+
+# AUT-34 as `owlat.conditions.parse_filters` reads it (canonical operators; `topicId` must exist, API-24)
+SEGMENT_FILTERS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["logic", "conditions"],
+    "properties": {
+        "logic": _enum(LOGICS),
+        "conditions": {
+            "type": "array",
+            "items": {
+                "oneOf": [
+                    _condition_schema(
+                        "contact_property",
+                        ("field",),
+                        field={"type": "string"},
+                        operator=_enum(PROPERTY_OPERATORS),
+                        value={
+                            "nullable": True,
+                            "anyOf": [{"type": "string"}, {"type": "number"}, {"type": "boolean"}],
+                        },
+                    ),
+                    _condition_schema(
+                        "email_activity",
+                        ("field",),
+                        field=_enum(ACTIVITY_FIELDS),
+                        operator=_enum(ACTIVITY_OPERATORS),
+                    ),
+                    _condition_schema(
+                        "topic_membership",
+                        ("topicId",),
+                        topicId={"type": "string", "format": "uuid"},
+                        operator=_enum(TOPIC_OPERATORS),
+                    ),
+                ]
+            },
+        },
+    },
+    "description": "Segment conditions (see the segment condition reference).",
+}
+
+
+@extend_schema_field(SEGMENT_FILTERS_SCHEMA)
 class SegmentFiltersField(JSONValueField):
     """Segment filters, checked by `owlat.conditions.parse_filters`; errors name `filters.<path>`."""
 

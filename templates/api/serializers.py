@@ -116,6 +116,14 @@ class TemplateWriteSerializer(InputSerializer):
         return attrs
 
 
+class TemplateCreateSerializer(TemplateWriteSerializer):
+    """POST: as `TemplateWriteSerializer`, with `name` and `subject` required and not blank — for the document;
+    the view validates with `TemplateWriteSerializer`, whose `validate` refuses them with the spec's messages."""
+
+    name = StringField(max_length=200, schema_non_blank=True, trim_whitespace=True)
+    subject = StringField(max_length=998, schema_non_blank=True, trim_whitespace=True)
+
+
 class CommaSeparatedChoiceField(StringField):
     """`?status=draft,published`: a list of allowed values ("Invalid <name> filter" otherwise)."""
 

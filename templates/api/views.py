@@ -19,6 +19,7 @@ from owlat.api.base import (
 from owlat.api.errors import not_found
 from owlat.api.schema import DeletedSerializer, envelope, errors, transitioned_envelope
 from templates.api.serializers import (
+    TemplateCreateSerializer,
     TemplateListQuerySerializer,
     TemplateSerializer,
     TemplateSummarySerializer,
@@ -65,7 +66,7 @@ class TemplateListView(ApiView):
         operation_id="templates_create",
         summary="Create an email template",
         description="A new template is a draft. Scope `templates:write`.",
-        request=TemplateWriteSerializer,
+        request=TemplateCreateSerializer,
         responses={201: envelope(TemplateSerializer), **errors(400)},
     )
     def post(self, request: Request) -> Response:
