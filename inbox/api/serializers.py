@@ -19,8 +19,11 @@ from owlat.api.fields import ChoiceListField, JSONValueField, QuerySerializer, S
 
 @extend_schema_field(
     {
-        "oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}, "minItems": 1}],
-        "description": "One address or a list of addresses.",
+        "oneOf": [
+            {"type": "string", "pattern": r"\S"},
+            {"type": "array", "items": {"type": "string", "pattern": r"\S"}, "minItems": 1},
+        ],
+        "description": "One address or a list of addresses (none blank).",
     }
 )
 class FlexibleToField(serializers.Field):
@@ -40,8 +43,9 @@ class FlexibleToField(serializers.Field):
 class InboundAttachmentSerializer(serializers.Serializer):
     """An attachment's metadata (the content is not stored)."""
 
-    filename = serializers.CharField(allow_blank=True, max_length=500)
-    contentType = serializers.CharField(max_length=200)
+    # JSON strings only (DRF's CharField took `0` as "0")
+    filename = StringField(allow_blank=True, max_length=500, trim_whitespace=True)
+    contentType = StringField(allow_blank=False, max_length=200, trim_whitespace=True)
     size = serializers.IntegerField(min_value=0, help_text="Bytes.")
 
 
@@ -77,7 +81,7 @@ class MessageIngestSerializer(serializers.Serializer):
     htmlBody = StringField(required=False)
     inReplyTo = StringField(required=False, trim_whitespace=True, max_length=998)
     references = StringField(required=False, trim_whitespace=True)
-    headers = serializers.DictField(child=serializers.CharField(allow_blank=True), required=False)
+    headers = serializers.DictField(child=StringField(), required=False)
     attachments = InboundAttachmentSerializer(many=True, required=False)
     receivedAt = TimestampField(required=False, help_text="Default: now.")
     authentication = AuthenticationSerializer(required=False)
@@ -86,7 +90,11 @@ class MessageIngestSerializer(serializers.Serializer):
         return _with_from(
             super().get_fields(),
             StringField(
-                max_length=500, trim_whitespace=True, allow_blank=False, help_text="`addr` or `Name <addr>`."
+                max_length=500,
+                trim_whitespace=True,
+                allow_blank=False,
+                schema_format="email",  # the document names the plain form; `Name <addr>` is accepted too
+                help_text="`addr` or `Name <addr>`.",
             ),
             after="messageId",
         )
