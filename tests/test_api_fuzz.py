@@ -103,6 +103,17 @@ ACCEPTANCE_PENDING = {
     # the document types a step's `config` as any object; a condition step needs `condition` (AUT-33), a delay
     # step `duration` and `unit`, an email step `templateId` — the per-type schema is not written yet
     "POST /api/v1/automations",
+    # the inbox configuration API (inbox/api/config_*, owned by the inbox work) landed after the checks were
+    # switched on; what they found there, for its owner: `workingHoursTimezone` typed a plain string (an IANA name
+    # is required), model-provider `provider` typed a plain string (one of openai, openrouter, ollama), GET
+    # /inbox/rules `?cursor=` refused though documented as any string ("Invalid cursor"), POST /inbox/rules
+    # `name` and `value` refused blank though documented without minLength
+    "PUT /api/v1/inbox/config",
+    "PATCH /api/v1/inbox/config",
+    "PUT /api/v1/inbox/model-provider",
+    "PATCH /api/v1/inbox/model-provider",
+    "GET /api/v1/inbox/rules",
+    "POST /api/v1/inbox/rules",
 }
 
 
