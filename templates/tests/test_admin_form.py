@@ -3,26 +3,7 @@ of JSON textareas; the editor JSON read-only; every error names the field and sa
 
 from __future__ import annotations
 
-import pytest
-
-from owlat.models import Membership
 from templates.models import EmailTemplate, TransactionalEmail
-from testsupport.api import make_org
-
-
-@pytest.fixture
-def org(db):
-    return make_org(default_from_email="hi@acme.test")
-
-
-@pytest.fixture
-def admin_client(client, org, django_user_model):
-    user = django_user_model.objects.create_user(
-        username="o", password="pw", is_staff=True, email="o@acme.test"
-    )
-    Membership.objects.create(user=user, organization=org, role="owner")
-    client.force_login(user)
-    return client
 
 
 def _base(**extra):

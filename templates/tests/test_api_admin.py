@@ -6,14 +6,9 @@ import uuid
 
 import pytest
 
-from owlat.models import AuditLog, Contact, Membership
+from owlat.models import AuditLog, Contact
 from templates.models import EmailTemplate, TransactionalEmail
 from testsupport.api import ApiClient, error_of, make_key, make_org
-
-
-@pytest.fixture
-def org(db):
-    return make_org(default_from_email="hi@acme.test")
 
 
 @pytest.fixture
@@ -79,16 +74,6 @@ def test_validation_and_in_use(api, org):
     other = make_org(name="Other")
     _, raw = make_key(other, ["templates:read"])
     assert ApiClient(raw).get(f"/templates/{tid}").status_code == 404
-
-
-@pytest.fixture
-def admin_client(client, org, django_user_model):
-    user = django_user_model.objects.create_user(
-        username="o", password="pw", is_staff=True, email="o@acme.test"
-    )
-    Membership.objects.create(user=user, organization=org, role="owner")
-    client.force_login(user)
-    return client
 
 
 def test_admin_preview_for_a_contact_and_language(admin_client, org):
