@@ -333,23 +333,9 @@ class AgentConfigForm(forms.ModelForm):
 
     class Meta:
         model = AgentConfig
-        fields = (
-            "is_auto_reply_enabled",
-            "confidence_threshold",
-            "max_daily_auto_replies",
-            "tone_description",
-            "signature_template",
-            "auto_send_delay_ms",
-            "human_approve_undo_delay_ms",
-            "coalesce_window_ms",
-            "is_clarification_enabled",
-            "clarification_timeout_ms",
-            "is_working_hours_enabled",
-            "working_hours_timezone",
-            "working_hours_start_minute",
-            "working_hours_end_minute",
-            "working_days",
-        )
+        # the operator's fields (inbox.configuration, which the API edits too); shadow mode is the form's own
+        # `shadow_mode` checkbox, which defaults to on
+        fields = tuple(name for name in AGENT_CONFIG_FIELDS if name != "is_shadow_mode")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -280,7 +280,8 @@ def action_prepare(
     kept, so the three-attempt limit holds across cron retries; else a new row. `reuse=False`: the caller (the
     walker, holding the message row's lock) knows the message has no pending row, so the look-up is skipped —
     a reset row only appears through `action_reset` on a transition of that locked message."""
-    if not reuse:
+
+    def create() -> AgentAction:
         return AgentAction.objects.create(
             organization_id=message.organization_id,
             inbound_message_id=message.pk,
@@ -288,6 +289,9 @@ def action_prepare(
             input=input,
             scheduled_at=timezone.now(),
         )
+
+    if not reuse:
+        return create()
     with transaction.atomic(savepoint=False):
         row = (
             AgentAction.objects.select_for_update()
@@ -300,13 +304,7 @@ def action_prepare(
             AgentAction.objects.filter(pk=row.pk).update(input=input, error_message=None, scheduled_at=now)
             row.input, row.scheduled_at = input, now
             return row
-        return AgentAction.objects.create(
-            organization_id=message.organization_id,
-            inbound_message_id=message.pk,
-            action_type=kind,
-            input=input,
-            scheduled_at=timezone.now(),
-        )
+        return create()
 
 
 def action_claim(action_id: Any, *, at: dt.datetime | None = None) -> bool:

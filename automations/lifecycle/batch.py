@@ -136,21 +136,32 @@ def runs_finish_many(items: Iterable[tuple[AutomationRun, str]], *, at: dt.datet
     return {o.object_id for o in outcomes if o.ok and o.applied == "transitioned"}
 
 
+def _pending_row(
+    run: AutomationRun,
+    step: AutomationStep,
+    *,
+    scheduled_at: dt.datetime,
+    delay_until: dt.datetime | None = None,
+) -> AutomationStepRun:
+    """A new step-run row (created `pending`, the initial status) of `run` at `step`."""
+    return AutomationStepRun(
+        organization_id=run.organization_id,
+        run_id=run.pk,
+        step_id=step.pk,
+        step_index=step.step_index,
+        step_type=step.step_type,
+        status=PENDING,
+        scheduled_at=scheduled_at,
+        delay_until=delay_until,
+    )
+
+
 def step_runs_create_many(
     items: Iterable[tuple[AutomationRun, AutomationStep, dt.datetime, dt.datetime | None]],
 ) -> list[AutomationStepRun]:
     """Pending step runs for (run, step, scheduled_at, delay_until) in one insert; +1 pending per step."""
     rows = [
-        AutomationStepRun(
-            organization_id=run.organization_id,
-            run_id=run.pk,
-            step_id=step.pk,
-            step_index=step.step_index,
-            step_type=step.step_type,
-            status=PENDING,
-            scheduled_at=scheduled_at,
-            delay_until=delay_until,
-        )
+        _pending_row(run, step, scheduled_at=scheduled_at, delay_until=delay_until)
         for run, step, scheduled_at, delay_until in items
     ]
     if not rows:
@@ -167,19 +178,7 @@ def step_runs_skip_many(
     items: Iterable[tuple[AutomationRun, Iterable[AutomationStep]]], *, at: dt.datetime
 ) -> list[AutomationStepRun]:
     """AUT-23 for many runs at once: the bypassed steps' rows created through `pending → skipped`."""
-    rows = [
-        AutomationStepRun(
-            organization_id=run.organization_id,
-            run_id=run.pk,
-            step_id=step.pk,
-            step_index=step.step_index,
-            step_type=step.step_type,
-            status=PENDING,
-            scheduled_at=at,
-        )
-        for run, steps in items
-        for step in steps
-    ]
+    rows = [_pending_row(run, step, scheduled_at=at) for run, steps in items for step in steps]
     return STEP_RUNS.create_many([Move(row, SKIPPED, {"created": True}) for row in rows], actor=ACTOR, at=at)
 
 

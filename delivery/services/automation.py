@@ -86,19 +86,10 @@ def automation_email_queue(
     if is_suppressed(organization_id=organization_id, email=contact.email, scope="marketing"):
         return AutomationEmailResult("skipped", reason="Recipient suppressed")
     with transaction.atomic():
-        send = TransactionalSend.objects.create(
-            organization_id=organization_id,
-            kind=SendKind.AUTOMATION,
-            email_template=template,
-            automation_id=uuid_or_none(automation_id),
-            contact=contact,
-            email=contact.email,
-            subject=subject,
-            language=prepared.language,
-            data_variables=variables,
-            from_email=sender.email,
-            from_name=sender.name,
+        send = _automation_send(
+            organization_id, template, automation_id, contact, subject, prepared, variables, sender
         )
+        send.save(force_insert=True)
         sends_enqueue("transactional", [send.pk])
     return AutomationEmailResult("queued", send_id=str(send.pk))
 
@@ -199,19 +190,7 @@ def automation_email_prepare_many(requests: Sequence[AutomationEmailRequest]) ->
         if (org, normalize_email(contact.email)) in blocked:
             out.append(AutomationEmailResult("skipped", reason="Recipient suppressed"))
             continue
-        send = TransactionalSend(
-            organization_id=org,
-            kind=SendKind.AUTOMATION,
-            email_template=template,
-            automation_id=uuid_or_none(r.automation_id),
-            contact=contact,
-            email=contact.email,
-            subject=subject,
-            language=prepared.language,
-            data_variables=variables,
-            from_email=sender.email,
-            from_name=sender.name,
-        )
+        send = _automation_send(org, template, r.automation_id, contact, subject, prepared, variables, sender)
         out.append(AutomationEmailResult("queued", send_id=str(send.pk), send=send))
     return out
 
@@ -232,3 +211,30 @@ def automation_email_queue_many(requests: Sequence[AutomationEmailRequest]) -> l
     results = automation_email_prepare_many(requests)
     automation_email_insert_many([r.send for r in results if r.send is not None])
     return results
+
+
+def _automation_send(
+    organization_id: Any,
+    template: Any,
+    automation_id: Any,
+    contact: Contact,
+    subject: str,
+    prepared: Any,
+    variables: dict[str, Any],
+    sender: Any,
+) -> TransactionalSend:
+    """An automation's send row (not inserted yet): the template's subject rendered for the contact, in their
+    language, from the organization's default sender."""
+    return TransactionalSend(
+        organization_id=organization_id,
+        kind=SendKind.AUTOMATION,
+        email_template=template,
+        automation_id=uuid_or_none(automation_id),
+        contact=contact,
+        email=contact.email,
+        subject=subject,
+        language=prepared.language,
+        data_variables=variables,
+        from_email=sender.email,
+        from_name=sender.name,
+    )

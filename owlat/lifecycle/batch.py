@@ -138,14 +138,7 @@ class SetBasedRunner:
                         for name, value in patch.items():
                             setattr(obj, name, value)
                     applied.append((obj, decision))
-                    outcomes[i] = Outcome(
-                        ok=True,
-                        applied=decision.applied or "transitioned",
-                        from_state=frm,
-                        to_state=new_state,
-                        object_id=obj.pk,
-                        obj=obj,
-                    )
+                    outcomes[i] = self._applied(obj, frm, new_state, decision)
             self._apply_effects_many(applied, audits, actor)
         return [o for o in outcomes if o is not None]
 
@@ -190,6 +183,17 @@ class SetBasedRunner:
             resource=self.resource,
             resource_id=str(obj.pk),
             details=effect.details,
+        )
+
+    def _applied(self, obj: Any, frm: str, new_state: str, decision: Decision) -> Outcome:
+        """The outcome of a transition written to `obj` (moved to `new_state`, or the reducer's own `applied`)."""
+        return Outcome(
+            ok=True,
+            applied=decision.applied or "transitioned",
+            from_state=frm,
+            to_state=new_state,
+            object_id=obj.pk,
+            obj=obj,
         )
 
     def _unapplied(self, obj: Any, frm: str, to: str, decision: Decision) -> Outcome:

@@ -141,14 +141,7 @@ class Lifecycle(SetBasedRunner, ABC):
 
         for effect in decision.effects:
             self._apply_effect(obj, actor, effect)
-        return Outcome(
-            ok=True,
-            applied=decision.applied or "transitioned",
-            from_state=frm,
-            to_state=new_state,
-            object_id=obj.pk,
-            obj=obj,
-        )
+        return self._applied(obj, frm, new_state, decision)
 
     def _fsm_method(self, obj: models.Model, frm: str, to: str) -> Callable[[dict], None]:
         getter = getattr(obj, f"get_all_{self.field}_transitions")
