@@ -10,7 +10,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -25,6 +25,21 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 # ==========================================================================================================
 # Real worker processes against the test database
 # ==========================================================================================================
+
+
+def spawn_manage(args: Sequence[str], env: dict[str, str], stdout: Any) -> subprocess.Popen:
+    """`manage.py <args>` in its own session (a signal to the test's group does not reach it), output to
+    `stdout` (a file or `subprocess.PIPE`), no stdin."""
+    return subprocess.Popen(
+        [sys.executable, str(BASE_DIR / "manage.py"), *args],
+        cwd=BASE_DIR,
+        env=env,
+        stdout=stdout,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
 
 #: name -> (command args after manage.py, extra environment)
 WORKER_PROCESSES: dict[str, tuple[list[str], dict[str, str]]] = {
@@ -120,15 +135,7 @@ class WorkerSet:
             self._stopped.discard(name)
             log = open(self.log_dir / f"{name}.log", "ab")  # noqa: SIM115 - closed in stop()
             self._logs[name] = log
-            self.procs[name] = subprocess.Popen(
-                [sys.executable, str(BASE_DIR / "manage.py"), *args],
-                cwd=BASE_DIR,
-                env={**self.env, **extra},
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
+            self.procs[name] = spawn_manage(args, {**self.env, **extra}, log)
 
     def wait_ready(self, *names: str, since: dt.datetime, timeout: float = 30.0) -> None:
         """Wait until each named process proved it works (a heartbeat row newer than `since`)."""

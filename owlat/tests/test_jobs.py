@@ -2,7 +2,6 @@
 
 import datetime as dt
 import subprocess
-import sys
 import time
 from collections import Counter
 
@@ -23,8 +22,9 @@ from owlat.jobs import (
     next_due_in,
 )
 from owlat.models import AuditLog, DueTask, Organization, WorkerHeartbeat
-from testsupport import BASE_DIR, queued_tasks, wait_until, worker_environment
+from testsupport import queued_tasks, wait_until, worker_environment
 from testsupport.race import race
+from testsupport.workers import spawn_manage
 
 MARKER = "owlat.tests.test_jobs.marker_task"
 
@@ -189,15 +189,7 @@ def test_concurrent_dispatch_threads_hand_each_row_over_exactly_once():
 
 
 def _spawn(args, env, log):
-    return subprocess.Popen(
-        [sys.executable, str(BASE_DIR / "manage.py"), *args],
-        cwd=BASE_DIR,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    return spawn_manage(args, env, log)
 
 
 def _stop(proc):

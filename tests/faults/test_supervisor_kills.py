@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -17,7 +15,7 @@ import pytest
 from owlat import clusters
 from owlat.jobs import enqueue, heartbeat_task
 from testsupport.waiting import wait_until
-from testsupport.workers import BASE_DIR, descendants, worker_environment
+from testsupport.workers import descendants, spawn_manage, worker_environment
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
@@ -37,15 +35,7 @@ def test_a_killed_supervisor_leaves_no_cluster_process_running(queues, tmp_path)
 
     env = worker_environment({"TMPDIR": str(tmp_path), "CLUSTER_WATCHDOG_INTERVAL_SECONDS": "0.5"})
     log = open(tmp_path / "supervisor.log", "wb")  # noqa: SIM115 - closed below
-    proc = subprocess.Popen(
-        [sys.executable, str(BASE_DIR / "manage.py"), "run_cluster", *queues],
-        cwd=BASE_DIR,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    proc = spawn_manage(["run_cluster", *queues], env, log)
     tree: list[int] = []
     try:
         for queue in queues:

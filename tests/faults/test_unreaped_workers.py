@@ -16,7 +16,6 @@ import contextlib
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -24,7 +23,7 @@ import pytest
 
 from owlat.jobs import enqueue, heartbeat_task
 from testsupport.waiting import wait_until
-from testsupport.workers import BASE_DIR, worker_environment
+from testsupport.workers import spawn_manage, worker_environment
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
@@ -49,15 +48,7 @@ def test_workers_dead_but_unreaped_do_not_keep_a_stalled_cluster_busy(tmp_path):
     )
     log_path = tmp_path / "supervisor.log"
     log = open(log_path, "wb")  # noqa: SIM115 - closed below
-    proc = subprocess.Popen(
-        [sys.executable, str(BASE_DIR / "manage.py"), "run_cluster", "transactional"],
-        cwd=BASE_DIR,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    proc = spawn_manage(["run_cluster", "transactional"], env, log)
     sentinel = 0
 
     def activity() -> dict[int, str]:
