@@ -12,7 +12,14 @@ from rest_framework import serializers
 
 from inbox.models import ActionStatus, InboundMessage, ProcessingStatus, StepKind
 from inbox.receive import AUTH_RESULTS
-from owlat.api.fields import ChoiceListField, JSONValueField, QuerySerializer, StringField, TimestampField
+from owlat.api.fields import (
+    ChoiceListField,
+    JSONValueField,
+    QuerySerializer,
+    StringField,
+    TimestampField,
+    json_value_problem,
+)
 
 # --- requests ------------------------------------------------------------------------------------------------
 
@@ -34,6 +41,9 @@ class FlexibleToField(serializers.Field):
             data = [data]
         if not isinstance(data, list) or not data or not all(isinstance(x, str) and x.strip() for x in data):
             raise serializers.ValidationError("to must be a string or a non-empty array of strings")
+        problem = json_value_problem(data, "to")  # stored as jsonb: no NUL, no lone surrogate (issue 13 §3)
+        if problem:
+            raise serializers.ValidationError(problem[1])
         return [x.strip() for x in data]
 
     def to_representation(self, value: Any) -> Any:

@@ -54,7 +54,8 @@ def iso(value: dt.datetime | None) -> str | None:
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
     value = value.astimezone(UTC)
-    return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
+    # four-digit year always (strftime's %Y gives "60" for the year 60 on glibc, which is not RFC 3339)
+    return f"{value.year:04d}-" + value.strftime("%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
 
 
 def parse_uuid(value: Any) -> uuid.UUID | None:

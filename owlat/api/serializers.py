@@ -70,7 +70,7 @@ class LanguageField(StringField):
 
     def to_internal_value(self, data: Any) -> str:
         value = super().to_internal_value(data)
-        if not LANGUAGE_RE.match(value):
+        if not LANGUAGE_RE.fullmatch(value):
             raise serializers.ValidationError(LANGUAGE_MESSAGE)
         return value
 

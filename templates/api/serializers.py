@@ -8,7 +8,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from owlat.api.fields import InputSerializer, JSONValueField, StringField, TimestampField
-from owlat.api.serializers import LANGUAGE_RE
+from owlat.api.serializers import LANGUAGE_RE, LanguageField
 from templates.models import TemplateStatus, TemplateType
 
 HTML_TRANSLATIONS_MESSAGE = "htmlTranslations must map languages to {htmlContent, subject} strings"
@@ -49,16 +49,25 @@ class TemplateSerializer(TemplateSummarySerializer):
 
 
 class LanguageCodeField(StringField):
+    schema_pattern = LanguageField.schema_pattern  # documented as the API checks it
+
     def to_internal_value(self, data: Any) -> str:
-        if not isinstance(data, str) or not LANGUAGE_RE.match(data):
+        if not isinstance(data, str) or not LANGUAGE_RE.fullmatch(data):
             raise serializers.ValidationError(f"{self.field_name} must be a valid language code")
         return data
 
 
-@extend_schema_field({"type": "array", "items": {"type": "string", "example": "de"}})
+@extend_schema_field(
+    {
+        "type": "array",
+        "items": {"type": "string", "pattern": f"^{LanguageField.schema_pattern}$", "example": "de"},
+    }
+)
 class LanguageListField(serializers.Field):
     def to_internal_value(self, data: Any) -> list[str]:
-        if not isinstance(data, list) or not all(isinstance(v, str) and LANGUAGE_RE.match(v) for v in data):
+        if not isinstance(data, list) or not all(
+            isinstance(v, str) and LANGUAGE_RE.fullmatch(v) for v in data
+        ):
             raise serializers.ValidationError(f"{self.field_name} must be an array of language codes")
         return data
 
