@@ -8,7 +8,7 @@ prints them as one table and writes them to `var/bench.json`.
 
 A script's JSON may carry a `figures` (or `table`) list of rows with the keys of `Figure` (figure, value, baseline,
 target, met; unit and ratio optional); the runner takes those as they are.
-Otherwise the script's adapter below (`FIGURES`) reads its existing keys.
+Otherwise the script's adapter below (in `BENCHES`) reads its existing keys.
 
 Profiles: `reduced` (default, `make bench`, about 10 minutes in all on a 2-core machine), `full` (`make bench
 FULL=1`, the issues' target sizes, an hour or more) and `tiny` (a smoke run of the runner itself, 2–3 minutes).
@@ -48,7 +48,8 @@ class Figure:
 @dataclass
 class Bench:
     name: str
-    figures: Callable[[dict[str, Any]], list[Figure]]
+    # the script's adapter; None where the script writes its own `figures`/`table` rows
+    figures: Callable[[dict[str, Any]], list[Figure]] | None
     tiny: list[str]  # the script's arguments per profile; `full` runs it with its own defaults (target sizes)
     reduced: list[str]
     json_name: str = ""
@@ -107,20 +108,6 @@ def pacing_figures(d: dict[str, Any]) -> list[Figure]:
         Figure("pool_pacing", "transactional p95 API call → SMTP acceptance (campaign load)",
                None if d.get("p95") is None else d["p95"] * 1000, "ms", target="< 250 ms (issue 12)",
                met=None if d.get("p95") is None else d["p95"] < 0.25 and not d.get("not_arrived")),
-    ]  # fmt: skip
-
-
-def automation_figures(d: dict[str, Any]) -> list[Figure]:
-    steps = d.get("steps_per_second")
-    p50, p95 = d.get("latency_p50_ms"), d.get("latency_p95_ms")
-    return [
-        Figure("automation_throughput", "walker steps, pacing off", steps, "steps/s", target="≥ 300/s",
-               met=None if steps is None else steps >= 300),
-        Figure("automation_throughput", "events accepted by the API", d.get("events_per_second"), "events/s"),
-        Figure("automation_throughput", f"event → first email p50 at {d.get('offered_rate')}/s", p50, "ms",
-               target="< 1000 ms", met=None if p50 is None else p50 < 1000),
-        Figure("automation_throughput", f"event → first email p95 at {d.get('offered_rate')}/s", p95, "ms",
-               target="< 3000 ms", met=None if p95 is None else p95 < 3000),
     ]  # fmt: skip
 
 
@@ -192,7 +179,7 @@ BENCHES = [
     ),
     Bench(
         "automation_throughput",
-        automation_figures,
+        None,  # writes its own `table` rows
         tiny=["--sizes", "20,200", "--warmup", "10", "--seconds", "5"],
         reduced=["--events", "1000", "--warmup", "50", "--seconds", "20"],  # sizes 10, 100, 1,000
     ),
@@ -252,8 +239,10 @@ def run_one(bench: Bench, profile: str, log_dir: Path) -> list[Figure]:
     uniform = data.get("figures") or data.get("table") if isinstance(data, dict) else None
     if isinstance(uniform, list) and uniform and isinstance(uniform[0], dict) and "figure" in uniform[0]:
         rows = [_uniform(bench.name, row) for row in uniform]
-    else:
+    elif bench.figures is not None:
         rows = bench.figures(data)
+    else:
+        rows = [Figure(bench.name, f"(no figures in its JSON; see {log.relative_to(BASE_DIR)})", None)]
     for row in rows:
         row.load_average = load
     return rows
