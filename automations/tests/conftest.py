@@ -9,6 +9,7 @@ import pytest
 from automations.lifecycle import automation_transition
 from automations.models import Automation, AutomationStep
 from owlat.organizations import organization_create
+from templates.models import EmailTemplate
 
 _counter = itertools.count()
 
@@ -16,6 +17,24 @@ _counter = itertools.count()
 @pytest.fixture
 def org(db):
     return organization_create(name="Acme", default_from_email="hello@acme.test", default_from_name="Acme")
+
+
+@pytest.fixture
+def local_email(settings):
+    """Mail goes through the local provider (no SMTP server): what the walker tests send with."""
+    settings.EMAIL_PROVIDER = "local"
+
+
+@pytest.fixture
+def template(org):
+    """The walker tests' automation template: greets the contact by first name."""
+    return EmailTemplate.objects.create(
+        organization=org,
+        name="Welcome",
+        subject="Hi {{firstName|'there'}}",
+        html_content="<p>Hello {{firstName}}</p>",
+        type="automation",
+    )
 
 
 @pytest.fixture

@@ -17,7 +17,6 @@ from automations.walker_batch import walk
 from delivery.models import TransactionalSend
 from owlat.models import DueTask
 from owlat.registry import TriggerEvent
-from templates.models import EmailTemplate
 from testsupport import drain_queue, queued_tasks
 
 WALK = "automations.tasks.automation_walk_task"
@@ -25,16 +24,7 @@ ALWAYS = {"kind": "contact_property", "field": "email", "operator": "not_empty"}
 PLAN_IS_PRO = {"kind": "contact_property", "field": "plan", "operator": "equals", "value": "pro"}
 
 
-@pytest.fixture(autouse=True)
-def _provider(settings):
-    settings.EMAIL_PROVIDER = "local"
-
-
-@pytest.fixture
-def template(org):
-    return EmailTemplate.objects.create(
-        organization=org, name="Welcome", subject="Hi {{firstName|'there'}}", html_content="<p>Hi</p>"
-    )
+pytestmark = pytest.mark.usefixtures("local_email")  # `template` and `local_email`: conftest.py
 
 
 def email_step(template):

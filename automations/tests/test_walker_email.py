@@ -19,20 +19,7 @@ from testsupport import drain_queue
 ALWAYS = {"kind": "contact_property", "field": "email", "operator": "not_empty"}
 
 
-@pytest.fixture(autouse=True)
-def _provider(settings):
-    settings.EMAIL_PROVIDER = "local"
-
-
-@pytest.fixture
-def template(org):
-    return EmailTemplate.objects.create(
-        organization=org,
-        name="Welcome",
-        subject="Hi {{firstName|'there'}}",
-        html_content="<p>Hello {{firstName}}</p>",
-        type="automation",
-    )
+pytestmark = pytest.mark.usefixtures("local_email")  # `template` and `local_email`: conftest.py
 
 
 def email_step(template, **extra):
