@@ -7,7 +7,7 @@ import itertools
 import pytest
 from django.utils import timezone
 
-from inbox.models import AgentConfig, InboundMessage
+from inbox.models import AgentAction, AgentConfig, InboundMessage
 from owlat.organizations import organization_create
 
 _counter = itertools.count()
@@ -91,3 +91,23 @@ def run_pipeline():
         return [t.result for t in drain_queue(max_tasks, queue="default")]
 
     return run
+
+
+@pytest.fixture
+def completed_steps():
+    """`completed_steps(message)`: the message's agent actions in order, once it is asserted that they are the
+    pipeline's five steps, each completed."""
+
+    def check(message) -> list[AgentAction]:
+        actions = list(AgentAction.objects.filter(inbound_message=message).order_by("created_at"))
+        assert [a.action_type for a in actions] == [
+            "security_scan",
+            "context_retrieval",
+            "classify",
+            "draft",
+            "route",
+        ]
+        assert all(a.status == "completed" for a in actions)
+        return actions
+
+    return check
