@@ -18,14 +18,6 @@ def org():
     return organization_create(name="Acme")
 
 
-@pytest.fixture
-def owner(client, django_user_model, org):
-    user = django_user_model.objects.create_user(username="olga", password="pw", is_staff=True)
-    Membership.objects.create(user=user, organization=org, role="owner")
-    client.force_login(user)
-    return user
-
-
 def _contact(org, email="kai@example.com", **kwargs):
     contact, _ = contact_find_or_create(
         organization_id=org.pk, email=email, source="api", actor="t", **kwargs
@@ -61,7 +53,7 @@ def test_root_leads_to_the_admin(client):
     assert response.status_code == 302 and response["Location"] == reverse("admin:index")
 
 
-def test_unknown_urls_never_show_the_debug_404(client, owner, settings):
+def test_unknown_urls_never_show_the_debug_404(client, staff_owner, settings):
     settings.DEBUG = True
     for path in ("/no-such-page/", "/admin/no/such/screen/"):
         response = client.get(path, follow=True)
@@ -97,7 +89,7 @@ def test_platform_staff_start_at_the_only_organization(client, django_user_model
 # --- templates: Publish / Unpublish buttons, preview with a real contact ----------------------------------------
 
 
-def test_publish_and_unpublish_buttons_go_through_the_lifecycle(client, owner, org):
+def test_publish_and_unpublish_buttons_go_through_the_lifecycle(client, staff_owner, org):
     template = _template(org)
     change = reverse("admin:templates_emailtemplate_change", args=[template.pk])
     set_status = reverse("admin:templates_emailtemplate_set_status", args=[template.pk])
@@ -119,7 +111,7 @@ def test_publish_and_unpublish_buttons_go_through_the_lifecycle(client, owner, o
     assert template.status == "draft"
 
 
-def test_preview_defaults_to_a_real_contact(client, owner, org):
+def test_preview_defaults_to_a_real_contact(client, staff_owner, org):
     template = _template(org)
     _contact(org, first_name="Kai")
     response = client.get(reverse("admin:templates_emailtemplate_preview", args=[template.pk]))
@@ -133,7 +125,7 @@ def test_preview_defaults_to_a_real_contact(client, owner, org):
 # --- contact page: timeline, email history, form --------------------------------------------------------------
 
 
-def test_contact_page_shows_readable_timeline_and_email_history(client, owner, org):
+def test_contact_page_shows_readable_timeline_and_email_history(client, staff_owner, org):
     contact = _contact(org, first_name="Kai")
     template = _template(org)
     send = _tx_send(org, contact, template=template)
@@ -161,7 +153,7 @@ def test_contact_page_shows_readable_timeline_and_email_history(client, owner, o
     assert 'id="contact-email-history"' in html
 
 
-def test_contact_form_refuses_invalid_and_blank_email_without_another_identity(client, owner, org):
+def test_contact_form_refuses_invalid_and_blank_email_without_another_identity(client, staff_owner, org):
     add = reverse("admin:owlat_contact_add")
     response = client.post(add, {"email": "not-an-email", "source": "api"})
     assert response.status_code == 200 and "Enter a valid email address." in response.content.decode()
@@ -195,7 +187,7 @@ def _management_forms(response) -> dict:
 # --- sends by kind --------------------------------------------------------------------------------------------
 
 
-def test_sends_are_listed_by_kind_with_subject_and_template(client, owner, org):
+def test_sends_are_listed_by_kind_with_subject_and_template(client, staff_owner, org):
     contact = _contact(org)
     template = _template(org)
     _tx_send(org, contact, kind="automation", template=template)
@@ -270,7 +262,9 @@ def _more_pages(org):
 
 
 @pytest.mark.parametrize("name", CHANGELISTS)
-def test_changelist_queries_do_not_grow_with_rows(client, owner, org, name, django_assert_max_num_queries):
+def test_changelist_queries_do_not_grow_with_rows(
+    client, staff_owner, org, name, django_assert_max_num_queries
+):
     """No query per listed row: the same number of queries for 3 and for 25 rows per table."""
     _rows(org, 3)
     small = _queries_for(client, reverse(name), django_assert_max_num_queries)
@@ -284,7 +278,7 @@ def test_changelist_queries_do_not_grow_with_rows(client, owner, org, name, djan
     ["dashboard", "contact page", "contacts by topic", "contacts search", "organizations", "failed sends"],
 )
 def test_pages_answer_in_a_constant_number_of_queries(
-    client, owner, org, page, django_assert_max_num_queries
+    client, staff_owner, org, page, django_assert_max_num_queries
 ):
     _rows(org, 3)
     small = _queries_for(client, _more_pages(org)[page], django_assert_max_num_queries, limit=25)
@@ -294,7 +288,7 @@ def test_pages_answer_in_a_constant_number_of_queries(
 
 
 def test_big_unfiltered_contact_list_is_estimated_not_counted(
-    client, owner, org, monkeypatch, django_assert_max_num_queries
+    client, staff_owner, org, monkeypatch, django_assert_max_num_queries
 ):
     """Above the threshold the unfiltered list asks the planner (EXPLAIN), never COUNT(*) over the contacts; a
     filtered list is counted up to a cap."""
@@ -326,7 +320,7 @@ def test_big_unfiltered_contact_list_is_estimated_not_counted(
     assert "Show all" not in response.content.decode()  # no "5 results (Show all)" over the unfiltered list
 
 
-def test_topic_list_reads_the_member_counter(client, owner, org, django_assert_max_num_queries):
+def test_topic_list_reads_the_member_counter(client, staff_owner, org, django_assert_max_num_queries):
     from owlat.models import Topic
     from owlat.topics import topic_subscribe
 

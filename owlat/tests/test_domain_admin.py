@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from owlat.models import AuditLog, DkimKey, Domain, Membership
+from owlat.models import AuditLog, DkimKey, Domain
 from owlat.organizations import organization_create
 
 pytestmark = pytest.mark.django_db
@@ -17,21 +17,13 @@ def org():
     return organization_create(name="Acme")
 
 
-@pytest.fixture
-def owner(client, django_user_model, org):
-    user = django_user_model.objects.create_user(username="olga", password="pw", is_staff=True)
-    Membership.objects.create(user=user, organization=org, role="owner")
-    client.force_login(user)
-    return user
-
-
 def _add(client, name="Acme.TEST"):
     response = client.post(reverse("admin:owlat_domain_add"), {"domain": name, "provider_type": ""})
     assert response.status_code == 302, response.content.decode()[:2000]
     return Domain.objects.get(domain=name.lower())
 
 
-def test_add_shows_every_record_and_check_now_verifies(client, owner, org, dns_stand_in):
+def test_add_shows_every_record_and_check_now_verifies(client, staff_owner, org, dns_stand_in):
     domain = _add(client)
     assert domain.status == "pending" and domain.organization == org
     change = reverse("admin:owlat_domain_change", args=[domain.pk])
@@ -59,14 +51,14 @@ def test_add_shows_every_record_and_check_now_verifies(client, owner, org, dns_s
     assert client.get(check).status_code == 405
 
 
-def test_bad_domain_names_are_refused_with_what_to_enter(client, owner):
+def test_bad_domain_names_are_refused_with_what_to_enter(client, staff_owner):
     response = client.post(reverse("admin:owlat_domain_add"), {"domain": "user@acme.test"})
     assert response.status_code == 200
     assert "Enter a domain name such as mail.example.com" in response.content.decode()
     assert not Domain.objects.exists()
 
 
-def test_rotation_keeps_the_old_key_until_the_new_one_is_published(client, owner, dns_stand_in):
+def test_rotation_keeps_the_old_key_until_the_new_one_is_published(client, staff_owner, dns_stand_in):
     domain = _add(client)
     dns_stand_in.publish(domain.dns_records)
     client.post(reverse("admin:owlat_domain_check", args=[domain.pk]))
@@ -100,7 +92,7 @@ def test_rotation_keeps_the_old_key_until_the_new_one_is_published(client, owner
     assert [r["key"] for r in domain.dns_records if r["kind"] == "dkim"] == [f"dkim:{new.selector}"]
 
 
-def test_override_is_staff_only_needs_a_reason_and_is_audited(client, owner, org, django_user_model):
+def test_override_is_staff_only_needs_a_reason_and_is_audited(client, staff_owner, org, django_user_model):
     domain = _add(client)
     override = reverse("admin:owlat_domain_override", args=[domain.pk])
     assert client.post(override, {"reason": "local"}).status_code == 403
@@ -122,7 +114,7 @@ def test_override_is_staff_only_needs_a_reason_and_is_audited(client, owner, org
     assert audit.user_id == str(root.pk) and audit.details["reason"] == "local test setup"
 
 
-def test_dashboard_needs_attention_lists_unverified_and_stale_domains(client, owner, org):
+def test_dashboard_needs_attention_lists_unverified_and_stale_domains(client, staff_owner, org):
     import datetime as dt
 
     from django.utils import timezone
