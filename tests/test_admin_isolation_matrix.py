@@ -494,6 +494,27 @@ def _org_count(model_label):
     )
 
 
+# The two template models alike: managers edit, publish and unpublish them.
+_TEMPLATE_RULE = (
+    ALL_S,
+    MANAGERS_S,
+    MANAGERS_S,
+    ("name", "Renamed"),
+    {
+        "publish": (MANAGERS_S, None, lambda o: _row(o)["status"] == "published"),
+        "unpublish": (MANAGERS_S, _PUBLISHED, lambda o: _row(o)["status"] == "draft"),
+    },
+)
+# Both send kinds alike (see the sends in RULES).
+_SEND_RULE = (
+    ALL_S,
+    NOBODY,
+    NOBODY,
+    None,
+    {"resend_unknown": (MANAGERS_S, None, lambda o: not _row(o)["outcome_unknown"])},
+)
+
+
 # label → (view, change, delete, edit, actions). `edit` = (form field, new value) a changer's POST sets, or None when
 # no field is editable (the POST must then still answer like a change, and change nothing). Roles as in DOM-02:
 # settings:manage (API keys, domains, senders, webhooks, settings), contacts:manage, topics/segments/templates/
@@ -548,41 +569,11 @@ RULES: dict[
     "owlat.Segment": (ALL_S, MANAGERS_S, MANAGERS_S, ("name", "Renamed"), {}),
     "owlat.WebhookEndpoint": (ALL_S, MANAGERS_S, MANAGERS_S, ("description", "Renamed"), {}),
     "owlat.WebhookDelivery": (*RO, None, {}),
-    "templates.EmailTemplate": (
-        ALL_S,
-        MANAGERS_S,
-        MANAGERS_S,
-        ("name", "Renamed"),
-        {
-            "publish": (MANAGERS_S, None, lambda o: _row(o)["status"] == "published"),
-            "unpublish": (MANAGERS_S, _PUBLISHED, lambda o: _row(o)["status"] == "draft"),
-        },
-    ),
-    "templates.TransactionalEmail": (
-        ALL_S,
-        MANAGERS_S,
-        MANAGERS_S,
-        ("name", "Renamed"),
-        {
-            "publish": (MANAGERS_S, None, lambda o: _row(o)["status"] == "published"),
-            "unpublish": (MANAGERS_S, _PUBLISHED, lambda o: _row(o)["status"] == "draft"),
-        },
-    ),
+    "templates.EmailTemplate": _TEMPLATE_RULE,
+    "templates.TransactionalEmail": _TEMPLATE_RULE,
     # sends are records: nobody edits or deletes them; an outcome-unknown send is re-sent by organization managers
-    "delivery.EmailSend": (
-        ALL_S,
-        NOBODY,
-        NOBODY,
-        None,
-        {"resend_unknown": (MANAGERS_S, None, lambda o: not _row(o)["outcome_unknown"])},
-    ),
-    "delivery.TransactionalSend": (
-        ALL_S,
-        NOBODY,
-        NOBODY,
-        None,
-        {"resend_unknown": (MANAGERS_S, None, lambda o: not _row(o)["outcome_unknown"])},
-    ),
+    "delivery.EmailSend": _SEND_RULE,
+    "delivery.TransactionalSend": _SEND_RULE,
     "delivery.LocalMessage": (ALL_S, NOBODY, S, None, {}),  # the local outbox is emptied by operators only
     "automations.Automation": (
         ALL_S,
