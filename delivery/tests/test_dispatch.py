@@ -11,7 +11,7 @@ from django.db import connection
 from delivery.models import EmailSend, TransactionalSend
 from delivery.services import automation_email_queue
 from delivery.worker import Pacer, dispatch_batch, reap_stuck_sends
-from testsupport import drain_queue, queued_tasks, run_due_retry
+from testsupport import drain_queue, queued_tasks, race, run_due_retry
 
 
 class FakeSleep:
@@ -268,37 +268,8 @@ def test_two_workers_racing_for_the_same_batch_send_each_row_once(
 ):
     if connection.vendor != "postgresql":
         pytest.skip("SKIP LOCKED claims need PostgreSQL")
-    import uuid
-
-    from delivery.services import CampaignRecipient, create_batch
-
-    contacts = [make_contact(email=f"race{i}@example.com") for i in range(20)]
-    result = create_batch(
-        organization_id=org.pk,
-        campaign_id=str(uuid.uuid4()),
-        context=context,
-        sends=[
-            CampaignRecipient(contact_id=str(c.pk), email=c.email, email_template_id=str(template.pk))
-            for c in contacts
-        ],
-        enqueue=False,
-    )
-    ids = list(result.values())
-    barrier = threading.Barrier(2)
-    summaries = []
-
-    def worker():
-        try:
-            barrier.wait()
-            summaries.append(dispatch_batch("campaign", ids))
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=worker) for _ in range(2)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
+    contacts, ids = _campaign_rows(org, template, context, make_contact, 20, "race")
+    summaries = race(lambda _: dispatch_batch("campaign", ids))
     assert sum(s.sent for s in summaries) == 20
     assert sum(s.claimed for s in summaries) == 20
     smtp_sink.wait_for(20)
@@ -447,21 +418,7 @@ def test_a_duplicated_job_running_at_the_same_time_sends_each_row_once(
     if connection.vendor != "postgresql":
         pytest.skip("SKIP LOCKED claims need PostgreSQL")
     contacts, ids = _campaign_rows(org, template, context, make_contact, 60, "dup")
-    barrier = threading.Barrier(2)
-    summaries = []
-
-    def worker():
-        try:
-            barrier.wait()
-            summaries.append(dispatch_batch("campaign", ids, connections=4))
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=worker) for _ in range(2)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
+    summaries = race(lambda _: dispatch_batch("campaign", ids, connections=4))
     assert sum(s.sent for s in summaries) == 60 and sum(s.claimed for s in summaries) == 60
     smtp_sink.wait_for(60)
     time.sleep(0.2)
