@@ -15,7 +15,6 @@ from typing import Any
 
 from django.utils import timezone
 
-from automations.lifecycle import runs_open_many
 from automations.models import Automation, AutomationRun, AutomationStatus, AutomationStep, RunStatus
 from owlat.registry import TriggerEvent
 
@@ -148,54 +147,46 @@ def automation_fanout(event: TriggerEvent, *, now: dt.datetime | None = None) ->
     """AUT-17: open a run per matching active automation; returns the created run ids.
 
     Set-based (issue 12 item 3): one read of the candidate automations with their step 0 (`_candidates`), one
-    insert of every run (the partial unique index drops a contact's second running run without a savepoint),
-    one counter insert and one walker wake-up for all of them."""
+    statement inserting every run (the partial unique index drops a contact's second running run without a
+    savepoint), step 0's step runs and their counter deltas, and one walker wake-up for all of them."""
+    # AUT-18 `start_run` in the same transaction (issue 12 item 3, saving a hop per run): step 0 of each new run
+    # becomes its pending step run at once (runs, step runs and their counters in one statement) and the batched
+    # walker is woken once; a run whose automation has no step 0 is left to the start task (which completes it).
+    from automations.lifecycle import runs_open_and_start_many
+    from automations.walker import EXECUTE_TASK, _entry_delay
+    from automations.walker_batch import WALK_TASK
     from owlat.jobs import enqueue
 
     now = now or timezone.now()
-    wanted = []
-    first_steps: dict[Any, AutomationStep] = {}
+    items = []
     for candidate in _candidates(event):
         matched, trigger_data = trigger_matches(event.kind, candidate.trigger_config, event.data)
         if not matched or candidate.has_running or not candidate.has_steps:
             continue
-        wanted.append(
-            (candidate.automation_id, candidate.organization_id, event.contact_id, event.kind, trigger_data)
-        )
-        if candidate.first_step is not None:
-            first_steps[candidate.automation_id] = candidate.first_step
-    # AUT-18 `start_run` in the same transaction (issue 12 item 3, saving a hop per run): step 0 of each new run
-    # becomes its pending step run at once and the batched walker is woken once; a run whose automation has no
-    # step 0 is left to the start task (which completes it).
-    from automations.lifecycle import step_runs_create_many
-    from automations.walker import EXECUTE_TASK, _entry_delay
-    from automations.walker_batch import WALK_TASK
-
-    due: dict[Any, dt.datetime | None] = {}
-    for automation_id, step in first_steps.items():
-        delay = _entry_delay(step)
-        due[automation_id] = now + delay if delay > dt.timedelta(0) else None
-    opened = runs_open_many(wanted, at=now, next_step_at=due)
-    run_ids = [str(run_id) for run_id, _ in opened]
-    org_of = {w[0]: w[1] for w in wanted}
-    created = step_runs_create_many(
-        [
+        step, due = candidate.first_step, None
+        if step is not None:
+            delay = _entry_delay(step)
+            due = now + delay if delay > dt.timedelta(0) else None
+        items.append(
             (
-                AutomationRun(id=run_id, organization_id=org_of[automation_id], automation_id=automation_id),
-                first_steps[automation_id],
-                now,
-                due[automation_id],
+                candidate.automation_id,
+                candidate.organization_id,
+                event.contact_id,
+                event.kind,
+                trigger_data,
+                step,
+                due,
             )
-            for run_id, automation_id in opened
-            if automation_id in first_steps
-        ]
-    )
+        )
+    opened, created = runs_open_and_start_many(items, at=now)
+    run_ids = [str(run_id) for run_id, _ in opened]
     for step_run in created:
         if step_run.delay_until is not None:
             enqueue(EXECUTE_TASK, str(step_run.run_id), str(step_run.pk), 0, at=step_run.delay_until)
     if any(step_run.delay_until is None for step_run in created):
         enqueue(WALK_TASK)
-    unstarted = [str(run_id) for run_id, automation_id in opened if automation_id not in first_steps]
+    started = {step_run.run_id for step_run in created}
+    unstarted = [str(run_id) for run_id, _ in opened if run_id not in started]
     if unstarted:
         enqueue("automations.tasks.automation_run_start_task", *unstarted)
     return run_ids

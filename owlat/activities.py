@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
+import uuid
 from typing import Any
 
 from django.utils import timezone
@@ -49,3 +51,32 @@ def activity_record(
             **{flag: True}
         )
     return row
+
+
+def activity_insert_sql(
+    *,
+    organization_id: Any,
+    contact_id: Any,
+    activity_type: str,
+    metadata: dict[str, Any] | None = None,
+    at: dt.datetime,
+) -> tuple[str, list[Any]]:
+    """The row `activity_record` writes, as one PostgreSQL `INSERT` and its parameters, for a caller that writes
+    it in the same statement as its cause (the events intake, issue 12). Types that set a contact flag are
+    written by `activity_record` only."""
+    if activity_type not in ACTIVITY_TYPES or activity_type in _CONTACT_FLAGS:
+        raise ValueError(f"activity type {activity_type!r} is written by activity_record")
+    sql = (
+        f"INSERT INTO {ContactActivity._meta.db_table} "
+        "(id, organization_id, contact_id, activity_type, metadata, occurred_at) "
+        "VALUES (%s::uuid, %s::uuid, %s::uuid, %s, %s::jsonb, %s)"
+    )
+    params = [
+        str(uuid.uuid4()),
+        str(organization_id),
+        str(contact_id),
+        activity_type,
+        json.dumps(metadata or {}),
+        at,
+    ]
+    return sql, params

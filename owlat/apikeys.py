@@ -8,6 +8,7 @@ import secrets
 import string
 from typing import Any
 
+from django.db import connection
 from django.db.models import Q
 from django.utils import timezone
 
@@ -92,12 +93,41 @@ def api_key_create(
 def api_key_authenticate(raw: str) -> ApiKey | None:
     """The active, unexpired, unrevoked key for `raw`, or None."""
     now = timezone.now()
+    if connection.vendor == "postgresql":
+        return _authenticate_sql(hash_key(raw), now)
     return (
         ApiKey.objects.select_related("organization")
         .filter(key_hash=hash_key(raw), is_active=True, revoked_at__isnull=True)
         .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
         .first()
     )
+
+
+_AUTH_SQL: str | None = None
+
+
+def _authenticate_sql(key_hash: str, now: Any) -> ApiKey | None:
+    """`api_key_authenticate`'s lookup as one written-out statement, the row made an `ApiKey` as the ORM would
+    (issue 12: building and compiling the queryset was about a third of the events API's CPU; every API request
+    runs it). The organization is not joined: it loads on first access, which no API path does."""
+    global _AUTH_SQL
+    fields = ApiKey._meta.concrete_fields
+    if _AUTH_SQL is None:
+        columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
+        _AUTH_SQL = (
+            f"SELECT {columns} FROM {ApiKey._meta.db_table} WHERE key_hash = %s AND is_active "
+            "AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > %s) ORDER BY id LIMIT 1"
+        )
+    with connection.cursor() as cursor:
+        cursor.execute(_AUTH_SQL, [key_hash, now])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    values = [
+        field.from_db_value(value, None, connection) if hasattr(field, "from_db_value") else value
+        for field, value in zip(fields, row, strict=True)
+    ]
+    return ApiKey.from_db(connection.alias, [f.attname for f in fields], values)
 
 
 def api_key_revoke(*, api_key_id: Any, organization_id: Any) -> bool:

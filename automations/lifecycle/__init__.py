@@ -35,6 +35,7 @@ from automations.lifecycle.automation import (
 from automations.lifecycle.batch import (
     ClaimedStepRun,
     runs_finish_many,
+    runs_open_and_start_many,
     runs_open_many,
     step_runs_claim_due,
     step_runs_complete_many,
@@ -92,6 +93,7 @@ __all__ = [
     "run_open",
     "run_reduce",
     "runs_finish_many",
+    "runs_open_and_start_many",
     "runs_open_many",
     "step_run_claim",
     "step_run_claim_retry",

@@ -231,3 +231,106 @@ def runs_open_many(
             counts.setdefault(automation_id, {"entered": 0})["entered"] += 1
         record_run_counts(counts)
     return opened
+
+
+def runs_open_and_start_many(
+    items: Sequence[
+        tuple[Any, Any, Any, str, dict[str, Any] | None, AutomationStep | None, dt.datetime | None]
+    ],
+    *,
+    at: dt.datetime,
+) -> tuple[list[tuple[Any, Any]], list[AutomationStepRun]]:
+    """`runs_open_many` and `step_runs_create_many` of their step 0 in one go: for (automation id, organization
+    id, contact id, triggered_by, trigger_data, step 0 or None, step 0's due time or None) the `running` runs
+    (the partial unique index drops a contact's second running run), the `entered` counter deltas, step 0's
+    `pending` step run of each opened run and its counter delta. On PostgreSQL that is one statement (issue 12
+    item 3: data-modifying CTEs; the events API runs it on every call), elsewhere the two functions. Returns
+    (run id, automation id) of the runs opened and the step runs created for them."""
+    import json
+    import uuid
+
+    from automations.models import AutomationCounterDelta
+
+    if not items:
+        return [], []
+    if connection.vendor != "postgresql":
+        opened = runs_open_many(
+            [item[:5] for item in items], at=at, next_step_at={item[0]: item[6] for item in items}
+        )
+        first = {item[0]: item for item in items}
+        created = step_runs_create_many(
+            [
+                (
+                    AutomationRun(id=run_id, organization_id=first[a_id][1], automation_id=a_id),
+                    first[a_id][5],
+                    at,
+                    first[a_id][6],
+                )
+                for run_id, a_id in opened
+                if first[a_id][5] is not None
+            ]
+        )
+        return opened, created
+    values: list[str] = []
+    params: list[Any] = []
+    pending: dict[Any, AutomationStepRun] = {}
+    for automation_id, organization_id, contact_id, triggered_by, trigger_data, step, due in items:
+        run_id = uuid.uuid4()
+        row = None
+        if step is not None:
+            run = AutomationRun(id=run_id, organization_id=organization_id, automation_id=automation_id)
+            row = pending[run_id] = _pending_row(run, step, scheduled_at=at, delay_until=due)
+        values.append(
+            "(%s::uuid, %s::uuid, %s::uuid, %s::uuid, %s, %s::jsonb, %s::timestamptz, "
+            "%s::uuid, %s::uuid, %s::integer, %s)"
+        )
+        params += [
+            str(run_id),
+            str(organization_id),
+            str(automation_id),
+            str(contact_id),
+            triggered_by,
+            None if trigger_data is None else json.dumps(trigger_data),
+            due,
+            None if row is None else str(row.pk),
+            None if row is None else str(row.step_id),
+            None if row is None else row.step_index,
+            None if row is None else row.step_type,
+        ]
+    run_table = AutomationRun._meta.db_table
+    step_run_table = AutomationStepRun._meta.db_table
+    delta_table = AutomationCounterDelta._meta.db_table
+    sql = f"""
+        WITH v (id, organization_id, automation_id, contact_id, triggered_by, trigger_data, next_step_at,
+                step_run_id, step_id, step_index, step_type) AS (VALUES {", ".join(values)}),
+        run AS (
+            INSERT INTO {run_table} (id, organization_id, automation_id, contact_id, current_step_index,
+                steps_executed, status, started_at, triggered_by, trigger_data, next_step_at)
+            SELECT id, organization_id, automation_id, contact_id, 0, 0, %s, %s, triggered_by, trigger_data,
+                   next_step_at FROM v
+            ON CONFLICT DO NOTHING RETURNING id, automation_id
+        ),
+        entered AS (
+            INSERT INTO {delta_table} (automation_id, field, delta)
+            SELECT automation_id, 'entered', count(*) FROM run GROUP BY automation_id
+        ),
+        started AS (
+            SELECT v.* FROM v JOIN run ON run.id = v.id WHERE v.step_run_id IS NOT NULL
+        ),
+        step_run AS (
+            INSERT INTO {step_run_table} (id, organization_id, run_id, step_id, step_index, step_type, status,
+                scheduled_at, delay_until, retry_count, attempt)
+            SELECT step_run_id, organization_id, id, step_id, step_index, step_type, %s, %s, next_step_at, 0, 0
+            FROM started
+        ),
+        step_pending AS (
+            INSERT INTO {delta_table} (step_id, field, delta)
+            SELECT step_id, %s, count(*) FROM started GROUP BY step_id
+        )
+        SELECT id, automation_id FROM run
+    """
+    params += [RUNNING, at, PENDING, at, PENDING]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        opened = [(row[0], row[1]) for row in cursor.fetchall()]
+    return opened, [pending[run_id] for run_id, _ in opened if run_id in pending]

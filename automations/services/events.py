@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 import string
 import time
@@ -53,49 +54,91 @@ def event_record(
     actor: str,
 ) -> EventResult:
     """Store the event and its `event_received` activity and fan it out (AUT-17); raises ContactNotFound."""
-    from owlat.activities import activity_record
-    from owlat.contacts import contact_find_or_create, live_contacts, normalize_email
-    from owlat.models import Event
+    from owlat.contacts import contact_find_or_create, live_contact_id, normalize_email
     from owlat.triggers import fire_trigger
 
     address = normalize_email(email)
     # Issue 12 item 3: no savepoint of our own (the caller's transaction, or one without savepoints), the
-    # contact read once (the find-or-create only when it is missing), the fan-out before the event row so the
-    # row is inserted with its count (no UPDATE after), the runs opened set-based (automations.triggers).
-    contact = live_contacts(organization_id).filter(email=address).first()
-    if contact is None and not create_contact:
+    # contact's id read once (the find-or-create only when it is missing), the fan-out before the event row so
+    # the row is inserted with its count (no UPDATE after), the runs opened set-based (automations.triggers),
+    # the event and its activity in one statement.
+    contact_id = live_contact_id(organization_id, address)
+    if contact_id is None and not create_contact:
         raise ContactNotFound(address)
     with transaction.atomic(savepoint=False):
         created = False
-        if contact is None:
+        if contact_id is None:
             # Fires contact_created first (its runs are not counted below).
             contact, created = contact_find_or_create(
                 organization_id=organization_id, email=address, source="api", actor=actor, mode="upsert"
             )
+            contact_id = contact.pk
         run_ids = fire_trigger(
             "event_received",
             organization_id=organization_id,
-            contact_id=contact.pk,
+            contact_id=contact_id,
             data={"eventName": event_name, "eventProperties": event_properties},
         )
-        event = Event.objects.create(
-            id=new_event_id(),
+        event_id = _event_insert(
             organization_id=organization_id,
-            contact=contact,
+            contact_id=contact_id,
             event_name=event_name,
-            properties=event_properties,
-            triggered_automations=len(run_ids),
-        )
-        activity_record(
-            organization_id=organization_id,
-            contact_id=contact.pk,
-            activity_type="event_received",
-            metadata={"eventId": event.pk, "eventName": event_name, "eventProperties": event_properties},
+            event_properties=event_properties,
+            triggered=len(run_ids),
         )
     return EventResult(
-        event_id=event.pk,
-        contact_id=str(contact.pk),
+        event_id=event_id,
+        contact_id=str(contact_id),
         event_name=event_name,
         triggered_automations=len(run_ids),
         contact_created=created,
     )
+
+
+def _event_insert(
+    *, organization_id: Any, contact_id: Any, event_name: str, event_properties: Any, triggered: int
+) -> str:
+    """The event row (D-14) with its `event_received` activity (DOM-11); one statement on PostgreSQL."""
+    from django.db import connection
+    from django.utils import timezone
+
+    from owlat.activities import activity_insert_sql, activity_record
+    from owlat.models import Event
+
+    event_id = new_event_id()
+    now = timezone.now()
+    metadata = {"eventId": event_id, "eventName": event_name, "eventProperties": event_properties}
+    if connection.vendor != "postgresql":
+        Event.objects.create(
+            id=event_id,
+            organization_id=organization_id,
+            contact_id=contact_id,
+            event_name=event_name,
+            properties=event_properties,
+            triggered_automations=triggered,
+        )
+        activity_record(
+            organization_id=organization_id,
+            contact_id=contact_id,
+            activity_type="event_received",
+            metadata=metadata,
+            at=now,
+        )
+        return event_id
+    activity_sql, activity_params = activity_insert_sql(
+        organization_id=organization_id,
+        contact_id=contact_id,
+        activity_type="event_received",
+        metadata=metadata,
+        at=now,
+    )
+    sql = (
+        f"WITH event AS (INSERT INTO {Event._meta.db_table} "
+        "(id, organization_id, contact_id, event_name, properties, triggered_automations, created_at) "
+        f"VALUES (%s, %s::uuid, %s::uuid, %s, %s::jsonb, %s, %s)) {activity_sql}"
+    )
+    properties = None if event_properties is None else json.dumps(event_properties)
+    params = [event_id, str(organization_id), str(contact_id), event_name, properties, triggered, now]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*params, *activity_params])
+    return event_id
