@@ -14,10 +14,14 @@
 from __future__ import annotations
 
 import logging
+from functools import lru_cache
+from typing import Any
 from urllib.parse import urlsplit
 
 from corsheaders.middleware import CorsMiddleware
 from django.conf import settings
+from django.core.signals import setting_changed
+from django.dispatch import receiver
 from django.http import HttpRequest, HttpResponse
 from django.urls import Resolver404, resolve
 
@@ -65,21 +69,33 @@ class ApiCorsMiddleware(CorsMiddleware):
         return super().add_response_headers(request, response)
 
 
+@lru_cache(maxsize=4096)
+def _resolves(path_info: str, urlconf: str | None, root_urlconf: str) -> bool:
+    """Whether the path resolves. Cached per process (issue 12: the handler resolves every request again; the
+    URLconf does not change while a process runs, and the cache is cleared when a test changes settings)."""
+    try:
+        resolve(path_info, urlconf)
+    except Resolver404:
+        return False
+    return True
+
+
+@receiver(setting_changed)
+def _clear_resolves(**kwargs: Any) -> None:
+    _resolves.cache_clear()
+
+
 def _route_slash_optional(request: HttpRequest) -> None:
     """If the path resolves only with/without one trailing slash, route that form (no redirect)."""
     urlconf = getattr(request, "urlconf", None)
     path_info = request.path_info
-    try:
-        resolve(path_info, urlconf)
+    root = settings.ROOT_URLCONF
+    if _resolves(path_info, urlconf, root):
         return
-    except Resolver404:
-        pass
     alternative = path_info[:-1] if path_info.endswith("/") else path_info + "/"
     if not alternative or alternative == "/":
         return
-    try:
-        resolve(alternative, urlconf)
-    except Resolver404:
+    if not _resolves(alternative, urlconf, root):
         return
     script_prefix_len = len(request.path) - len(path_info)
     request.path_info = alternative
