@@ -109,6 +109,9 @@ def _orm_broker_direct() -> bool:
     )
 
 
+_broker_keys: dict[str | None, str] = {}  # queue → the broker's list key (fixed while the process runs)
+
+
 def _orm_broker_write(path: str, arg_lists: list[tuple | list], queue: str | None) -> None:
     """The ORM broker rows django-q2's `async_task` would write for `path(*args)` per `args` (same signed
     package, `pre_enqueue` signal sent), in one insert: written out on PostgreSQL (issue 12: `async_task` and
@@ -122,8 +125,9 @@ def _orm_broker_write(path: str, arg_lists: list[tuple | list], queue: str | Non
     from django_q.signing import SignedPackage
 
     cluster = queue if queue and queue != "default" else None
-    broker = get_broker(cluster)
-    key = broker.list_key or Conf.CLUSTER_NAME
+    key = _broker_keys.get(cluster)
+    if key is None:
+        key = _broker_keys[cluster] = get_broker(cluster).list_key or Conf.CLUSTER_NAME
     now = timezone.now()
     rows = []
     for args in arg_lists:

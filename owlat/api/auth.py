@@ -9,6 +9,7 @@ import time
 from dataclasses import dataclass
 
 from django.conf import settings
+from django.db import connection
 from django.db.models import Q
 from django.http import HttpRequest
 from django.utils import timezone
@@ -68,12 +69,26 @@ def touch_last_used(key: ApiKey, *, now: dt.datetime | None = None) -> None:
     if key.last_used_at is not None and now - key.last_used_at < LAST_USED_GRANULARITY:
         return
     try:
-        ApiKey.objects.filter(pk=key.pk).filter(
-            Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - LAST_USED_GRANULARITY)
-        ).update(last_used_at=now)
+        _touch(key.pk, now)
     except Exception:  # best effort: never fail a request over bookkeeping
         return
     key.last_used_at = now
+
+
+def _touch(key_id: object, now: dt.datetime) -> None:
+    """The conditional UPDATE of `touch_last_used`, written out on PostgreSQL (issue 12: the queryset cost ~2 ms
+    of CPU to build for an update that runs once a minute per key)."""
+    if connection.vendor != "postgresql":
+        ApiKey.objects.filter(pk=key_id).filter(
+            Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - LAST_USED_GRANULARITY)
+        ).update(last_used_at=now)
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {ApiKey._meta.db_table} SET last_used_at = %s "
+            "WHERE id = %s AND (last_used_at IS NULL OR last_used_at < %s)",
+            [now, key_id, now - LAST_USED_GRANULARITY],
+        )
 
 
 # --- rate limit (API-04) ---------------------------------------------------------------------------------
