@@ -44,6 +44,16 @@ class BoomView(ApiView):
         raise RuntimeError("secret internal detail")
 
 
+class RefusedAfterWriteView(ApiView):
+    required_scopes = {"POST": "contacts:write"}
+    empty_body_methods = frozenset({"POST"})
+
+    def post(self, request):
+        # writes a row, then refuses: a 4xx must roll the write back too (with or without Idempotency-Key)
+        Contact.objects.create(organization_id=self.organization_id, email="refused@example.com")
+        raise ApiError("invalid_state", "refused after a write", {"reason": "refused"})
+
+
 class TransitionView(ApiView):
     required_scopes = {"POST": "contacts:write"}
     empty_body_methods = frozenset({"POST"})
@@ -82,6 +92,7 @@ urlpatterns = [
             [
                 path("_test/flagged", FlaggedView.as_view()),
                 path("_test/boom", BoomView.as_view()),
+                path("_test/refused", RefusedAfterWriteView.as_view()),
                 path("_test/transition", TransitionView.as_view()),
                 path("_test/echo", EchoView.as_view()),
                 path("_test/plain-crash", plain_django_crash),
@@ -187,6 +198,20 @@ def test_a_5xx_rolls_back_the_handlers_writes(api):
     response = api.post("/_test/boom", {})
     assert response.status_code == 500
     assert not Contact.objects.filter(email="rolled-back@example.com").exists()
+
+
+@pytest.mark.parametrize("idempotency_key", [None, "refused-1"])
+def test_a_refusal_rolls_back_the_handlers_writes(api, idempotency_key):
+    # without an Idempotency-Key the view holds no savepoint of its own (issue 12): the transaction is rolled back
+    headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
+    response = api.post("/_test/refused", {}, headers=headers)
+    assert response.status_code == 422
+    assert not Contact.objects.filter(email="refused@example.com").exists()
+    if idempotency_key:  # the refusal is still stored and replayed
+        again = api.post("/_test/refused", {}, headers=headers)
+        assert again.status_code == 422 and again["Idempotent-Replayed"] == "true"
+    ok = api.post("/_test/echo", {"after": 1})  # the connection is usable after the rollback
+    assert ok.status_code == 201
 
 
 @override_settings(DEBUG=True)
