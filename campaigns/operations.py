@@ -104,7 +104,7 @@ def campaign_stats_backfill(
     if after:
         qs = qs.filter(pk__gt=after)
     while True:
-        batch = list(qs.filter(pk__gt=report.last_id) if report.last_id else qs)[:batch_size]
+        batch = list((qs.filter(pk__gt=report.last_id) if report.last_id else qs)[:batch_size])
         if not batch:
             break
         for campaign in batch:

@@ -84,3 +84,19 @@ def test_demo_data_has_a_sent_campaign_with_a_report_and_a_draft(db, settings):
     assert validate_ready_to_send(draft).ready
     bootstrap(demo=True, password="pw")  # idempotent
     assert Campaign.objects.filter(organization=org).count() == 2
+
+
+def test_backfill_reads_the_campaigns_one_batch_at_a_time(make_campaign):
+    """`--batch-size` bounds every read of the campaign table (it once loaded the whole table per batch)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from campaigns.operations import campaign_stats_backfill
+
+    made = sorted(str(make_campaign().pk) for _ in range(3))
+    with CaptureQueriesContext(connection) as ctx:
+        report = campaign_stats_backfill(apply=False, batch_size=2)
+    reads = [q["sql"] for q in ctx.captured_queries if 'FROM "campaigns_campaign"' in q["sql"]]
+    assert report.campaigns == 3 and report.last_id == made[-1]
+    assert len(reads) == 3  # two full batches' worth: 2 + 1 rows, then the empty one
+    assert all("LIMIT 2" in sql for sql in reads), reads
