@@ -9,7 +9,13 @@ from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count
 from django.db.models.functions import TruncHour
-from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
+from django.http import (
+    HttpRequest,
+    HttpResponse,
+    HttpResponseNotAllowed,
+    HttpResponseRedirect,
+    JsonResponse,
+)
 from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
@@ -35,6 +41,21 @@ BUTTONS = {
     "cancelled": [("duplicate", "Duplicate")],
     "pending_review": [],
 }
+
+
+def _uuid_or_none(value: Any) -> Any:
+    import uuid
+
+    try:
+        return uuid.UUID(str(value))
+    except (TypeError, ValueError, AttributeError):
+        return None
+
+
+def _manual_test_running(campaign: Campaign) -> bool:
+    """CMP-17: the "choose winner" buttons are shown only for a manual A/B test while it is testing (the others
+    are declared automatically after their window)."""
+    return campaign.ab_test_status == "testing" and campaign.ab_config().get("winnerCriteria") == "manual"
 
 
 def _rate(part: int, whole: int) -> str:
@@ -202,18 +223,20 @@ class CampaignAdmin(TenantModelAdmin):
 
     @admin.display(description="preview")
     def preview_link(self, obj: Campaign) -> str:
-        if not obj.pk or not obj.email_template_id:
-            return "Choose a template and save to preview."
+        if obj._state.adding or not obj.email_template_id:
+            return format_html('<span id="campaign-preview">{}</span>', "Choose a template to preview it.")
         url = reverse("admin:campaigns_campaign_preview", args=[obj.pk])
-        return format_html('<a href="{}" target="_blank">Open the rendered preview</a>', url)
+        return format_html(
+            '<span id="campaign-preview"><a href="{}" target="_blank">Open the rendered preview</a></span>',
+            url,
+        )
 
     @admin.display(description="eligible recipients now")
     def eligible_count(self, obj: Campaign) -> str:
-        if not obj.pk:
-            return "—"
         from campaigns.audience import audience_eligible_count
 
-        return str(audience_eligible_count(obj.organization_id, obj.audience))
+        count = "—" if obj._state.adding else audience_eligible_count(obj.organization_id, obj.audience)
+        return format_html('<span id="eligible-count">{}</span>', count)
 
     @admin.display(description="readiness")
     def preflight_panel(self, obj: Campaign) -> str:
@@ -342,6 +365,11 @@ class CampaignAdmin(TenantModelAdmin):
     def get_urls(self):
         return [
             path(
+                "eligible-count/",
+                self.admin_site.admin_view(self.eligible_count_view),
+                name="campaigns_campaign_eligible_count",
+            ),
+            path(
                 "<uuid:object_id>/preview/",
                 self.admin_site.admin_view(self.preview_view),
                 name="campaigns_campaign_preview",
@@ -384,6 +412,36 @@ class CampaignAdmin(TenantModelAdmin):
             subject_override=campaign.subject or None,
         )
         return HttpResponse(rendered.html)
+
+    def eligible_count_view(self, request: HttpRequest) -> HttpResponse:
+        """The editor's live count (`?kind=topic&topic=<id>` or `?kind=segment&segment=<id>`, and `campaign=<id>`
+        on a change page): the eligible recipients of the audience being picked, before it is saved. The
+        organization is the campaign's (tenant-filtered) or the active one; JSON `{"count": n}`, or 400 naming
+        the field."""
+        from campaigns.audience import AudienceError, audience_clean, audience_eligible_count
+
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        params = request.GET
+        organization_id = get_tenancy(request).organization_id
+        if params.get("campaign"):
+            campaign = self.get_queryset(request).filter(pk=_uuid_or_none(params["campaign"])).first()
+            if campaign is None:
+                return JsonResponse({"error": "Campaign not found", "field": "campaign"}, status=404)
+            organization_id = campaign.organization_id
+        if organization_id is None:
+            return JsonResponse(
+                {"error": "Choose an organization with the switch first", "field": "organization"}, status=400
+            )
+        kind = params.get("kind") or ""
+        if not kind:
+            return JsonResponse({"count": 0})
+        raw = {"kind": kind, "topicId": params.get("topic"), "segmentId": params.get("segment")}
+        try:
+            audience = audience_clean(organization_id, raw)
+        except AudienceError as exc:
+            return JsonResponse({"error": exc.message, "field": exc.field}, status=400)
+        return JsonResponse({"count": audience_eligible_count(organization_id, audience)})
 
     def transition_view(self, request: HttpRequest, object_id: Any, verb: str) -> HttpResponse:
         if request.method != "POST":
@@ -437,7 +495,7 @@ class CampaignAdmin(TenantModelAdmin):
         if obj is not None:
             buttons = []
             for verb, label in BUTTONS.get(obj.status, []):
-                if verb.startswith("winner-") and obj.ab_test_status != "testing":
+                if verb.startswith("winner-") and not _manual_test_running(obj):
                     continue
                 url = (
                     reverse("admin:campaigns_campaign_schedule", args=[obj.pk])
@@ -447,6 +505,16 @@ class CampaignAdmin(TenantModelAdmin):
                 buttons.append((url, label, verb == "schedule"))
             context["lifecycle_buttons"] = buttons
             context["auto_refresh"] = obj.status == "sending"
+        # the editor's live count and the template admin's preview of the template being picked (the campaign's
+        # own preview needs a save)
+        sentinel = "00000000-0000-0000-0000-000000000000"
+        context["editor_urls"] = {
+            "eligibleCount": reverse("admin:campaigns_campaign_eligible_count"),
+            "campaign": str(obj.pk) if obj is not None else "",
+            "templatePreview": reverse("admin:templates_emailtemplate_preview", args=[sentinel]).replace(
+                sentinel, "{id}"
+            ),
+        }
         return super().render_change_form(
             request, context, add=add, change=change, form_url=form_url, obj=obj
         )

@@ -111,7 +111,12 @@ EXPECTED: dict[str, tuple[frozenset[str], frozenset[str], tuple[str, ...], tuple
     "campaigns.Campaign": (
         ALL,
         ALL,
-        ("campaigns_campaign_preview", "campaigns_campaign_schedule", "campaigns_campaign_transition"),
+        (
+            "campaigns_campaign_eligible_count",
+            "campaigns_campaign_preview",
+            "campaigns_campaign_schedule",
+            "campaigns_campaign_transition",
+        ),
         (),
     ),
     "campaigns.CampaignReview": (NOBODY, NOBODY, ("campaigns_campaignreview_decide",), ("approve_selected",)),

@@ -127,3 +127,134 @@ def test_review_queue_is_platform_staff_only(
     # a second decision on a campaign no longer held changes nothing
     r = client.post(reverse("admin:campaigns_campaignreview_decide", args=[held.pk, "approve"]), follow=True)
     assert b"not pending review" in r.content
+
+
+def test_the_eligible_count_is_live_while_picking_the_audience(
+    client, django_user_model, org, topic, make_contact, make_campaign
+):
+    """Item 8: the editor asks for the count of the audience being picked, before it is saved; the count is of
+    the active (or the campaign's) organization only."""
+    from django.utils import timezone
+
+    from owlat.models import Topic
+    from testsupport.world import sending_organization
+
+    login(client, django_user_model, org)
+    make_contact(topic=topic)
+    make_contact(topic=topic)
+    make_contact(topic=topic, unsubscribed_at=timezone.now())  # not eligible
+    add = client.get(reverse("admin:campaigns_campaign_add"))
+    url = reverse("admin:campaigns_campaign_eligible_count")
+    assert f'"eligibleCount": "{url}"'.encode() in add.content and b"refreshCount" in add.content
+    assert b'id="eligible-count"' in add.content and b'id="campaign-preview"' in add.content
+    assert client.get(url, {"kind": "topic", "topic": str(topic.pk)}).json() == {"count": 2}
+    assert client.get(url, {"kind": ""}).json() == {"count": 0}
+    bad = client.get(url, {"kind": "topic", "topic": "nope"})
+    assert bad.status_code == 400 and bad.json()["field"] == "audience.topicId"
+    other = sending_organization("Other", "other.test")
+    theirs = Topic.objects.create(organization=other, name="Theirs")
+    assert client.get(url, {"kind": "topic", "topic": str(theirs.pk)}).status_code == 400
+    from campaigns.services import campaign_create
+
+    their_campaign = campaign_create(
+        organization_id=other.pk, actor="x", fields={"name": "Theirs"}, authority=SYSTEM
+    )
+    r = client.get(url, {"campaign": str(their_campaign.pk), "kind": "topic", "topic": str(theirs.pk)})
+    assert r.status_code == 404
+    mine = make_campaign()
+    r = client.get(url, {"campaign": str(mine.pk), "kind": "topic", "topic": str(topic.pk)})
+    assert r.json() == {"count": 2}
+
+
+def test_choose_winner_buttons_only_for_a_manual_test_while_testing(
+    client, django_user_model, org, make_campaign, topic, make_contact
+):
+    """CMP-17: the report's "choose winner" buttons are shown only for manual tests; declaring one sends the
+    winner to the remainder."""
+    from campaigns.abtest import ab_enable
+    from campaigns.services import campaign_send_now
+    from testsupport.queue import drain_queue
+
+    login(client, django_user_model, org)
+    for _ in range(10):
+        make_contact(topic=topic)
+    owner = Authority.member("owner")
+    cfg = {"testType": "subject", "variantBSubject": "B", "splitPercentage": 50}
+    manual = make_campaign()
+    timed = make_campaign()
+    assert ab_enable(
+        campaign=manual, config={**cfg, "winnerCriteria": "manual"}, actor="u", authority=owner
+    ).ok
+    assert ab_enable(
+        campaign=timed,
+        config={**cfg, "winnerCriteria": "open_rate", "testDuration": 4},
+        actor="u",
+        authority=owner,
+    ).ok
+    for c in (manual, timed):
+        assert campaign_send_now(authority=SYSTEM, campaign_id=c.pk, organization_id=org.pk, actor="u").ok
+    drain_queue(max_tasks=1000)
+    for c in (manual, timed):
+        c.refresh_from_db()
+        assert c.ab_test_status == "testing"
+    page = client.get(reverse("admin:campaigns_campaign_change", args=[manual.pk]))
+    assert b"Declare A the winner" in page.content and b"Declare B the winner" in page.content
+    page = client.get(reverse("admin:campaigns_campaign_change", args=[timed.pk]))
+    assert b"Declare A the winner" not in page.content and b"Declare B the winner" not in page.content
+    r = client.post(reverse("admin:campaigns_campaign_transition", args=[manual.pk, "winner-B"]), follow=True)
+    assert b"Done: winner-B." in r.content
+    drain_queue(max_tasks=1000)
+    manual.refresh_from_db()
+    assert manual.ab_winner == "B" and manual.status == "sent"
+
+
+def test_the_report_shows_every_outcome_with_its_rate_per_variant_and_over_time(
+    client, django_user_model, org, make_campaign, topic, make_contact
+):
+    """Item 8's report page: delivered / opened / clicked / bounced / complained / unsubscribed with their
+    rates, the A/B results per variant and the activity chart."""
+    from django.utils import timezone
+
+    from campaigns.abtest import ab_enable
+    from campaigns.services import campaign_send_now
+    from delivery.lifecycle import SendRef, send_transition
+    from delivery.models import EmailSend
+    from testsupport.queue import drain_queue
+
+    login(client, django_user_model, org)
+    for _ in range(8):
+        make_contact(topic=topic)
+    campaign = make_campaign()
+    cfg = {"testType": "subject", "variantBSubject": "B", "splitPercentage": 50, "winnerCriteria": "manual"}
+    assert ab_enable(campaign=campaign, config=cfg, actor="u", authority=Authority.member("owner")).ok
+    assert campaign_send_now(authority=SYSTEM, campaign_id=campaign.pk, organization_id=org.pk, actor="u").ok
+    drain_queue(max_tasks=1000)
+    sends = list(EmailSend.objects.filter(campaign_id=campaign.pk).order_by("contact_email"))
+    assert len(sends) == 8 and {s.status for s in sends} == {"sent"}
+    now = timezone.now()
+    events = [  # (row, event, payload): 6 delivered, 4 opened, 2 clicked, 1 bounced, 1 complained
+        *[(s, "delivered", {}) for s in sends[:6]],
+        *[(s, "opened", {}) for s in sends[:4]],
+        *[(s, "clicked", {"url": "https://example.org/post"}) for s in sends[:2]],
+        (sends[6], "bounced", {"bounce_type": "hard"}),
+        (sends[5], "complained", {}),
+    ]
+    for send, event, payload in events:
+        assert send_transition(SendRef("campaign", str(send.pk)), event, {"at": now, **payload}).ok, event
+    page = client.get(reverse("admin:campaigns_campaign_change", args=[campaign.pk]))
+    html = page.content.decode()
+    for label, count, rate in [
+        ("Sent", 8, ""),
+        ("Delivered", 6, "75.00 %"),
+        ("Opened", 4, "66.67 %"),
+        ("Clicked", 2, "33.33 %"),
+        ("Bounced", 1, "12.50 %"),
+        ("Complained", 1, "12.50 %"),
+        ("Unsubscribed", 0, "0.00 %"),
+    ]:
+        assert f"<tr><th>{label}</th><td>{count}</td><td>{rate}</td></tr>" in html, label
+    variants = {s.ab_variant for s in sends}
+    assert variants == {"A", "B"}
+    assert "Status: testing · winner: —" in html and "<th>A</th>" in html and "<th>B</th>" in html
+    assert "over time (per hour)" in html.lower() or "over time" in html
+    assert 'title="opened: 4"' in html and 'title="clicked: 2"' in html and 'title="sent: 8"' in html
