@@ -10,7 +10,8 @@
   DLV-21), and — per automation (delivery.mail_options) — the footer with the unsubscribe link (on by default,
   not repeated when the template has `{{unsubscribeUrl}}`) and open/click tracking (off by default);
 - transactional: the transactional template with the request's data variables, attachments;
-- every template of a row with a contact can use `{{unsubscribeUrl}}` and `{{preferencesUrl}}`;
+- every template of a row with a contact can use `{{unsubscribeUrl}}` and `{{preferencesUrl}}`; campaign templates
+  `{{viewInBrowserUrl}}` too (CMP-27: else the link is added above the footer when the campaign is archived);
 - the envelope sender is the row's VERP return path when `BOUNCE_DOMAIN` is set (delivery.verp);
 - agent_reply: the given body, `Auto-Submitted: auto-replied` and threading headers, no List-Unsubscribe;
 - test: the given content or template, subject prefixed "[Test] ".
@@ -30,6 +31,7 @@ from templates.rendering import contact_variables, prepare_template, prepared_us
 
 UNSUBSCRIBE_VARIABLE = "unsubscribeUrl"
 PREFERENCES_VARIABLE = "preferencesUrl"
+VIEW_IN_BROWSER_VARIABLE = "viewInBrowserUrl"
 
 
 class ComposeError(Exception):
@@ -134,6 +136,16 @@ def footer_html(*, unsubscribe: str | None, preferences: str | None, postal_addr
     )
 
 
+def view_in_browser_html(url: str) -> str:
+    """CMP-27's view-in-browser link (the campaign's public archive page), not tracked."""
+    if not url:
+        return ""
+    return (
+        '<p class="owlat-view-in-browser" style="margin-top:24px;font-size:12px;text-align:center">'
+        f'<a href="{html_lib.escape(url)}" data-no-track>View this email in your browser</a></p>'
+    )
+
+
 def footer_text(*, unsubscribe: str | None, preferences: str | None, postal_address: str) -> str:
     lines: list[str] = []
     if unsubscribe:
@@ -189,21 +201,29 @@ def compose_campaign(send: Any, ctx: Any, *, postal_address: str = "") -> Outgoi
         "lastName": send.contact_last_name or "",
         UNSUBSCRIBE_VARIABLE: unsubscribe or "",
         PREFERENCES_VARIABLE: preferences or "",
+        VIEW_IN_BROWSER_VARIABLE: ctx.view_in_browser_url or "",
     }
     rendered = render_prepared(prepared, variables)
     subject = send.personalized_subject or rendered.subject
+    # CMP-27: the archive link, unless the template places `{{viewInBrowserUrl}}` itself (never tracked)
+    view = "" if prepared_uses(prepared, VIEW_IN_BROWSER_VARIABLE) else (ctx.view_in_browser_url or "")
     # Topic and segment campaigns alike carry a visible unsubscribe link (issue 11 item 4 overrides DLV-21's
     # "segment campaigns: header only"), once: not in the footer when the template has {{unsubscribeUrl}}.
     body_unsubscribe = None if uses_unsubscribe else unsubscribe
     body_preferences = preferences if ctx.topic_id and not uses_preferences else None
     html = _insert_before_body_end(
         rendered.html,
-        footer_html(
+        view_in_browser_html(view)
+        + footer_html(
             unsubscribe=body_unsubscribe, preferences=body_preferences, postal_address=postal_address
         ),
     )
-    text = rendered.text + footer_text(
-        unsubscribe=body_unsubscribe, preferences=body_preferences, postal_address=postal_address
+    text = (
+        rendered.text
+        + (f"\n\nView this email in your browser: {view}" if view else "")
+        + footer_text(
+            unsubscribe=body_unsubscribe, preferences=body_preferences, postal_address=postal_address
+        )
     )
     if site and ctx.track:
         no_track = tuple(u for u in (unsubscribe, preferences, ctx.view_in_browser_url) if u)
