@@ -137,3 +137,58 @@ def test_variant_stats_use_ever_reached_buckets(make_campaign, make_contact):
     assert (s["sent"], s["delivered"], s["opened"], s["clicked"]) == (4, 2, 1, 1)
     assert s["openRate"] == 50.0 and s["clickRate"] == 50.0
     assert variant_stats(campaign.pk, "B")["openRate"] == 0.0
+
+
+def test_the_remainder_skips_every_contact_that_already_has_a_send_row(
+    make_campaign, org, topic, make_contact
+):
+    """CMP-33: the winner phase mails only held-back contacts (hash ≥ test fraction) without a send row of this
+    campaign — a held-back contact who already has one (here: given one before the winner was declared) is
+    not mailed again and keeps its row."""
+    from campaigns.abtest import ab_declare_winner, ab_enable
+    from campaigns.services import campaign_send_now
+    from delivery.models import EmailSend, LocalMessage
+    from delivery.services import CampaignRecipient, CampaignSendContext, create_batch
+    from testsupport.queue import drain_queue
+
+    contacts = [make_contact(topic=topic) for _ in range(30)]
+    campaign = make_campaign()
+    cfg = {"testType": "subject", "variantBSubject": "B", "splitPercentage": 10, "winnerCriteria": "manual"}
+    owner = Authority.member("owner")
+    assert ab_enable(campaign=campaign, config=cfg, actor="u", authority=owner).ok
+    assert campaign_send_now(
+        authority=Authority.system("test"), campaign_id=campaign.pk, organization_id=org.pk, actor="u"
+    ).ok
+    drain_queue(max_tasks=1000)
+    tf = cohort_fraction(10)
+    held_back = [c for c in contacts if hash_fraction(str(campaign.pk), str(c.pk)) >= tf]
+    cohort = [c for c in contacts if c not in held_back]
+    assert len(held_back) >= 2 and set(
+        EmailSend.objects.filter(campaign_id=campaign.pk).values_list("contact_id", flat=True)
+    ) == {c.pk for c in cohort}
+    early = held_back[0]
+    create_batch(
+        organization_id=org.pk,
+        campaign_id=campaign.pk,
+        context=CampaignSendContext(from_email="news@acme.test", from_name="Acme News"),
+        sends=[
+            CampaignRecipient(
+                contact_id=str(early.pk),
+                email=early.email,
+                email_template_id=str(campaign.email_template_id),
+                personalized_subject="sent early",
+            )
+        ],
+    )
+    drain_queue(max_tasks=1000)
+    assert ab_declare_winner(campaign_id=campaign.pk, winner="B", actor="u", authority=owner).ok
+    drain_queue(max_tasks=1000)
+    campaign.refresh_from_db()
+    assert campaign.status == "sent"
+    sends = EmailSend.objects.filter(campaign_id=campaign.pk)
+    assert sends.count() == 30 == len({s.contact_id for s in sends})
+    mine = sends.get(contact=early)
+    assert (mine.ab_variant, mine.personalized_subject) == (None, "sent early")
+    assert LocalMessage.objects.filter(send_id__in=sends.filter(contact=early).values("pk")).count() == 1
+    assert set(sends.filter(contact__in=held_back[1:]).values_list("ab_variant", flat=True)) == {"B"}
+    assert LocalMessage.objects.filter(send_id__in=sends.values("pk")).count() == 30

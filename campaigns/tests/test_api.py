@@ -206,3 +206,67 @@ def test_campaign_api_replay(api, org, template, topic):
     _, read_only = make_key(org, ["campaigns:read"])
     r = api.call("POST", "/campaigns", {"name": "Y"}, key=read_only)
     assert r.status_code == 403 and "campaigns:write" in r.json()["error"]["message"]
+
+
+def test_ab_campaign_api_replay(api, org, template, topic, make_contact):
+    """API-30 over HTTP: an A/B campaign sent, its per-variant stats, the send rows of one variant, the winner
+    declared (the remainder then gets it) and declared again (422); API-31's ever-reached stats."""
+    from django.utils import timezone
+
+    from delivery.lifecycle import SendRef, send_transition
+    from delivery.models import EmailSend
+    from testsupport.queue import drain_queue
+
+    for i in range(9):
+        make_contact(topic=topic, first_name=f"Q{i}")
+    body = {
+        "name": "April",
+        "emailTemplateId": str(template.pk),
+        "fromEmail": "news@acme.test",
+        "audience": {"kind": "topic", "topicId": str(topic.pk)},
+    }
+    cid = api.call("POST", "/campaigns", body).json()["data"]["id"]
+    config = {
+        "testType": "subject",
+        "variantBSubject": "Other",
+        "splitPercentage": 30,
+        "winnerCriteria": "manual",
+    }
+    r = api.call("POST", f"/campaigns/{cid}/ab-test/enable", config)
+    assert r.status_code == 200 and r.json()["data"]["abTest"]["splitPercentage"] == 30
+    r = api.call("POST", f"/campaigns/{cid}/ab-test/declare-winner", {"winner": "B"})
+    assert r.status_code == 422 and r.json()["error"]["data"]["reason"] == "not_testing"
+    assert api.call("POST", f"/campaigns/{cid}/send").status_code == 200
+    drain_queue(max_tasks=1000)
+    data = api.call("GET", f"/campaigns/{cid}").json()["data"]
+    assert data["status"] == "sending" and data["abTest"]["status"] == "testing"
+    rows = EmailSend.objects.filter(campaign_id=cid)
+    tested = rows.count()
+    assert 0 < tested < 12 and set(rows.values_list("ab_variant", flat=True)) <= {"A", "B"}
+    # ever reached: a row opened without a delivery event counts as delivered too
+    opened = rows.filter(ab_variant="B").first() or rows.first()
+    assert send_transition(SendRef("campaign", str(opened.pk)), "opened", {"at": timezone.now()}).ok
+    stats = api.call("GET", f"/campaigns/{cid}/stats").json()["data"]
+    assert stats["sent"] == tested and stats["delivered"] == 1 and stats["opened"] == 1
+    assert stats["openRate"] == 100.0 and stats["deliveryRate"] == round(100 / tested, 2)
+    variants = stats["variants"]
+    assert variants["A"]["sent"] + variants["B"]["sent"] == tested
+    assert variants[opened.ab_variant]["openRate"] == 100.0
+    r = api.call("GET", f"/campaigns/{cid}/sends", params={"variant": "B"})
+    assert {row["abVariant"] for row in r.json()["data"]} <= {"B"}
+    assert len(r.json()["data"]) == rows.filter(ab_variant="B").count()
+    r = api.call("POST", f"/campaigns/{cid}/ab-test/declare-winner", {"winner": "C"})
+    assert r.status_code == 400 and r.json()["error"]["data"]["field"] == "winner"
+    r = api.call("POST", f"/campaigns/{cid}/ab-test/declare-winner", {"winner": "B"})
+    assert r.status_code == 200 and r.json()["transition"] == {
+        "applied": "transitioned",
+        "from": "testing",
+        "to": "winner_selected",
+    }
+    assert r.json()["data"]["abTest"]["winner"] == "B"
+    drain_queue(max_tasks=1000)
+    data = api.call("GET", f"/campaigns/{cid}").json()["data"]
+    assert data["status"] == "sent" and rows.count() == 12
+    assert rows.filter(ab_variant=None).count() == 0 and rows.filter(ab_variant="B").count() >= 12 - tested
+    r = api.call("POST", f"/campaigns/{cid}/ab-test/declare-winner", {"winner": "A"})
+    assert r.status_code == 422 and r.json()["error"]["data"]["reason"] == "not_testing"
