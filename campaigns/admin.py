@@ -240,6 +240,8 @@ class CampaignAdmin(TenantModelAdmin):
 
     @admin.display(description="readiness")
     def preflight_panel(self, obj: Campaign) -> str:
+        if obj.status not in ("draft", "scheduled"):
+            return f"Not applicable: the campaign is {obj.get_status_display().lower()}."
         result = validate_ready_to_send(obj)
         warnings = format_html_join("", "<li>{}</li>", ((w,) for w in result.warnings))
         if result.ready:
@@ -286,9 +288,12 @@ class CampaignAdmin(TenantModelAdmin):
             ("Complained", s["complained"], _rate(s["complained"], s["sent"])),
             ("Unsubscribed", s["unsubscribed"], _rate(s["unsubscribed"], s["sent"])),
             ("Failed", s["failed"], ""),
+            ("Outcome unknown", s["outcome_unknown"], ""),  # D-07: its own number, never re-sent
         ]
         body = format_html_join("", "<tr><th>{}</th><td>{}</td><td>{}</td></tr>", rows)
-        return format_html('<table class="campaign-report">{}</table>', body)
+        return format_html(
+            '<table class="campaign-report"><tr><th></th><th>count</th><th>rate</th></tr>{}</table>', body
+        )
 
     @admin.display(description="A/B results")
     def ab_results(self, obj: Campaign) -> str:
@@ -313,7 +318,7 @@ class CampaignAdmin(TenantModelAdmin):
             rows,
         )
         return format_html(
-            "Status: {} · winner: {}<table><tr><th></th><th>sent</th><th>delivered</th><th>opened</th>"
+            'Status: {} · winner: {}<table class="campaign-ab"><tr><th></th><th>sent</th><th>delivered</th><th>opened</th>'
             "<th>clicked</th><th>open rate</th><th>click rate</th></tr>{}</table>",
             obj.ab_test_status or "—",
             obj.ab_winner or "—",
