@@ -7,8 +7,6 @@ from typing import Any
 
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
-from django.db.models import Count
-from django.db.models.functions import TruncHour
 from django.http import (
     HttpRequest,
     HttpResponse,
@@ -18,13 +16,11 @@ from django.http import (
 )
 from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
-from django.utils.html import format_html, format_html_join
-from django.utils.safestring import mark_safe
 
 from campaigns import abtest, services
 from campaigns.admin_forms import CampaignForm, ScheduleForm, form_page
-from campaigns.models import Campaign, CampaignSendJob
-from campaigns.preflight import validate_ready_to_send
+from campaigns.admin_panels import CampaignPanels
+from campaigns.models import Campaign
 from owlat.admin_tenancy import TenantModelAdmin, get_tenancy
 from owlat.permissions import Authority
 
@@ -58,12 +54,8 @@ def _manual_test_running(campaign: Campaign) -> bool:
     return campaign.ab_test_status == "testing" and campaign.ab_config().get("winnerCriteria") == "manual"
 
 
-def _rate(part: int, whole: int) -> str:
-    return f"{part / whole * 100:.2f} %" if whole else "0.00 %"
-
-
 @admin.register(Campaign)
-class CampaignAdmin(TenantModelAdmin):
+class CampaignAdmin(CampaignPanels, TenantModelAdmin):
     form = CampaignForm
     manage_permission = "campaigns:manage"
     feature_flag = "campaigns"
@@ -211,160 +203,6 @@ class CampaignAdmin(TenantModelAdmin):
                 )
             except services.CampaignError as exc:
                 messages.error(request, f'"{campaign.name}": {exc.message}')
-
-    # -- read-only panels -------------------------------------------------------------------------------------------
-    @admin.display(description="audience")
-    def audience_label(self, obj: Campaign) -> str:
-        return (obj.audience or {}).get("kind", "—") if isinstance(obj.audience, dict) else "—"
-
-    @admin.display(description="open rate")
-    def open_rate(self, obj: Campaign) -> str:
-        return _rate(obj.stats_opened, obj.stats_delivered)
-
-    @admin.display(description="preview")
-    def preview_link(self, obj: Campaign) -> str:
-        if obj._state.adding or not obj.email_template_id:
-            return format_html('<span id="campaign-preview">{}</span>', "Choose a template to preview it.")
-        url = reverse("admin:campaigns_campaign_preview", args=[obj.pk])
-        return format_html(
-            '<span id="campaign-preview"><a href="{}" target="_blank">Open the rendered preview</a></span>',
-            url,
-        )
-
-    @admin.display(description="eligible recipients now")
-    def eligible_count(self, obj: Campaign) -> str:
-        from campaigns.audience import audience_eligible_count
-
-        count = "—" if obj._state.adding else audience_eligible_count(obj.organization_id, obj.audience)
-        return format_html('<span id="eligible-count">{}</span>', count)
-
-    @admin.display(description="readiness")
-    def preflight_panel(self, obj: Campaign) -> str:
-        if obj.status not in ("draft", "scheduled"):
-            return f"Not applicable: the campaign is {obj.get_status_display().lower()}."
-        result = validate_ready_to_send(obj)
-        warnings = format_html_join("", "<li>{}</li>", ((w,) for w in result.warnings))
-        if result.ready:
-            return format_html('<strong style="color:#15803d">Ready to send.</strong><ul>{}</ul>', warnings)
-        return format_html(
-            '<strong style="color:#b91c1c">Not ready</strong> ({}): {}<ul>{}</ul>',
-            result.reason,
-            result.message,
-            warnings,
-        )
-
-    @admin.display(description="progress")
-    def progress(self, obj: Campaign) -> str:
-        from delivery.services import campaign_send_stats
-
-        job = CampaignSendJob.objects.filter(campaign=obj).first()
-        s = campaign_send_stats(obj.pk)
-        walk = (
-            f"walk {job.phase} ({job.variant_mode}): {job.pages} pages, {job.total_candidates} eligible, "
-            f"{job.enqueued_count} enqueued"
-            if job
-            else "not started"
-        )
-        return format_html(
-            "{}<br>sent {} · failed {} · still queued {} · outcome unknown {}",
-            walk,
-            s["sent"],
-            s["failed"],
-            s["queued"],
-            s["outcome_unknown"],
-        )
-
-    @admin.display(description="results")
-    def report(self, obj: Campaign) -> str:
-        from delivery.services import campaign_send_stats
-
-        s = campaign_send_stats(obj.pk)
-        rows = [
-            ("Sent", s["sent"], ""),
-            ("Delivered", s["delivered"], _rate(s["delivered"], s["sent"])),
-            ("Opened", s["opened"], _rate(s["opened"], s["delivered"])),
-            ("Clicked", s["clicked"], _rate(s["clicked"], s["delivered"])),
-            ("Bounced", s["bounced"], _rate(s["bounced"], s["sent"])),
-            ("Complained", s["complained"], _rate(s["complained"], s["sent"])),
-            ("Unsubscribed", s["unsubscribed"], _rate(s["unsubscribed"], s["sent"])),
-            ("Failed", s["failed"], ""),
-            ("Outcome unknown", s["outcome_unknown"], ""),  # D-07: its own number, never re-sent
-        ]
-        body = format_html_join("", "<tr><th>{}</th><td>{}</td><td>{}</td></tr>", rows)
-        return format_html(
-            '<table class="campaign-report"><tr><th></th><th>count</th><th>rate</th></tr>{}</table>', body
-        )
-
-    @admin.display(description="A/B results")
-    def ab_results(self, obj: Campaign) -> str:
-        if not obj.is_ab_test:
-            return "Not an A/B test."
-        per = {v: abtest.variant_stats(obj.pk, v) for v in ("A", "B")}
-        rows = [
-            (
-                v,
-                per[v]["sent"],
-                per[v]["delivered"],
-                per[v]["opened"],
-                per[v]["clicked"],
-                per[v]["openRate"],
-                per[v]["clickRate"],
-            )
-            for v in ("A", "B")
-        ]
-        body = format_html_join(
-            "",
-            "<tr><th>{}</th><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} %</td><td>{} %</td></tr>",
-            rows,
-        )
-        return format_html(
-            'Status: {} · winner: {}<table class="campaign-ab"><tr><th></th><th>sent</th><th>delivered</th><th>opened</th>'
-            "<th>clicked</th><th>open rate</th><th>click rate</th></tr>{}</table>",
-            obj.ab_test_status or "—",
-            obj.ab_winner or "—",
-            body,
-        )
-
-    @admin.display(description="over time (per hour)")
-    def activity_chart(self, obj: Campaign) -> str:
-        from delivery.models import EmailSend
-
-        base = EmailSend.objects.filter(campaign_id=obj.pk)
-        series: dict[Any, dict[str, int]] = {}
-        for field in ("sent_at", "opened_at", "clicked_at"):
-            for row in (
-                base.filter(**{f"{field}__isnull": False})
-                .annotate(hour=TruncHour(field))
-                .values("hour")
-                .annotate(n=Count("pk"))
-                .order_by("hour")[:72]
-            ):
-                series.setdefault(row["hour"], {})[field] = row["n"]
-        if not series:
-            return "No activity yet."
-        peak = max(max(v.values()) for v in series.values()) or 1
-        colours = {"sent_at": "#64748b", "opened_at": "#2563eb", "clicked_at": "#16a34a"}
-        bars = []
-        for hour in sorted(series):
-            cells = format_html_join(
-                "",
-                '<span title="{}: {}" style="display:inline-block;height:10px;width:{}px;background:{}"></span>',
-                (
-                    (
-                        name.removesuffix("_at"),
-                        series[hour].get(name, 0),
-                        int(240 * series[hour].get(name, 0) / peak),
-                        c,
-                    )
-                    for name, c in colours.items()
-                ),
-            )
-            bars.append(format_html("<div><code>{}</code> {}</div>", hour.strftime("%Y-%m-%d %H:00"), cells))
-        legend = mark_safe(
-            '<div><span style="color:#64748b">■ sent</span> <span style="color:#2563eb">■ opened</span> '
-            '<span style="color:#16a34a">■ clicked</span></div>'
-        )
-        return format_html("{}{}", legend, mark_safe("".join(str(b) for b in bars)))
 
     # -- buttons ------------------------------------------------------------------------------------------------------
     def get_urls(self):
