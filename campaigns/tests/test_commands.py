@@ -10,9 +10,9 @@ from django.core.management import CommandError, call_command
 from campaigns.models import Campaign
 
 
-def run(*args):
+def run(*args, stderr=None):
     out = io.StringIO()
-    call_command(*args, stdout=out, stderr=io.StringIO())
+    call_command(*args, stdout=out, stderr=stderr if stderr is not None else io.StringIO())
     return out.getvalue()
 
 
@@ -60,7 +60,9 @@ def test_backfill_is_a_dry_run_unless_apply(make_campaign, topic, make_contact):
     run("campaign_transition", str(campaign.pk), "send")
     drain_queue(max_tasks=100)
     Campaign.objects.filter(pk=campaign.pk).update(stats_sent=7)
-    out = run("backfill_campaign_stats")
+    progress = io.StringIO()
+    out = run("backfill_campaign_stats", stderr=progress)
+    assert "1/1" in progress.getvalue() and "campaign" in progress.getvalue()  # the progress bar
     assert "stats_sent 7→1" in out and "1 with wrong counters" in out and "dry run" in out
     assert Campaign.objects.get(pk=campaign.pk).stats_sent == 7
     run("backfill_campaign_stats", "--apply")
@@ -100,3 +102,45 @@ def test_backfill_reads_the_campaigns_one_batch_at_a_time(make_campaign):
     assert report.campaigns == 3 and report.last_id == made[-1]
     assert len(reads) == 3  # two full batches' worth: 2 + 1 rows, then the empty one
     assert all("LIMIT 2" in sql for sql in reads), reads
+
+
+def test_approve_from_the_command_line_sends_and_is_not_held_again(
+    make_campaign, template, topic, make_contact
+):
+    from testsupport.queue import drain_queue
+
+    template.html_content = '<p>Hi</p><a href="https://bit.ly/x">Go</a>'
+    template.subject = "HELLO THERE!!!"
+    template.save()
+    make_contact(topic=topic)
+    campaign = make_campaign()
+    run("campaign_transition", str(campaign.pk), "send")
+    drain_queue(max_tasks=100)
+    campaign.refresh_from_db()
+    assert campaign.status == "pending_review"
+    assert "would move pending_review → sending" in run(
+        "campaign_transition", str(campaign.pk), "approve", "--dry-run"
+    )
+    out = run("campaign_transition", str(campaign.pk), "approve", "--actor", "system:ops-review")
+    assert "transitioned: pending_review → sending" in out
+    drain_queue(max_tasks=100)
+    campaign.refresh_from_db()
+    assert campaign.status == "sent" and campaign.approved_content_fingerprint
+
+
+def test_reconcile_command_completes_a_finished_send(make_campaign, topic, make_contact, monkeypatch):
+    """CMP-14 by hand: a sending campaign whose rows have all left the queue but whose completion callback
+    (DLV-18) was lost stays `sending` until the reconcile completes it and rolls its counters up."""
+    from delivery.lifecycle import refs
+    from testsupport.queue import drain_queue
+
+    make_contact(topic=topic)
+    campaign = make_campaign()
+    monkeypatch.setitem(refs._completion_handlers, "campaign", [])  # the lost callback
+    run("campaign_transition", str(campaign.pk), "send")
+    drain_queue(max_tasks=100)
+    campaign.refresh_from_db()
+    assert campaign.status == "sending" and campaign.stats_sent == 0
+    assert "reconciled 1 sending campaigns, completed 1" in run("reconcile_sending_campaigns")
+    campaign.refresh_from_db()
+    assert campaign.status == "sent" and campaign.stats_sent == 1
