@@ -201,6 +201,18 @@ def test_campaign_api_replay(api, org, template, topic):
     r = api.call("POST", f"/campaigns/{cid}/duplicate")
     assert r.status_code == 201 and r.json()["data"]["name"] == "Copy of March"
     copy_id = r.json()["data"]["id"]
+    # cancel a scheduled copy: final (CMP-11)
+    assert api.call("POST", f"/campaigns/{copy_id}/schedule", {"scheduledAt": soon}).status_code == 200
+    r = api.call("POST", f"/campaigns/{copy_id}/cancel")
+    assert r.status_code == 200 and r.json()["transition"] == {
+        "applied": "transitioned",
+        "from": "scheduled",
+        "to": "cancelled",
+    }
+    assert r.json()["data"]["status"] == "cancelled" and TS.match(r.json()["data"]["cancelledAt"])
+    r = api.call("POST", f"/campaigns/{copy_id}/send")
+    assert r.status_code == 422 and r.json()["error"]["data"]["reason"] == "terminal"
+    assert r.json()["error"]["message"] == "Only draft or scheduled campaigns can be sent"
     assert api.call("DELETE", f"/campaigns/{copy_id}").json() == {"data": {"id": copy_id, "deleted": True}}
     # scope
     _, read_only = make_key(org, ["campaigns:read"])
