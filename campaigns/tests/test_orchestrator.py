@@ -391,7 +391,14 @@ def test_ab_test_phases_never_mail_the_test_cohort_twice(make_campaign, org, top
     send_transition(SendRef("campaign", str(b_row.pk)), "opened", {"at": timezone.now()})
     due = DueTask.objects.get(func__endswith="campaign_ab_auto_winner_task")
     assert due.due_at > timezone.now() + dt.timedelta(hours=1, minutes=59)
-    assert ab_auto_declare(campaign.pk) == "winner B"
+    # the due task runs only after the window: not at +1 h 50 min, then at +2 h 1 min (the dispatcher's path)
+    from owlat.jobs import dispatch_due_tasks
+
+    assert dispatch_due_tasks(now=timezone.now() + dt.timedelta(hours=1, minutes=50)) == 0
+    assert dispatch_due_tasks(now=due.due_at + dt.timedelta(minutes=1)) == 1
+    ran = drain_queue(max_tasks=5000, dispatch_due=False)
+    [auto] = [t for t in ran if t.func.endswith("campaign_ab_auto_winner_task")]
+    assert auto.ok and auto.result == "winner B"
     assert ab_auto_declare(campaign.pk) == "skipped: not testing"
     drain_queue(max_tasks=5000)
     campaign.refresh_from_db()
