@@ -46,7 +46,14 @@ class CampaignPanels:
     def eligible_count(self, obj: Campaign) -> str:
         from campaigns.audience import audience_eligible_count
 
-        count = "—" if obj._state.adding else audience_eligible_count(obj.organization_id, obj.audience)
+        if obj._state.adding:
+            count: Any = "—"
+        elif obj.status not in ("draft", "scheduled"):
+            # the audience was frozen at send: the walk's own numbers are under Progress (and the page reloads
+            # every 5 s while sending, so no audience walk here)
+            count = "see Progress (counted when the send started)"
+        else:
+            count = audience_eligible_count(obj.organization_id, obj.audience)
         return format_html('<span id="eligible-count">{}</span>', count)
 
     @admin.display(description="readiness")

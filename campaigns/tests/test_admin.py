@@ -255,6 +255,7 @@ def test_the_report_shows_every_outcome_with_its_rate_per_variant_and_over_time(
         assert f"<tr><th>{label}</th><td>{count}</td><td>{rate}</td></tr>" in html, label
     assert "<tr><th>Outcome unknown</th><td>0</td><td></td></tr>" in html
     assert "Not applicable: the campaign is sending." in html  # pre-flight is for drafts and scheduled ones
+    assert "see Progress (counted when the send started)" in html  # no audience walk on every 5 s reload
     variants = {s.ab_variant for s in sends}
     assert variants == {"A", "B"}
     assert "Status: testing · winner: —" in html and "<th>A</th>" in html and "<th>B</th>" in html
