@@ -29,7 +29,6 @@ import os
 import sys
 import threading
 import time
-import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -64,13 +63,12 @@ def parse_args() -> argparse.Namespace:
 
 
 def seed(rows: int, keys: int):
-    from django.db import transaction
-
-    from delivery.services import CampaignRecipient, CampaignSendContext, create_batch
+    from delivery.services import CampaignSendContext
     from owlat.apikeys import api_key_create
     from owlat.models import Contact, Domain, DomainStatus
     from owlat.organizations import organization_create
     from templates.models import EmailTemplate, TransactionalEmail
+    from testsupport.world import campaign_send_rows
 
     org = organization_create(name="Bench", default_from_email="hello@bench.test", default_from_name="Bench")
     Domain.objects.create(organization=org, domain="bench.test", status=DomainStatus.VERIFIED)
@@ -95,25 +93,9 @@ def seed(rows: int, keys: int):
         ],
         batch_size=2000,
     )
-    contacts = list(Contact.objects.filter(organization=org).values_list("pk", "email", "first_name"))
-    campaign_id = str(uuid.uuid4())
-    context = CampaignSendContext(from_email="hello@bench.test", from_name="Bench")
-    ids: list[str] = []
-    for start in range(0, len(contacts), 1000):
-        with transaction.atomic():
-            result = create_batch(
-                organization_id=org.pk,
-                campaign_id=campaign_id,
-                context=context,
-                sends=[
-                    CampaignRecipient(
-                        contact_id=str(pk), email=email, first_name=fn, email_template_id=str(template.pk)
-                    )
-                    for pk, email, fn in contacts[start : start + 1000]
-                ],
-                enqueue=False,
-            )
-        ids.extend(result.values())
+    ids = campaign_send_rows(
+        org, template, CampaignSendContext(from_email="hello@bench.test", from_name="Bench")
+    )
     raw_keys = [
         api_key_create(organization_id=org.pk, name=f"bench {i}", scopes=["transactional:send"])[1]
         for i in range(keys)

@@ -1,6 +1,6 @@
-"""What tests and benchmarks build alike: an organization that may send, and the automation steps of the
-welcome-style worlds (email → condition on the `plan` property → email). Django models are imported inside the
-functions (see `testsupport/__init__.py`)."""
+"""What tests and benchmarks build alike: an organization that may send, a campaign's queued send rows, and
+the automation steps of the welcome-style worlds (email → condition on the `plan` property → email). Django
+models are imported inside the functions (see `testsupport/__init__.py`)."""
 
 from __future__ import annotations
 
@@ -23,6 +23,40 @@ def sending_organization(
         org.save()
     Domain.objects.create(organization=org, domain=domain, status=DomainStatus.VERIFIED)
     return org
+
+
+def campaign_send_rows(organization: Any, template: Any, context: Any, *, page: int = 1000) -> list[str]:
+    """Queued send rows of a new campaign sending `template` to every contact of `organization`, made through
+    `create_batch` a page of `page` contacts at a time (a transaction each) and not handed to the campaign pool
+    yet; `context` is the campaign's `CampaignSendContext`. Returns the send ids."""
+    import uuid
+
+    from django.db import transaction
+
+    from delivery.services import CampaignRecipient, create_batch
+    from owlat.models import Contact
+
+    contacts = list(
+        Contact.objects.filter(organization=organization).values_list("pk", "email", "first_name")
+    )
+    campaign_id = str(uuid.uuid4())
+    ids: list[str] = []
+    for start in range(0, len(contacts), page):
+        with transaction.atomic():
+            result = create_batch(
+                organization_id=organization.pk,
+                campaign_id=campaign_id,
+                context=context,
+                sends=[
+                    CampaignRecipient(
+                        contact_id=str(pk), email=email, first_name=fn, email_template_id=str(template.pk)
+                    )
+                    for pk, email, fn in contacts[start : start + page]
+                ],
+                enqueue=False,
+            )
+        ids.extend(result.values())
+    return ids
 
 
 def email_step(template: Any) -> dict[str, Any]:

@@ -19,12 +19,12 @@ import os
 import subprocess
 import sys
 import time
-import uuid
 
 import pytest
 from django.db import connection
 
 from testsupport.workers import BASE_DIR, WorkerSet, worker_environment
+from testsupport.world import campaign_send_rows
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -80,7 +80,7 @@ def redis_db():
 
 def _world(n_campaign: int, n_stream: int) -> tuple[list[str], list[str]]:
     from delivery.models import TransactionalSend
-    from delivery.services import CampaignRecipient, CampaignSendContext, create_batch
+    from delivery.services import CampaignSendContext
     from owlat.models import Contact, Domain, DomainStatus
     from owlat.organizations import organization_create
     from templates.models import EmailTemplate
@@ -97,24 +97,9 @@ def _world(n_campaign: int, n_stream: int) -> tuple[list[str], list[str]]:
         ],
         batch_size=2000,
     )
-    contacts = list(Contact.objects.filter(organization=org).values_list("pk", "email", "first_name"))
-    context = CampaignSendContext(from_email="news@hosts.test", from_name="Hosts", topic_id=None)
-    campaign_id = str(uuid.uuid4())
-    campaign_ids: list[str] = []
-    for start in range(0, len(contacts), 1000):
-        result = create_batch(
-            organization_id=org.pk,
-            campaign_id=campaign_id,
-            context=context,
-            sends=[
-                CampaignRecipient(
-                    contact_id=str(pk), email=email, first_name=fn, email_template_id=str(template.pk)
-                )
-                for pk, email, fn in contacts[start : start + 1000]
-            ],
-            enqueue=False,
-        )
-        campaign_ids.extend(result.values())
+    campaign_ids = campaign_send_rows(
+        org, template, CampaignSendContext(from_email="news@hosts.test", from_name="Hosts", topic_id=None)
+    )
     stream = TransactionalSend.objects.bulk_create(
         [
             TransactionalSend(
@@ -137,6 +122,22 @@ def _rate(times: list[float]) -> tuple[float, float]:
     times = sorted(times)
     duration = times[-1] - times[0]
     return ((len(times) - 1) / duration if duration > 0 else 0.0), duration
+
+
+def _timeline(accepted: dict[str, list[tuple[float, str]]], wanted: set[str], width: float = 10.0) -> str:
+    """Campaign acceptances per `width` seconds and host, from the first one: where a shortfall happened."""
+    start = min(t for rows in accepted.values() for t, r in rows if r in wanted)
+    buckets: dict[int, dict[str, int]] = {}
+    for name, rows in accepted.items():
+        for t, r in rows:
+            if r in wanted:
+                per = buckets.setdefault(int((t - start) // width), {})
+                per[name] = per.get(name, 0) + 1
+    return "\n".join(
+        f"  {i * width:5.0f}s  {sum(per.values()) / width:6.1f}/s  "
+        + "  ".join(f"{name} {per.get(name, 0)}" for name in accepted)
+        for i, per in sorted(buckets.items())
+    )
 
 
 def test_two_clusters_on_one_redis_deliver_once_at_the_global_rate(redis_db, tmp_path, settings):
@@ -223,7 +224,8 @@ def test_two_clusters_on_one_redis_deliver_once_at_the_global_rate(redis_db, tmp
     rate, duration = _rate([t for rows in accepted.values() for t, r in rows if r in emails])
     load = os.getloadavg()[0]
     print(
-        f"\ncombined campaign rate {rate:.1f}/s (global {RATE:.0f}/s); per host {per_host}; load {load:.1f}"
+        f"\ncombined campaign rate {rate:.1f}/s over {duration:.1f}s (global {RATE:.0f}/s); per host {per_host}; "
+        f"load {load:.1f}\n{_timeline(accepted, set(emails))}"
     )
     # the bucket's one-second burst (D-06) may add RATE messages over the whole send (1 % at 10,000 rows)
     limit = RATE * 1.05 + RATE / duration
