@@ -82,6 +82,9 @@ class SendRowFields(models.Model):
     claim_token = models.UUIDField(null=True, blank=True)
     handed_off_at = models.DateTimeField(null=True, blank=True)
     outcome_unknown = models.BooleanField(default=False)
+    # D-07 recovery: when the orphan sweep last handed this row to its pool again; it is not handed out again
+    # before `delivery.lifecycle.redrive_lease` ran out, however long a stuck queue leaves it unclaimed.
+    redriven_at = models.DateTimeField(null=True, blank=True)
     dispatch_attempts = models.PositiveSmallIntegerField(default=0)
     deleted_at = models.DateTimeField(null=True, blank=True)
 

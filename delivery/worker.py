@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.db import transaction
 from django.utils import timezone
 
 from delivery import attachments as attachment_fetch
@@ -41,6 +42,7 @@ from delivery.lifecycle import (
     claim_orphans,
     claim_queued,
     claim_sends,
+    lease_orphans,
     mark_handed_off_many,
     mark_outcome_unknown,
     model_for,
@@ -445,8 +447,6 @@ def _dispatch_batch(
 def _park(kind: str, row: Any, token: uuid.UUID, result: Any, at: dt.datetime) -> bool:
     """A retryable refusal with attempts left (issue 12 item 5): park the row and hand it to its pool as a due
     task after the provider's delay, in one transaction, instead of sleeping in this job."""
-    from django.db import transaction
-
     from delivery.services import pool_for
     from owlat.jobs import enqueue
 
@@ -513,7 +513,7 @@ def reap_stuck_sends(*, apply: bool, now: dt.datetime | None = None, limit: int 
     """D-07 recovery:
     - queued rows no live job holds (never claimed for `orphan_after(kind)`, or claimed without hand-off under
       a claim nobody renewed for `SEND_CLAIM_LEASE_SECONDS`) are handed to their pool again (they were never
-      on the wire);
+      on the wire), each once per `redrive_lease(kind)` (`lease_orphans`) while its queue consumes nothing;
     - rows handed off without a recorded result under such a dead claim are flagged outcome-unknown (never
       re-sent);
     - outcome-unknown rows older than 24 hours become `failed` `PROVIDER_ACCEPTANCE_UNCONFIRMED`.
@@ -524,7 +524,13 @@ def reap_stuck_sends(*, apply: bool, now: dt.datetime | None = None, limit: int 
     report = ReapReport()
     for kind in ("campaign", "transactional"):
         model = model_for(kind)
-        orphans = claim_orphans(kind, limit=limit, now=now)
+        if apply:  # leased and handed to the pool in one transaction
+            with transaction.atomic():
+                orphans = lease_orphans(kind, limit=limit, now=now)
+                if orphans:
+                    sends_enqueue(kind, orphans)
+        else:
+            orphans = claim_orphans(kind, limit=limit, now=now)
         report.orphans[kind] = orphans
         lost = [
             str(pk)
@@ -547,8 +553,6 @@ def reap_stuck_sends(*, apply: bool, now: dt.datetime | None = None, limit: int 
         report.expired_unknown[kind] = expired
         if not apply:
             continue
-        if orphans:
-            sends_enqueue(kind, orphans)
         for pk in lost:
             mark_outcome_unknown(
                 kind,

@@ -271,6 +271,9 @@ QUEUE_SWEEP_SECONDS = env.float("QUEUE_SWEEP_SECONDS", default=10.0)
 SEND_CLAIM_RENEW_SECONDS = env.float("SEND_CLAIM_RENEW_SECONDS", default=10.0)
 SEND_CLAIM_LEASE_SECONDS = env.float("SEND_CLAIM_LEASE_SECONDS", default=30.0)
 SEND_ORPHAN_AFTER_SECONDS = env.float("SEND_ORPHAN_AFTER_SECONDS", default=30.0)
+# A row the sweep handed to its pool again is not handed out again for SEND_REDRIVE_LEASE_SECONDS (at least
+# the orphan age above): a stuck queue gets one job per orphan and lease, not one per sweep.
+SEND_REDRIVE_LEASE_SECONDS = env.float("SEND_REDRIVE_LEASE_SECONDS", default=60.0)
 # Campaigns: the queue of the orchestrator's paged recipient walk (CMP-29); the campaign pool by default.
 CAMPAIGN_WALK_QUEUE = env.str("CAMPAIGN_WALK_QUEUE", default="campaign")
 # CMP-29 hops: pages walked per task execution (each page its own checkpoint) and no new page after this many

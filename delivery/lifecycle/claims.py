@@ -14,7 +14,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from delivery.lifecycle.effects import _run_completion
-from delivery.lifecycle.refs import claim_lease, model_for, orphan_after
+from delivery.lifecycle.refs import claim_lease, model_for, orphan_after, redrive_lease
 from delivery.models import SendStatus as S
 
 logger = logging.getLogger(__name__)
@@ -133,19 +133,44 @@ def claim_queued(
         ]
 
 
+def _orphans(kind: str, now: dt.datetime, older_than: dt.timedelta | None = None) -> Any:
+    model = model_for(kind)
+    cutoff = now - (older_than or orphan_after(kind))
+    return (
+        model._default_manager.filter(status=S.QUEUED, handed_off_at__isnull=True, deleted_at__isnull=True)
+        .filter(Q(claimed_at__isnull=True, queued_at__lt=cutoff) | Q(claimed_at__lt=now - claim_lease()))
+        .filter(Q(redriven_at__isnull=True) | Q(redriven_at__lt=now - redrive_lease(kind)))
+    )
+
+
 def claim_orphans(
     kind: str, *, limit: int = 100, now: dt.datetime | None = None, older_than: dt.timedelta | None = None
 ) -> list[str]:
     """Ids of queued rows that no live job holds: never claimed for longer than `orphan_after(kind)`, or
     claimed but not handed off under a claim nobody renewed for the lease (uses the partial index on queued
-    rows). Read-only; the caller enqueues a job for them and the job claims them."""
+    rows) — and not handed out again by the sweep within `redrive_lease(kind)`. Read-only (a dry run);
+    `lease_orphans` is what the sweep re-drives."""
+    now = now or timezone.now()
+    qs = _orphans(kind, now, older_than)
+    return [str(pk) for pk in qs.order_by("pk").values_list("pk", flat=True)[:limit]]
+
+
+def lease_orphans(kind: str, *, limit: int = 100, now: dt.datetime | None = None) -> list[str]:
+    """`claim_orphans`, leased for the caller to hand to the pool: the rows returned are marked re-driven now
+    (`redriven_at`), in one transaction with the rows locked (a concurrent sweep on another host skips them),
+    so no sweep hands them out again before `redrive_lease(kind)` runs out, however long their queue stays
+    stuck. Not a claim: the job the caller enqueues claims the rows by compare-and-set as any job does, so a
+    duplicate job is still harmless."""
     model = model_for(kind)
     now = now or timezone.now()
-    cutoff = now - (older_than or orphan_after(kind))
-    qs = model._default_manager.filter(
-        status=S.QUEUED, handed_off_at__isnull=True, deleted_at__isnull=True
-    ).filter(Q(claimed_at__isnull=True, queued_at__lt=cutoff) | Q(claimed_at__lt=now - claim_lease()))
-    return [str(pk) for pk in qs.order_by("pk").values_list("pk", flat=True)[:limit]]
+    with transaction.atomic():
+        qs = _orphans(kind, now)
+        if connection.features.has_select_for_update_skip_locked:
+            qs = qs.select_for_update(skip_locked=True)
+        ids = list(qs.order_by("pk").values_list("pk", flat=True)[:limit])
+        if ids:
+            model._default_manager.filter(pk__in=ids).update(redriven_at=now)
+    return [str(pk) for pk in ids]
 
 
 def renew_claims(kind: str, token: uuid.UUID, *, now: dt.datetime | None = None) -> int:

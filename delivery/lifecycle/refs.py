@@ -39,6 +39,16 @@ def orphan_after(kind: str) -> dt.timedelta:
     return dt.timedelta(minutes=5)
 
 
+def redrive_lease(kind: str) -> dt.timedelta:
+    """How long a row the orphan sweep handed to its pool again is left to that job before the sweep may hand it
+    out once more: `SEND_REDRIVE_LEASE_SECONDS`, and never less than `orphan_after(kind)` (what a freshly
+    enqueued row is given). While a queue is stuck nothing claims the row, so without the lease every sweep
+    (every `QUEUE_SWEEP_SECONDS`) would add another job for it."""
+    from django.conf import settings
+
+    return max(orphan_after(kind), dt.timedelta(seconds=settings.SEND_REDRIVE_LEASE_SECONDS))
+
+
 @dataclass(frozen=True)
 class SendRef:
     """DLV-05: `{kind: 'campaign', id}` → EmailSend, `{kind: 'transactional', id}` → TransactionalSend."""
