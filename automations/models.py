@@ -219,6 +219,12 @@ class AutomationStepRun(FSMModelMixin, models.Model):
         help_text="The attempt that holds this step run while it executes: 0 = the first dispatch, n = the nth "
         "retry. A retry claims by compare-and-set on (executing, retry_count, attempt) (AUT-21, AUT-26).",
     )
+    retry_due_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="When the scheduled retry (retry_count) is due, or was last handed out again by the recovery "
+        "sweep: a retry whose task was lost (Redis does not redeliver) is re-driven a lease after this.",
+    )
 
     class Meta:
         indexes = [
@@ -231,6 +237,8 @@ class AutomationStepRun(FSMModelMixin, models.Model):
                 condition=Q(status="pending", delay_until__isnull=True),
                 name="steprun_pending_nodelay",
             ),
+            # the recovery sweep's scan of executing rows (abandoned attempts, lost retries), every few seconds
+            models.Index(fields=["started_at"], condition=Q(status="executing"), name="steprun_executing"),
         ]
 
     def __str__(self) -> str:

@@ -146,12 +146,12 @@ def _retry_or_fail(
 ) -> str:
     """AUT-26: retry after 1 s, 5 s, 30 s; then step failed, run cancelled, breaker +1."""
     if retry_count < MAX_RETRY_ATTEMPTS:
+        due = now + dt.timedelta(milliseconds=RETRY_DELAYS_MS[retry_count])
         with transaction.atomic():
             if not step_run_note_retry(
-                step_run_id, attempt=retry_count, retry_count=retry_count + 1, error=error
+                step_run_id, attempt=retry_count, retry_count=retry_count + 1, error=error, due=due
             ):
                 return f"failed ({error}); the step run is no longer held by this attempt"
-            due = now + dt.timedelta(milliseconds=RETRY_DELAYS_MS[retry_count])
             enqueue(EXECUTE_TASK, str(run.pk), str(step_run_id), retry_count + 1, at=due)
         return f"failed ({error}); retry {retry_count + 1} scheduled"
     with transaction.atomic():

@@ -1,4 +1,5 @@
-"""Running queued django-q2 tasks in-process (`drain_queue`) and listing them (`queued_tasks`)."""
+"""Running queued django-q2 tasks in-process (`drain_queue`; `drain_redis` for the Redis broker's lists) and
+listing them (`queued_tasks`)."""
 
 from __future__ import annotations
 
@@ -115,6 +116,31 @@ def drain_queue(
         ran.append(DrainedTask(_func_name(func), args, kwargs, row.key, True, result))
         if pkg.get("chain"):
             async_chain(pkg["chain"], group=pkg.get("group"), broker=get_broker(row.key))
+    return ran
+
+
+def drain_redis(brokers: dict[str, Any], max_tasks: int = 1000) -> list[DrainedTask]:
+    """Run the tasks waiting in django-q2 Redis brokers' lists (`{queue: broker}`) in this process, oldest first
+    per list (LPOP, as the cluster's pusher takes them with BLPOP), until every list is empty; tasks they
+    enqueue run too. An exception in a task propagates."""
+    from django_q.signing import SignedPackage
+
+    ran: list[DrainedTask] = []
+    while len(ran) < max_tasks:
+        popped = next(
+            ((queue, p) for queue, b in brokers.items() if (p := b.connection.lpop(b.list_key)) is not None),
+            None,
+        )
+        if popped is None:
+            break
+        queue, payload = popped
+        pkg = SignedPackage.loads(payload)
+        func = pkg["func"]
+        target = func if callable(func) else pydoc.locate(func)
+        if target is None:
+            raise ValueError(f"Function {func} is not defined")
+        args, kwargs = tuple(pkg.get("args", ())), dict(pkg.get("kwargs", {}))
+        ran.append(DrainedTask(_func_name(func), args, kwargs, queue, True, target(*args, **kwargs)))
     return ran
 
 

@@ -351,11 +351,13 @@ def step_run_fail(step_run_id: Any, *, at: dt.datetime, error: str, retry_count:
     return outcome.ok and outcome.applied == "transitioned"
 
 
-def step_run_note_retry(step_run_id: Any, *, attempt: int, retry_count: int, error: str) -> bool:
-    """Record a scheduled retry on a step run that stays `executing` and is held by `attempt` (AUT-26); not a
-    status change. False when the attempt no longer holds it."""
+def step_run_note_retry(
+    step_run_id: Any, *, attempt: int, retry_count: int, error: str, due: dt.datetime | None = None
+) -> bool:
+    """Record a scheduled retry (due at `due`) on a step run that stays `executing` and is held by `attempt`
+    (AUT-26); not a status change. False when the attempt no longer holds it."""
     return bool(
         AutomationStepRun.objects.filter(pk=step_run_id, status=EXECUTING, attempt=attempt).update(
-            retry_count=retry_count, error_message=error
+            retry_count=retry_count, error_message=error, retry_due_at=due
         )
     )

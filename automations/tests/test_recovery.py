@@ -41,4 +41,4 @@ def test_a_step_run_left_executing_is_retried_after_the_lease_and_then_completes
 
 
 def test_the_dispatcher_runs_it_as_a_sweep():
-    assert run_sweeps()["automations.abandoned_step_runs"] == "abandoned step runs 0"
+    assert run_sweeps()["automations.abandoned_step_runs"] == "abandoned step runs 0, lost retries 0"
