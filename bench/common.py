@@ -116,7 +116,11 @@ controller.stop()
 
 
 class Sink:
-    def __init__(self, port: int) -> None:
+    """A loopback SMTP relay in a process of its own that notes time and recipient of each accepted message.
+    `own_session`: started in a session of its own, so the kernel schedules it as its own group (autogroup),
+    as a relay on another machine would be, not sharing one with the process that started it."""
+
+    def __init__(self, port: int, *, own_session: bool = False) -> None:
         self.port = port
         self.proc = subprocess.Popen(
             [PY, "-c", SINK_CODE, str(port)],
@@ -124,6 +128,7 @@ class Sink:
             stdout=subprocess.PIPE,
             text=True,
             bufsize=1,
+            start_new_session=own_session,
         )
         assert self.proc.stdout.readline().strip() == "ready"
 

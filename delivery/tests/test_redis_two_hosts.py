@@ -2,14 +2,19 @@
 environment and its own SMTP relay, as two hosts would have — on one Redis (django-q2 broker and the pacing
 buckets) and one PostgreSQL, both pools paced at a global 100 messages/s. A 10,000-row campaign send and a
 transactional stream go through them: every row is delivered exactly once (across both relays), both clusters
-did work, and the campaign's combined rate stays within 5 % of the global rate.
+did work, and the campaign's combined rate, from its first acceptance to its last, stays within 5 % of the
+global rate (plus the bucket's one-second burst spread over the send).
 
-The relays are light sink processes (bench/common.py's `Sink`: accept and note time and recipient, no parsing)
-so the test process does not compete with the workers for a GIL. The measured rate is printed. Below 95 % on a
-machine loaded beyond its cores the workers cannot keep up, whatever the limiter does: the lower bound is then
-reported, not asserted (run it on an idle machine:
-`OWLAT_SLOW_TESTS=1 .venv/bin/pytest -s delivery/tests/test_redis_two_hosts.py`); above 105 % always fails.
-`OWLAT_TWO_HOSTS_ROWS` sets the campaign size (10,000)."""
+The relays are light sink processes (bench/common.py's `Sink`: accept and note time and recipient, no parsing),
+each in a session of its own, as is the process offering the campaign and the stream. On a loaded machine the
+kernel shares the CPU between sessions (autogroups): relays left in pytest's session shared one group's share,
+answered every SMTP command late, and every pool job waited on them — run side by side at load 20, the same
+send made 65.9/s with the relays in pytest's session (falling from 100/s to 50/s after 30 s) and 100.0/s with
+each in its own. A relay is another machine in a deployment. The hosts' dispatchers poll at the production
+`DUE_TASK_POLL_SECONDS` (0.25 s, not the test suite's 0.05 s). The rate and its timeline per 10 s and host are
+printed. Run: `OWLAT_SLOW_TESTS=1 .venv/bin/pytest -s delivery/tests/test_redis_two_hosts.py` (about 3–4
+minutes); `OWLAT_TWO_HOSTS_ROWS` sets the campaign size (10,000), `OWLAT_TWO_HOSTS_REDIS_URL` the Redis database
+(`redis://127.0.0.1:6379/11`, flushed before and after)."""
 
 from __future__ import annotations
 
@@ -31,7 +36,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 RATE = 100.0
 ROWS = int(os.environ.get("OWLAT_TWO_HOSTS_ROWS", "10000"))
 STREAM_RATE = 10.0  # transactional sends offered per second while the campaign is sent
-REDIS_URL = "redis://127.0.0.1:6379/11"
+REDIS_URL = os.environ.get("OWLAT_TWO_HOSTS_REDIS_URL", "redis://127.0.0.1:6379/11")
 HOST_PROCESSES = {
     "transactional": (["qcluster"], {"Q_CLUSTER_NAME": "transactional"}),
     "campaign": (["qcluster"], {"Q_CLUSTER_NAME": "campaign"}),
@@ -150,8 +155,9 @@ def test_two_clusters_on_one_redis_deliver_once_at_the_global_rate(redis_db, tmp
     stream_seconds = ROWS / RATE
     campaign_ids, stream_ids = _world(ROWS, int(stream_seconds * STREAM_RATE))
     Sink, free_port = _sink_class()
-    sinks = {name: Sink(free_port()) for name in ("host_a", "host_b")}
+    sinks = {name: Sink(free_port(), own_session=True) for name in ("host_a", "host_b")}
     hosts: dict[str, WorkerSet] = {}
+    enqueuer: subprocess.Popen | None = None
     try:
         for name, sink in sinks.items():
             env = worker_environment(
@@ -165,6 +171,7 @@ def test_two_clusters_on_one_redis_deliver_once_at_the_global_rate(redis_db, tmp
                     "DEBUG": "0",
                     "ALLOWED_HOSTS": "127.0.0.1,localhost",
                     "LOG_LEVEL": "WARNING",
+                    "DUE_TASK_POLL_SECONDS": "0.25",
                 }
             )
             log_dir = tmp_path / name
@@ -189,6 +196,7 @@ def test_two_clusters_on_one_redis_deliver_once_at_the_global_rate(redis_db, tmp
             ],
             cwd=BASE_DIR,
             env=hosts["host_a"].env,
+            start_new_session=True,
         )
         host_a = hosts["host_a"]
 
@@ -205,6 +213,9 @@ def test_two_clusters_on_one_redis_deliver_once_at_the_global_rate(redis_db, tmp
         time.sleep(1.0)
         accepted = {name: sink.dump() for name, sink in sinks.items()}
     finally:
+        if enqueuer is not None and enqueuer.poll() is None:  # in a session of its own: not stopped with ours
+            enqueuer.kill()
+            enqueuer.wait(timeout=10)
         for ws in hosts.values():
             ws.stop()
         for sink in sinks.values():
@@ -230,6 +241,4 @@ def test_two_clusters_on_one_redis_deliver_once_at_the_global_rate(redis_db, tmp
     # the bucket's one-second burst (D-06) may add RATE messages over the whole send (1 % at 10,000 rows)
     limit = RATE * 1.05 + RATE / duration
     assert rate <= limit, f"the shared limiter let {rate:.1f}/s through (global rate {RATE}/s)"
-    if load > (os.cpu_count() or 1) * 2 and rate < RATE * 0.95:
-        pytest.skip(f"rate {rate:.1f}/s below 95 % of {RATE}/s on a machine at load {load:.1f}: run it idle")
     assert rate >= RATE * 0.95, f"both clusters together sent {rate:.1f}/s (global rate {RATE}/s)"
