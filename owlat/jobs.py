@@ -112,15 +112,14 @@ def _orm_broker_direct() -> bool:
 _broker_keys: dict[str | None, str] = {}  # queue → the broker's list key (fixed while the process runs)
 
 
-def _orm_broker_write(path: str, arg_lists: list[tuple | list], queue: str | None) -> None:
-    """The ORM broker rows django-q2's `async_task` would write for `path(*args)` per `args` (same signed
-    package, `pre_enqueue` signal sent), in one insert: written out on PostgreSQL (issue 12: `async_task` and
-    the model save cost about a sixth of the events API's CPU for its one walker wake-up)."""
-    from django.db import connections
+def _orm_broker_rows(
+    path: str, arg_lists: list[tuple | list], queue: str | None
+) -> list[tuple[str, str, Any]]:
+    """(key, payload, lock) of the ORM broker rows django-q2's `async_task` would write for `path(*args)` per
+    `args` (same signed package; the `pre_enqueue` signal is sent)."""
     from django_q.brokers import get_broker
     from django_q.conf import Conf
     from django_q.humanhash import uuid as q_uuid
-    from django_q.models import OrmQ
     from django_q.signals import pre_enqueue
     from django_q.signing import SignedPackage
 
@@ -143,6 +142,17 @@ def _orm_broker_write(path: str, arg_lists: list[tuple | list], queue: str | Non
         task["started"] = now
         pre_enqueue.send(sender="django_q", task=task)
         rows.append((key, SignedPackage.dumps(task), now))
+    return rows
+
+
+def _orm_broker_write(path: str, arg_lists: list[tuple | list], queue: str | None) -> None:
+    """The ORM broker rows of `_orm_broker_rows` in one insert: written out on PostgreSQL (issue 12:
+    `async_task` and the model save cost about a sixth of the events API's CPU for its one walker wake-up)."""
+    from django.db import connections
+    from django_q.conf import Conf
+    from django_q.models import OrmQ
+
+    rows = _orm_broker_rows(path, arg_lists, queue)
     db = connections[Conf.ORM]
     if db.vendor != "postgresql":
         OrmQ.objects.using(Conf.ORM).bulk_create([OrmQ(key=k, payload=p, lock=t) for k, p, t in rows])
@@ -153,6 +163,26 @@ def _orm_broker_write(path: str, arg_lists: list[tuple | list], queue: str | Non
             f"INSERT INTO {OrmQ._meta.db_table} (key, payload, lock) VALUES {values}",
             [value for row in rows for value in row],
         )
+
+
+def broker_row(
+    func: Callable[..., Any] | str, *args: Any, queue: str | None = None
+) -> tuple[str, list[Any]] | None:
+    """For a caller that writes an immediate task in one of its own PostgreSQL statements (issue 12: the events
+    intake's walker wake-up): the `INSERT INTO <broker table> (key, payload, lock)` head and the row's three
+    values that `enqueue(func, *args, queue=queue)` would write; None when `enqueue` must be called instead
+    (Redis, django-q2's sync mode, OWLAT_TEST_DELIVER_TWICE, another database). The `pre_enqueue` signal is sent
+    now, whether or not the caller's statement then writes the row."""
+    from django.db import DEFAULT_DB_ALIAS
+    from django_q.conf import Conf
+    from django_q.models import OrmQ
+
+    if queue is not None and queue not in QUEUES:
+        raise ValueError(f"unknown queue {queue!r}")
+    if not _orm_broker_direct() or Conf.ORM != DEFAULT_DB_ALIAS or connection.vendor != "postgresql":
+        return None
+    (row,) = _orm_broker_rows(task_path(func), [args], queue)
+    return f"INSERT INTO {OrmQ._meta.db_table} (key, payload, lock)", list(row)
 
 
 def dispatch_due_tasks(*, now: dt.datetime | None = None, batch: int = 200) -> int:

@@ -239,13 +239,16 @@ def runs_open_and_start_many(
     ],
     *,
     at: dt.datetime,
+    wake: tuple[str, list[Any]] | None = None,
 ) -> tuple[list[tuple[Any, Any]], list[AutomationStepRun]]:
     """`runs_open_many` and `step_runs_create_many` of their step 0 in one go: for (automation id, organization
     id, contact id, triggered_by, trigger_data, step 0 or None, step 0's due time or None) the `running` runs
     (the partial unique index drops a contact's second running run), the `entered` counter deltas, step 0's
     `pending` step run of each opened run and its counter delta. On PostgreSQL that is one statement (issue 12
     item 3: data-modifying CTEs; the events API runs it on every call), elsewhere the two functions. Returns
-    (run id, automation id) of the runs opened and the step runs created for them."""
+    (run id, automation id) of the runs opened and the step runs created for them. `wake` (PostgreSQL only,
+    `owlat.jobs.broker_row`): the walker's wake-up task, written by the same statement when a step 0 due at once
+    was created."""
     import json
     import uuid
 
@@ -254,6 +257,8 @@ def runs_open_and_start_many(
     if not items:
         return [], []
     if connection.vendor != "postgresql":
+        if wake is not None:
+            raise ValueError("wake is written by the PostgreSQL statement only")
         opened = runs_open_many(
             [item[:5] for item in items], at=at, next_step_at={item[0]: item[6] for item in items}
         )
@@ -297,6 +302,12 @@ def runs_open_and_start_many(
             None if row is None else row.step_index,
             None if row is None else row.step_type,
         ]
+    wake_sql = ""
+    if wake is not None:
+        wake_sql = (
+            f", wake AS ({wake[0]} SELECT %s, %s, %s::timestamptz "
+            "WHERE EXISTS (SELECT 1 FROM started WHERE next_step_at IS NULL))"
+        )
     run_table = AutomationRun._meta.db_table
     step_run_table = AutomationStepRun._meta.db_table
     delta_table = AutomationCounterDelta._meta.db_table
@@ -326,10 +337,12 @@ def runs_open_and_start_many(
         step_pending AS (
             INSERT INTO {delta_table} (step_id, field, delta)
             SELECT step_id, %s, count(*) FROM started GROUP BY step_id
-        )
+        ){wake_sql}
         SELECT id, automation_id FROM run
     """
     params += [RUNNING, at, PENDING, at, PENDING]
+    if wake is not None:
+        params += wake[1]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         opened = [(row[0], row[1]) for row in cursor.fetchall()]

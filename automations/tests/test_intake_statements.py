@@ -94,3 +94,35 @@ def test_a_second_firing_for_a_running_contact_opens_no_second_run(api, org, mak
     second = api.post("/events", {"email": "a@example.com", "eventName": "go"}).json()["data"]
     assert (first["triggeredAutomations"], second["triggeredAutomations"]) == (1, 0)
     assert AutomationRun.objects.count() == 1
+
+
+def test_an_event_whose_step_0_is_due_at_once_wakes_the_walker_in_the_same_statement(
+    api, org, make_automation, make_contact
+):
+    # the bench's shape: step 0 runs at once, so the batched walker's wake-up is written by the fan-out's statement
+    condition = {"kind": "contact_property", "field": "plan", "operator": "equals", "value": "pro"}
+    make_automation(
+        [("condition", {"condition": condition, "yesBranchStepIndex": None, "noBranchStepIndex": None})],
+        trigger_type="event_received",
+        trigger_config={"eventName": "now"},
+        status="active",
+    )
+    make_contact("warm@example.com")
+    make_contact("a@example.com")
+    api.post("/events", {"email": "warm@example.com", "eventName": "other"})
+
+    count, sql = statements(api, {"email": "a@example.com", "eventName": "now"})
+    print(f"\nevent for an existing contact, step 0 due at once: {count} statements")
+    assert count <= EXISTING_NOW - 1
+    assert not any(s.startswith("INSERT") and "django_q_ormq" in s for s in sql)  # inside the fan-out's CTE
+    walks = [t for t in queued_tasks() if t.func == "automations.tasks.automation_walk_task"]
+    assert [t.args for t in walks] == [()]
+    from automations.models import AutomationStepRun
+
+    [step_run] = AutomationStepRun.objects.all()
+    assert (step_run.step_index, step_run.status, step_run.delay_until) == (0, "pending", None)
+
+    # a second event for the same contact opens no run and wakes nothing more
+    again = api.post("/events", {"email": "a@example.com", "eventName": "now"}).json()["data"]
+    assert again["triggeredAutomations"] == 0
+    assert len([t for t in queued_tasks() if t.func == "automations.tasks.automation_walk_task"]) == 1
