@@ -19,6 +19,7 @@
 
 from __future__ import annotations
 
+import functools
 import html as html_lib
 import re
 from typing import Any
@@ -78,25 +79,32 @@ def rewrite_links(markup: str, *, organization_id: Any, send_id: Any, no_track: 
         tag = match.group(0)
         if "data-no-track" in tag.lower():
             return tag
-
-        def href(m: re.Match[str]) -> str:
-            raw = m.group(3)
-            target = html_lib.unescape(raw).strip()
-            lowered = target.lower()
-            if (
-                not target
-                or lowered.startswith(_SKIP_PREFIXES)
-                or target.startswith(tracked_prefix)
-                or target in no_track
-                or not tokens.is_safe_target(target)
-            ):
-                return m.group(0)
-            url = tokens.click_url(organization_id=organization_id, send_id=send_id, target=target)
-            return f"{m.group(1)}{m.group(2)}{html_lib.escape(url, quote=True)}{m.group(2)}"
-
-        return _HREF_RE.sub(href, tag, count=1)
+        plan = _anchor_plan(tag)
+        if plan is None:
+            return tag
+        before, target, encoded, after = plan
+        if target.startswith(tracked_prefix) or target in no_track:
+            return tag
+        url = tokens.click_url(
+            organization_id=organization_id, send_id=send_id, target=target, encoded=encoded
+        )
+        return f"{before}{html_lib.escape(url, quote=True)}{after}"
 
     return _ANCHOR_RE.sub(anchor, markup)
+
+
+@functools.lru_cache(maxsize=2048)
+def _anchor_plan(tag: str) -> tuple[str, str, str, str] | None:
+    """How an `<a …>` tag is tracked, worked out once per distinct tag (a campaign's links repeat in every
+    message): (the tag up to the href value, the target, `tokens.encode_target(target)`, the rest of the tag),
+    or None when its link is never tracked (no href, mailto/tel/#/javascript, not a safe http(s) URL)."""
+    m = _HREF_RE.search(tag)
+    if m is None:
+        return None
+    target = html_lib.unescape(m.group(3)).strip()
+    if not target or target.lower().startswith(_SKIP_PREFIXES) or not tokens.is_safe_target(target):
+        return None
+    return tag[: m.start(3)], target, tokens.encode_target(target), tag[m.end(3) :]
 
 
 def add_open_pixel(markup: str, *, organization_id: Any, send_id: Any) -> str:
@@ -106,7 +114,9 @@ def add_open_pixel(markup: str, *, organization_id: Any, send_id: Any) -> str:
 
 
 def _insert_before_body_end(markup: str, snippet: str) -> str:
-    index = markup.lower().rfind("</body>")
+    index = markup.rfind("</body>")
+    if index == -1 or "</body" in markup[index + 7 :].lower():  # not written in lower case
+        index = markup.lower().rfind("</body>")
     if index == -1:
         return markup + snippet
     return markup[:index] + snippet + markup[index:]

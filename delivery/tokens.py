@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import hashlib
+import hmac
 import json
+import threading
 import zlib
 from dataclasses import dataclass
 from typing import Any
@@ -49,8 +52,61 @@ def _deflate(data: bytes, level: int = 6) -> bytes:
 # --- tracking ---------------------------------------------------------------------------------------------
 
 
+class _KeyedMac:
+    """Django's `Signer.signature` with the current key, its derived HMAC key computed once: `salted_hmac`
+    hashes salt + secret into a fresh key on every call, then builds the HMAC state — per token, several times
+    a message. Here the keyed state is built once and copied per signature; the bytes are the same
+    (tests/test_tokens: equal to `Signer.signature` for every salt; fallback keys go through Django)."""
+
+    def __init__(self, salt: str, secret: str | bytes) -> None:
+        secret = secret.encode() if isinstance(secret, str) else secret
+        key = hashlib.sha256((salt + "signer").encode() + secret).digest()
+        self._mac = hmac.new(key, digestmod=hashlib.sha256)
+
+    def signature(self, value: str) -> str:
+        mac = self._mac.copy()
+        mac.update(value.encode())
+        return signing.b64_encode(mac.digest()).decode()
+
+
+class _Signer(signing.Signer):
+    def __init__(self, *, salt: str) -> None:
+        super().__init__(salt=salt)
+        self._keyed = _KeyedMac(self.salt, self.key)
+
+    def signature(self, value: str, key: Any = None) -> str:
+        if key is None or key == self.key:
+            return self._keyed.signature(value)
+        return super().signature(value, key)
+
+
+class _TimestampSigner(_Signer, signing.TimestampSigner):
+    pass
+
+
+_signers: dict[tuple[Any, ...], signing.Signer] = {}
+_signers_lock = threading.Lock()
+
+
+def _cached(cls: type[_Signer], salt: str) -> signing.Signer:
+    """One signer per class, salt and key set (a changed `SECRET_KEY` or fallback list gets a new one)."""
+    key = (cls, salt, settings.SECRET_KEY, tuple(settings.SECRET_KEY_FALLBACKS))
+    signer = _signers.get(key)
+    if signer is None:
+        signer = cls(salt=salt)
+        with _signers_lock:
+            if len(_signers) > 64:
+                _signers.clear()
+            _signers[key] = signer
+    return signer
+
+
 def _signer(salt: str) -> signing.Signer:
-    return signing.Signer(salt=salt)
+    return _cached(_Signer, salt)
+
+
+def _timestamp_signer(salt: str) -> signing.Signer:
+    return _cached(_TimestampSigner, salt)
 
 
 def open_token(*, organization_id: Any, send_id: Any) -> str:
@@ -84,9 +140,10 @@ def decode_target(encoded: str) -> str | None:
         return None
 
 
-def click_url(*, organization_id: Any, send_id: Any, target: str) -> str:
-    """`<site>/t/c/<send_id>/<encoded target>/<signature>`; the signature covers organization, send and target."""
-    encoded = encode_target(target)
+def click_url(*, organization_id: Any, send_id: Any, target: str, encoded: str | None = None) -> str:
+    """`<site>/t/c/<send_id>/<encoded target>/<signature>`; the signature covers organization, send and target.
+    `encoded` is `encode_target(target)` when the caller already has it (a campaign's links repeat)."""
+    encoded = encoded or encode_target(target)
     signature = _signer(CLICK_SALT).signature(f"{organization_id}.{send_id}.{encoded}")
     return f"{site_url()}/t/c/{organization_id}/{send_id}/{encoded}/{signature}"
 
@@ -144,7 +201,7 @@ def _contact_token(
         value = "." + signing.b64_encode(compressed).decode()
     else:
         value = signing.b64_encode(data).decode()
-    return signing.TimestampSigner(salt=salt).sign(value)
+    return _timestamp_signer(salt).sign(value)
 
 
 def unsubscribe_token(
@@ -176,7 +233,7 @@ def preferences_url(*, organization_id: Any, contact_id: Any) -> str:
 def _check(salt: str, token: str, *, now: float | None = None) -> TokenCheck:
     if not isinstance(token, str) or ":" not in token or len(token) > 2000:
         return TokenCheck(False, "invalid_format")
-    signer = signing.TimestampSigner(salt=salt)
+    signer = _timestamp_signer(salt)
     try:
         if now is None:
             value = signer.unsign(token, max_age=TOKEN_MAX_AGE)
