@@ -4,13 +4,14 @@ provider-message-id lookups used by webhooks, and the dispatch worker's batched 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, models, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -46,8 +47,110 @@ class _SendLifecycle(Lifecycle):
     def batch_effect_handlers(self) -> dict[str, Callable[[list[tuple[Any, dict[str, Any]]]], None]]:
         return dict(BATCH_EFFECT_HANDLERS)
 
+    def _fsm_method(self, obj: Any, frm: str, to: str) -> Callable[[dict], None]:
+        """The graph's transition method, looked up once per (table, edge): the kernel walks every declared
+        transition per call, twice per row of a batch."""
+        key = (type(obj), frm, to)
+        name = _FSM_METHODS.get(key)
+        if name is None:
+            method = super()._fsm_method(obj, frm, to)
+            _FSM_METHODS[key] = method.__name__
+            return method
+        return getattr(obj, name)
+
+    def _compare_and_set(
+        self,
+        model: type[models.Model],
+        frm: str,
+        to: str,
+        fields: tuple[str, ...],
+        guarded: tuple[str, ...],
+        rows: list[tuple[int, Any, Decision, dict[str, Any]]],
+    ) -> set[Any]:
+        """The kernel's compare-and-set of one edge, with the rows sent as one JSON document
+        (`jsonb_to_recordset`) instead of `VALUES` with a typed parameter per cell: the statement text stays
+        the same for every batch (psycopg parses a new `VALUES` text of hundreds of parameters each time) and
+        the values are encoded in one call. Same statement otherwise: `UPDATE … SET state = to, <patch> WHERE
+        pk = … AND state = frm AND <guard> RETURNING pk`, each value cast to its column's type."""
+        if connection.vendor != "postgresql":
+            return super()._compare_and_set(model, frm, to, fields, guarded, rows)
+        meta = model._meta
+        patched = [meta.get_field(name) for name in fields]
+        guards = [meta.get_field(name) for name in guarded]
+        try:
+            records = [
+                {
+                    "k": str(obj.pk),
+                    **{f"p{i}": _json_value(patch[f.name]) for i, f in enumerate(patched)},
+                    **{f"g{i}": _json_value(decision.guard[f.name]) for i, f in enumerate(guards)},
+                }
+                for _, obj, decision, patch in rows
+            ]
+        except _NotJson:
+            return super()._compare_and_set(model, frm, to, fields, guarded, rows)
+        qn = connection.ops.quote_name
+        table = qn(meta.db_table)
+        pk_column = qn(meta.pk.column)
+        state = meta.get_field(self.field)
+
+        def cell(f: models.Field, name: str) -> str:
+            return f"v.{name}::{f.cast_db_type(connection)}"
+
+        def declared(f: models.Field, name: str) -> str:
+            return f"{name} {'jsonb' if isinstance(f, models.JSONField) else 'text'}"
+
+        assignments = ", ".join(
+            [f"{qn(state.column)} = %s"]
+            + [f"{qn(f.column)} = {cell(f, f'p{i}')}" for i, f in enumerate(patched)]
+        )
+        conditions = " AND ".join(
+            [
+                f"{table}.{pk_column} = v.k::{meta.pk.cast_db_type(connection)}",
+                f"{table}.{qn(state.column)} = %s",
+            ]
+            + [
+                f"{table}.{qn(f.column)} IS NOT DISTINCT FROM {cell(f, f'g{i}')}"
+                for i, f in enumerate(guards)
+            ]
+        )
+        columns = ", ".join(
+            ["k text"]
+            + [declared(f, f"p{i}") for i, f in enumerate(patched)]
+            + [declared(f, f"g{i}") for i, f in enumerate(guards)]
+        )
+        sql = (
+            f"UPDATE {table} SET {assignments} FROM jsonb_to_recordset(%s::jsonb) AS v({columns}) "
+            f"WHERE {conditions} RETURNING {table}.{pk_column}"
+        )
+        params = [
+            state.get_db_prep_save(to, connection),
+            json.dumps(records),
+            state.get_db_prep_save(frm, connection),
+        ]
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            return {meta.pk.to_python(row[0]) for row in cursor.fetchall()}
+
     def effect_handlers(self) -> dict[str, Callable[..., None]]:
         return dict(EFFECT_HANDLERS)
+
+
+_FSM_METHODS: dict[tuple[type, str, str], str] = {}
+
+
+class _NotJson(Exception):
+    pass
+
+
+def _json_value(value: Any) -> Any:
+    """A patch or guard value as JSON whose text form its column's type reads (`_compare_and_set`)."""
+    if value is None or isinstance(value, bool | int | float | str | dict | list):
+        return value
+    if isinstance(value, dt.datetime | dt.date):
+        return value.isoformat()
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    raise _NotJson(type(value).__name__)
 
 
 class CampaignSendLifecycle(_SendLifecycle):
@@ -132,60 +235,90 @@ def transition_by_provider_message_id(
 
 @dataclass
 class Completion:
-    """One dispatch result to record (DLV-18)."""
+    """One dispatch result to record (DLV-18). `obj` is the row as its caller loaded it under its own claim
+    (the dispatch worker), used without reading it again; None → the row is read under lock."""
 
     ref: SendRef
     to: str  # sent | failed
     input: dict[str, Any] = field(default_factory=dict)
+    obj: Any = None
 
 
 def send_transition_many(items: Iterable[Completion]) -> list[Outcome]:
     """The batched variant used by the dispatch worker: the same reducer, graph and effects as
     `send_transition`, for many rows in one transaction on the kernel's set-based runner
-    (`Lifecycle.transition_many`, D-04) — rows locked in one query per table, written back with one
-    `UPDATE … RETURNING` per table and edge, plain timeline activities inserted with one `bulk_create`,
-    counter and sending-stat increments merged, webhook endpoints looked up once per organization, and
-    completion handlers called once per campaign (or per non-campaign row) after the rows are written."""
+    (`Lifecycle.transition_many`, D-04) — written back with one `UPDATE … RETURNING` per table and edge, plain
+    timeline activities inserted in one statement, counter and sending-stat increments merged, webhook
+    endpoints looked up once per organization, and completion handlers called once per campaign (or per
+    non-campaign row) after the rows are written.
+
+    A completion that carries its row (`obj`, loaded by the worker that holds the row's claim) is reduced
+    from that row without reading it again: the write is a compare-and-set on the status it was loaded in,
+    so a row another writer moved meanwhile loses it (`conflict`) and is then read under lock and reduced
+    again like a completion without a row (one query per table, ordered by id)."""
     items = list(items)
     if not items:
         return []
+    runner = _LIFECYCLES["campaign"]  # both send tables share one graph, reducer and effects
     outcomes: list[Outcome | None] = [None] * len(items)
     with transaction.atomic():
-        ids: dict[str, list[uuid.UUID]] = defaultdict(list)
-        for item in items:
-            try:
-                ids[item.ref.kind].append(uuid.UUID(str(item.ref.id)))
-            except ValueError:
-                continue
-        rows: dict[tuple[str, str], Any] = {}
-        for kind, pks in ids.items():
-            for obj in model_for(kind)._default_manager.select_for_update().filter(pk__in=pks).order_by("pk"):
-                rows[(kind, str(obj.pk))] = obj
-        found: list[int] = []
-        for i, item in enumerate(items):
-            if (item.ref.kind, item.ref.id) in rows:
-                found.append(i)
-            else:
-                outcomes[i] = Outcome(ok=False, reason="send_not_found", message="Send not found")
-        # D-07: provider evidence on an outcome-unknown row first records the acceptance at hand-off.
-        evidence = []
-        for i in found:
-            item = items[i]
-            obj = rows[(item.ref.kind, item.ref.id)]
-            if item.to in _EVIDENCE and obj.status == S.QUEUED and obj.outcome_unknown:
-                at = _input_at(item.input)
-                provider_message_id = item.input.get("provider_message_id") or obj.provider_message_id
-                evidence.append(
-                    Move(
-                        obj,
-                        S.SENT,
-                        {"at": min(at, obj.handed_off_at or at), "provider_message_id": provider_message_id},
-                    )
-                )
-        # both send tables share one graph, reducer and effects: one runner call covers them
-        runner = _LIFECYCLES["campaign"]
-        runner.transition_many(evidence, actor=ACTOR)
-        moves = [Move(rows[(items[i].ref.kind, items[i].ref.id)], items[i].to, items[i].input) for i in found]
-        for i, outcome in zip(found, runner.transition_many(moves, actor=ACTOR), strict=True):
+        given = [
+            i
+            for i, item in enumerate(items)
+            if item.obj is not None and not (item.to in _EVIDENCE and item.obj.outcome_unknown)
+        ]
+        if given:
+            moves = [Move(items[i].obj, items[i].to, items[i].input) for i in given]
+            for i, outcome in zip(given, runner.transition_many(moves, actor=ACTOR), strict=True):
+                if not (outcome.reason == runner.conflict_reason and not outcome.ok):
+                    outcomes[i] = outcome
+        rest = [i for i, outcome in enumerate(outcomes) if outcome is None]
+        for i, outcome in zip(rest, _transition_locked_many([items[i] for i in rest]), strict=True):
             outcomes[i] = outcome
+    return [o for o in outcomes if o is not None]
+
+
+def _transition_locked_many(items: list[Completion]) -> list[Outcome]:
+    """`send_transition_many` for rows read again under `SELECT … FOR UPDATE` (in the caller's transaction)."""
+    if not items:
+        return []
+    outcomes: list[Outcome | None] = [None] * len(items)
+    ids: dict[str, list[uuid.UUID]] = defaultdict(list)
+    for item in items:
+        try:
+            ids[item.ref.kind].append(uuid.UUID(str(item.ref.id)))
+        except ValueError:
+            continue
+    rows: dict[tuple[str, str], Any] = {}
+    for kind, pks in ids.items():
+        for obj in model_for(kind)._default_manager.select_for_update().filter(pk__in=pks).order_by("pk"):
+            rows[(kind, str(obj.pk))] = obj
+    found: list[int] = []
+    for i, item in enumerate(items):
+        if (item.ref.kind, str(item.ref.id)) in rows:
+            found.append(i)
+        else:
+            outcomes[i] = Outcome(ok=False, reason="send_not_found", message="Send not found")
+    # D-07: provider evidence on an outcome-unknown row first records the acceptance at hand-off.
+    evidence = []
+    for i in found:
+        item = items[i]
+        obj = rows[(item.ref.kind, str(item.ref.id))]
+        if item.to in _EVIDENCE and obj.status == S.QUEUED and obj.outcome_unknown:
+            at = _input_at(item.input)
+            provider_message_id = item.input.get("provider_message_id") or obj.provider_message_id
+            evidence.append(
+                Move(
+                    obj,
+                    S.SENT,
+                    {"at": min(at, obj.handed_off_at or at), "provider_message_id": provider_message_id},
+                )
+            )
+    runner = _LIFECYCLES["campaign"]
+    runner.transition_many(evidence, actor=ACTOR)
+    moves = [
+        Move(rows[(items[i].ref.kind, str(items[i].ref.id))], items[i].to, items[i].input) for i in found
+    ]
+    for i, outcome in zip(found, runner.transition_many(moves, actor=ACTOR), strict=True):
+        outcomes[i] = outcome
     return [o for o in outcomes if o is not None]
