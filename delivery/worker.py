@@ -4,7 +4,8 @@
 holds, or that already left `queued`, are skipped), compose, re-check suppression, take a pacing token, mark
 the hand-off, make one attempt through `send_provider_attempt` over one of the job's provider connections
 (`DELIVERY_SMTP_CONNECTIONS` SMTP connections at once, a sender thread each, issue 12), and record every
-result through the send lifecycle (batched, so counters and completion handlers are merged per campaign). A
+result through the send lifecycle (batched, so counters and completion handlers are merged per campaign; in a
+recorder thread of its own, delivery.pipeline). A
 retryable refusal is parked and handed to the pool as a due task after the provider's delay (issue 12 item 5);
 the job never sleeps between attempts, and checks its time budget before each row and while it waits for a
 pacing token.
@@ -17,26 +18,25 @@ automatically (`reap_stuck_sends` resolves it after 24 hours; `resend_unknown` i
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import logging
-import queue
-import threading
 import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from delivery import attachments as attachment_fetch
+from delivery import profiling
 from delivery.compose import ComposeError, compose_campaign, compose_transactional
 from delivery.dispatch import send_provider_attempt
 from delivery.health import provider_health_flush
 from delivery.lifecycle import (
     UNKNOWN_OUTCOME_DEADLINE,
     ClaimKeeper,
-    Completion,
     SendRef,
     claim_lease,
     claim_orphans,
@@ -46,14 +46,13 @@ from delivery.lifecycle import (
     mark_handed_off_many,
     mark_outcome_unknown,
     model_for,
-    park_for_retry,
     release_claims,
     send_transition,
-    send_transition_many,
 )
 from delivery.mail_options import automation_mail_options
 from delivery.models import CampaignSendSettings, SendStatus
 from delivery.pacing import Pacer, take_pool_token
+from delivery.pipeline import Recorder, Senders
 from delivery.providers import (
     AMBIGUOUS_TIMEOUT,
     DispatchError,
@@ -68,13 +67,15 @@ from delivery.providers import (
 logger = logging.getLogger(__name__)
 
 BATCH_SIZE = 100  # D-06
-# Compose and mark the next rows while the previous messages are on the wire (a sender thread per connection;
-# the job's thread claims, composes, marks the hand-off — one statement and commit per HANDOFF_GROUP rows — and
-# records). At most one message per connection is in flight and one waits for each connection, so a crash
-# leaves at most HANDOFF_GROUP + 2 × connections rows outcome-unknown that never reached the wire (D-07: flagged,
-# never re-sent automatically).
+# Compose and mark the next rows while the previous messages are on the wire (delivery.pipeline): the job's
+# thread claims, composes and marks the hand-off (one statement and commit per HANDOFF_GROUP rows), a sender
+# thread per connection sends, and a recorder thread records the results (RESULT_FLUSH_SIZE rows per
+# transaction). At most OUTBOX handed-off messages wait for a connection and one is in flight per connection, so
+# a crash leaves at most HANDOFF_GROUP + OUTBOX + connections rows outcome-unknown that never reached the wire
+# (D-07: flagged, never re-sent automatically), besides the sent rows whose result was not recorded yet.
 PIPELINE = True
 HANDOFF_GROUP = 10
+OUTBOX = 10  # handed-off messages waiting for a free connection
 RESULT_FLUSH_SIZE = 50  # results are recorded in one transaction per this many rows
 # Below the django-q2 timeout (120 s) minus one SMTP timeout (30 s): checked before each row and while waiting
 # for a pacing token; the rest is handed to a new job. Provider retries never sleep here (issue 12 item 5).
@@ -180,57 +181,22 @@ def dispatch_batch(
     Its claim is renewed while it runs (`ClaimKeeper`), so the rows of a killed job are re-driven quickly.
     A provider retry is a job of its own: `retry_token` claims the parked row, `attempts` were made before."""
     token = uuid.uuid4()
+    run = functools.partial(
+        _dispatch_batch,
+        kind,
+        ids,
+        token=token,
+        retry_token=uuid.UUID(retry_token) if retry_token else None,
+        prior_attempts=attempts if retry_token else 0,
+        **options,
+    )
     with ClaimKeeper(kind, token):
-        return _dispatch_batch(
-            kind,
-            ids,
-            token=token,
-            retry_token=uuid.UUID(retry_token) if retry_token else None,
-            prior_attempts=attempts if retry_token else 0,
-            **options,
-        )
-
-
-class _Senders:
-    """The job's provider connections, one sender thread each: rows already handed off go in (`put`, which
-    waits while every connection is busy and one row waits for each), results come out (`results`). A sender
-    thread only talks to the provider; the claim, the hand-off and the recording stay in the job's thread."""
-
-    def __init__(self, transports: list[Transport], send: Callable[[Any, Transport], Any]) -> None:
-        self.transports = transports
-        self._send = send
-        self._outbox: queue.Queue[Any] = queue.Queue(maxsize=len(transports))
-        self.results: queue.SimpleQueue[tuple[Any, Any, BaseException | None]] = queue.SimpleQueue()
-        self.pending = 0  # handed to a sender, result not taken yet
-        self._threads = [
-            threading.Thread(target=self._run, args=(t,), name=f"owlat-send-{i}", daemon=True)
-            for i, t in enumerate(transports)
-        ]
-        for thread in self._threads:
-            thread.start()
-
-    def _run(self, transport: Transport) -> None:
-        from django.db import connection
-
-        try:
-            while (item := self._outbox.get()) is not None:
-                row, message = item
-                try:
-                    self.results.put((row, self._send(message, transport), None))
-                except BaseException as exc:  # a bug, not a provider answer: the job re-raises it
-                    self.results.put((row, None, exc))
-        finally:
-            connection.close()  # the thread's own DB connection (DKIM key look-up), if it opened one
-
-    def put(self, row: Any, message: Any) -> None:
-        self.pending += 1
-        self._outbox.put((row, message))
-
-    def close(self) -> None:
-        for _ in self._threads:
-            self._outbox.put(None)
-        for thread in self._threads:
-            thread.join()
+        if not profiling.enabled():
+            return run()
+        summary: BatchSummary | None = None
+        with profiling.job(lambda: summary.claimed if summary else 0):
+            summary = run()
+        return summary
 
 
 def _dispatch_batch(
@@ -261,23 +227,13 @@ def _dispatch_batch(
     rows = _load_rows(kind, won, token)
     pool = "campaign" if kind == "campaign" else "transactional"
     pace = pacer if pacer is not None else Pacer(pool, sleep=sleep)
-    results: list[Completion] = []
-
-    def record(ref: SendRef, to: str, **fields: Any) -> None:
-        results.append(Completion(ref, to, {"at": now(), **fields}))
-        if len(results) >= RESULT_FLUSH_SIZE:
-            _flush(results)
-
     if not delivery_configured():
+        recorder = Recorder(kind, token, summary, now=now, flush_size=RESULT_FLUSH_SIZE, threaded=False)
         for row in rows:
-            record(
-                SendRef.of(row),
-                SendStatus.FAILED,
-                error_code="WORKPOOL_FAILED",
-                error_message="No delivery provider configured",
+            recorder.failed(
+                row, error_code="WORKPOOL_FAILED", error_message="No delivery provider configured"
             )
-            summary.failed += 1
-        _flush(results)
+        recorder.close()
         return summary
 
     contexts: dict[str, Any] = {}
@@ -292,54 +248,15 @@ def _dispatch_batch(
     )
     from owlat.contacts import normalize_email
 
+    # A recorder thread with its own database connection, unless the job runs inside a caller's transaction
+    # (whose rows another connection would not see) or on SQLite (one writer at a time).
+    threaded = PIPELINE and connection.vendor == "postgresql" and not connection.in_atomic_block
+    recorder = Recorder(kind, token, summary, now=now, flush_size=RESULT_FLUSH_SIZE, threaded=threaded)
     transports: list[Transport] = []
-    senders: _Senders | None = None
+    senders: Senders | None = None
     # Composed rows that took their pacing token, handed off together (one statement, HANDOFF_GROUP rows at
     # most) just before they go to the connections.
     ready: list[tuple[Any, Any]] = []
-
-    def handle(row: Any, result: Any, at: dt.datetime) -> None:
-        ref = SendRef.of(row)
-        if result.retry_after_ms is not None:
-            if _park(kind, row, token, result, at):
-                summary.retrying += 1
-            return
-        if result.ok:
-            record(
-                ref,
-                SendStatus.SENT,
-                at=at,
-                provider_message_id=result.provider_message_id,
-                provider_type=result.provider_type,
-            )
-            summary.sent += 1
-        elif result.outcome_unknown:
-            mark_outcome_unknown(
-                kind,
-                str(row.pk),
-                error_code=result.error_code or AMBIGUOUS_TIMEOUT,
-                error_message=result.error_message or "Provider acceptance unknown",
-            )
-            summary.unknown += 1
-        else:
-            record(ref, SendStatus.FAILED, error_code=result.error_code, error_message=result.error_message)
-            summary.failed += 1
-            code = result.error_code or "UNKNOWN"
-            summary.errors[code] = summary.errors.get(code, 0) + 1
-
-    def collect(*, wait: bool) -> None:
-        """Record the results the connections have given back (all of them when `wait`)."""
-        if senders is None:
-            return
-        while senders.pending:
-            try:
-                row, outcome, error = senders.results.get(block=wait)
-            except queue.Empty:
-                return
-            senders.pending -= 1
-            if error is not None:
-                raise error
-            handle(row, *outcome)
 
     def send(message: Any, transport: Transport) -> tuple[Any, dt.datetime]:
         result = send_provider_attempt(
@@ -357,22 +274,24 @@ def _dispatch_batch(
             return
         group = list(ready)
         ready.clear()
+        handed_at = now()
         held = mark_handed_off_many(
-            kind, [(str(row.pk), message.message_id) for row, message in group], token, now=now()
+            kind, [(str(row.pk), message.message_id) for row, message in group], token, now=handed_at
         )
         for row, message in group:
             if str(row.pk) not in held:
                 summary.skipped += 1  # the claim was lost (lease ran out and another worker took it)
-            elif senders is None:
-                handle(row, *send(message, transports[0]))
+                continue
+            row.handed_off_at, row.message_id = handed_at, message.message_id  # as written
+            if senders is None:
+                recorder.result(row, send(message, transports[0]), None)
             else:
                 senders.put(row, message)
-        collect(wait=False)
+        recorder.pump()
 
     def hand_back(rest_rows: list[Any]) -> None:
         """Out of time budget: what took its token goes out, the rest goes back to the pool as a new job."""
         dispatch_ready()
-        collect(wait=True)
         rest = [str(r.pk) for r in rest_rows]
         summary.released += release_claims(kind, rest, token)
         from delivery.services import sends_enqueue
@@ -380,36 +299,31 @@ def _dispatch_batch(
         sends_enqueue(kind, rest)
 
     started = clock()
+    failed = False
     try:
         for index, row in enumerate(rows):
-            ref = SendRef.of(row)
             if clock() - started > BATCH_TIME_BUDGET_SECONDS:
                 hand_back(rows[index:])
                 break
             if f"{row.organization_id}:{normalize_email(row.recipient or '')}" in blocked:
-                record(ref, SendStatus.FAILED, error_code=SUPPRESSED_CODE, error_message=SUPPRESSED_MESSAGE)
-                summary.failed += 1
+                recorder.failed(row, error_code=SUPPRESSED_CODE, error_message=SUPPRESSED_MESSAGE)
                 continue
             if row.contact_id and str(row.contact_id) in unsubscribed:
-                record(ref, SendStatus.FAILED, error_code=SUPPRESSED_CODE, error_message=UNSUBSCRIBED_MESSAGE)
-                summary.failed += 1
+                recorder.failed(row, error_code=SUPPRESSED_CODE, error_message=UNSUBSCRIBED_MESSAGE)
                 continue
             try:
                 message = _compose(row, contexts, mail_options)
             except ComposeError as exc:
-                record(ref, SendStatus.FAILED, error_code=exc.code, error_message=exc.message)
-                summary.failed += 1
+                recorder.failed(row, error_code=exc.code, error_message=exc.message)
                 continue
             except attachment_fetch.AttachmentError as exc:
-                record(ref, SendStatus.FAILED, error_code="ATTACHMENT_FETCH_FAILED", error_message=str(exc))
-                summary.failed += 1
+                recorder.failed(row, error_code="ATTACHMENT_FETCH_FAILED", error_message=str(exc))
                 continue
             if not transports:
                 try:
                     transports.append(transport_factory())
                 except DispatchError as exc:
-                    record(ref, SendStatus.FAILED, error_code="WORKPOOL_FAILED", error_message=exc.message)
-                    summary.failed += 1
+                    recorder.failed(row, error_code="WORKPOOL_FAILED", error_message=exc.message)
                     continue
                 if PIPELINE and transports[0].provider_type != "local":
                     wanted = connections or (
@@ -417,7 +331,7 @@ def _dispatch_batch(
                     )
                     while len(transports) < min(wanted, len(rows) - index):
                         transports.append(transport_factory())
-                    senders = _Senders(transports, send)
+                    senders = Senders(transports, send, recorder.result, outbox=OUTBOX)
             # This attempt's token (D-06), taken before the hand-off mark, within the job's time budget; when
             # none is free right now, what is composed goes out first.
             if not take_pool_token(pace, 0.0):
@@ -429,51 +343,24 @@ def _dispatch_batch(
             if len(ready) >= HANDOFF_GROUP:
                 dispatch_ready()
         dispatch_ready()
-        collect(wait=True)
+    except BaseException:
+        failed = True
+        raise
     finally:
         try:
             if senders is not None:
-                senders.close()
-            collect(wait=True)
-        except Exception:  # the batch already failed; keep the first error
-            logger.exception("could not record the last in-flight sends")
-        for transport in transports:
-            release_transport(transport)
-        _flush(results)
-        provider_health_flush()  # DLV-17: one write per provider and minute for the whole job
+                senders.close()  # what is in the outbox goes out
+        finally:
+            for transport in transports:
+                release_transport(transport)
+            try:
+                recorder.close()  # every result recorded (raises a sender's bug or a recording error)
+            except Exception:
+                if not failed:
+                    raise
+                logger.exception("could not record the last results of a failed %s job", kind)
+            provider_health_flush()  # DLV-17: one write per provider and minute for the whole job
     return summary
-
-
-def _park(kind: str, row: Any, token: uuid.UUID, result: Any, at: dt.datetime) -> bool:
-    """A retryable refusal with attempts left (issue 12 item 5): park the row and hand it to its pool as a due
-    task after the provider's delay, in one transaction, instead of sleeping in this job."""
-    from delivery.services import pool_for
-    from owlat.jobs import enqueue
-
-    due = at + dt.timedelta(milliseconds=result.retry_after_ms)
-    with transaction.atomic():
-        retry_token = park_for_retry(kind, str(row.pk), token, until=due)
-        if retry_token is None:
-            return False
-        enqueue(
-            "delivery.tasks.send_batch_task",
-            kind,
-            [str(row.pk)],
-            at=due,
-            queue=pool_for(kind),
-            kwargs={"retry_token": str(retry_token), "attempts": result.attempts},
-        )
-    return True
-
-
-def _flush(results: list[Completion]) -> None:
-    if not results:
-        return
-    batch = list(results)
-    results.clear()
-    for outcome in send_transition_many(batch):
-        if not outcome.ok:
-            logger.info("send result not applied: %s", outcome.reason)
 
 
 def _compose(row: Any, contexts: dict[str, Any], mail_options: dict[str, Any]) -> Any:

@@ -1,0 +1,94 @@
+"""A worker's job outside a transaction records its results in a recorder thread of its own (issue 12,
+delivery.pipeline): every row sent once and recorded once, with its counters and timeline activity, and a
+sender's bug still fails the job after the other results are recorded."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+
+from delivery.models import CampaignSendCounters, EmailSend
+from delivery.tests.test_dispatch import CountingTransports, _campaign_rows
+from delivery.worker import dispatch_batch
+from owlat.models import ContactActivity
+
+
+@pytest.fixture
+def no_pacing(settings):
+    settings.DELIVERY_TRANSACTIONAL_RATE = 0
+    settings.DELIVERY_CAMPAIGN_RATE = 0
+
+
+pytestmark = pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="the recorder thread is PostgreSQL's"
+)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_job_outside_a_transaction_records_every_row_once_from_its_recorder_thread(
+    org, template, context, make_contact, smtp_sink, no_pacing, monkeypatch
+):
+    from delivery import pipeline
+
+    threads: list[str] = []
+    flush = pipeline.Recorder._flush
+
+    def noting_flush(self):
+        import threading
+
+        threads.append(threading.current_thread().name)
+        flush(self)
+
+    monkeypatch.setattr(pipeline.Recorder, "_flush", noting_flush)
+    contacts, ids = _campaign_rows(org, template, context, make_contact, 120, "rec")
+    summary = dispatch_batch("campaign", ids[:100], connections=4)
+    assert (summary.claimed, summary.sent, summary.failed, summary.skipped) == (100, 100, 0, 0)
+    assert set(threads) == {"owlat-record"}
+    smtp_sink.wait_for(100)
+    rows = EmailSend.objects.filter(pk__in=ids[:100])
+    assert {(r.status, r.dispatch_attempts, r.outcome_unknown) for r in rows} == {("sent", 1, False)}
+    assert all(r.message_id and r.handed_off_at and r.sent_at for r in rows)
+    campaign_id = rows[0].campaign_id
+    assert CampaignSendCounters.objects.get(campaign_id=campaign_id).sent == 100
+    activities = ContactActivity.objects.filter(activity_type="email_sent")
+    assert activities.count() == 100
+    assert {a.metadata["sendId"] for a in activities} == set(ids[:100])
+    assert {a.metadata["campaignId"] for a in activities} == {str(campaign_id)}
+    assert all(a.organization_id == org.pk and a.occurred_at for a in activities)
+    # a redelivered job sends nothing again; the rest goes out once too
+    again = dispatch_batch("campaign", ids, connections=4)
+    assert (again.claimed, again.sent, again.skipped) == (20, 20, 100)
+    smtp_sink.wait_for(120)
+    assert len(smtp_sink.messages) == 120
+    assert all(smtp_sink.count_for(c.email) == 1 for c in contacts)
+    assert CampaignSendCounters.objects.get(campaign_id=campaign_id).sent == 120
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_sender_bug_fails_the_job_after_the_recorder_thread_recorded_the_other_rows(
+    org, template, context, make_contact, smtp_sink, no_pacing
+):
+    contacts, ids = _campaign_rows(org, template, context, make_contact, 12, "bugrec")
+    transports = CountingTransports()
+    broken = contacts[5].email
+
+    def factory():
+        transport = transports()
+        send = transport.send
+
+        def maybe_broken(message):
+            if message.to == broken:
+                raise RuntimeError("a bug in the sender")
+            return send(message)
+
+        transport.send = maybe_broken
+        return transport
+
+    with pytest.raises(RuntimeError, match="a bug in the sender"):
+        dispatch_batch("campaign", ids, transport_factory=factory, connections=3)
+    rows = {r.contact_email: r for r in EmailSend.objects.filter(pk__in=ids)}
+    assert rows[broken].status == "queued" and rows[broken].handed_off_at is not None
+    sent = [r for r in rows.values() if r.status == "sent"]
+    assert sent and all(smtp_sink.count_for(r.contact_email) == 1 for r in sent)
+    dispatch_batch("campaign", ids, connections=3)  # a redelivered job: nothing handed off goes out again
+    assert smtp_sink.count_for(broken) == 0
