@@ -6,7 +6,7 @@ Routes are plain `path()`s without a trailing slash; `ApiMiddleware` answers the
 from django.urls import include, path, register_converter
 from drf_spectacular.views import SpectacularJSONAPIView, SpectacularRedocView, SpectacularSwaggerView
 
-from owlat.api import views
+from owlat.api import segment_views, views
 from owlat.api.health import HealthView
 
 
@@ -56,11 +56,13 @@ urlpatterns = [
     ),
     path("topics/<id:topic_id>", views.TopicDetailView.as_view(), name="api-topic"),
     # segments (API-25)
-    path("segments", views.SegmentListView.as_view(), name="api-segments"),
+    path("segments", segment_views.SegmentListView.as_view(), name="api-segments"),
     path(
-        "segments/<id:segment_id>/contacts", views.SegmentContactsView.as_view(), name="api-segment-contacts"
+        "segments/<id:segment_id>/contacts",
+        segment_views.SegmentContactsView.as_view(),
+        name="api-segment-contacts",
     ),
-    path("segments/<id:segment_id>", views.SegmentDetailView.as_view(), name="api-segment"),
+    path("segments/<id:segment_id>", segment_views.SegmentDetailView.as_view(), name="api-segment"),
     # the apps
     path("", include("delivery.api.urls")),
     path("", include("templates.api.urls")),

@@ -1,4 +1,5 @@
-"""Kernel endpoints: contacts (API-13…18), topic membership (API-19/20), topics and segments (API-25).
+"""Kernel endpoints: contacts (API-13…18), topic membership (API-19/20) and topics (API-25); segments are in
+`owlat.api.segment_views`.
 
 Thin views: serializers validate (`owlat.api.serializers`), the kernel services write (`owlat.contacts`,
 `owlat.topics`, `owlat.segments`), serializers answer.
@@ -24,8 +25,6 @@ from owlat.api.serializers import (
     ContactSerializer,
     ContactUpdateSerializer,
     SearchQuerySerializer,
-    SegmentSerializer,
-    SegmentWriteSerializer,
     TopicMemberSerializer,
     TopicSerializer,
     TopicSubscribedSerializer,
@@ -33,7 +32,7 @@ from owlat.api.serializers import (
     TopicUnsubscribedSerializer,
     TopicWriteSerializer,
 )
-from owlat.inuse import segment_in_use, topic_in_use
+from owlat.inuse import topic_in_use
 from owlat.models import Contact, ContactTopic, Segment, Topic
 
 INVALID_CONTACT_PARAM = "Invalid contact ID or email format"
@@ -50,9 +49,6 @@ ID_OR_EMAIL = OpenApiParameter(
 )
 TOPIC_ID = OpenApiParameter(
     "topic_id", OpenApiTypes.UUID, OpenApiParameter.PATH, description="The topic's id."
-)
-SEGMENT_ID = OpenApiParameter(
-    "segment_id", OpenApiTypes.UUID, OpenApiParameter.PATH, description="The segment's id."
 )
 EMAIL_OR_ID = OpenApiParameter(
     "email_or_id",
@@ -114,7 +110,7 @@ def _client_ip(request) -> str | None:
         return None
 
 
-def _list_by_name(
+def list_by_name(
     view: ApiView, request: Request, model: type[Topic | Segment], serializer_class: type
 ) -> Response:
     """Topics or segments, newest first; `?search=` filters by name (API-25)."""
@@ -353,7 +349,7 @@ class TopicListView(ApiView):
         tags=["Topics"],
     )
     def get(self, request: Request) -> Response:
-        return _list_by_name(self, request, Topic, TopicSerializer)
+        return list_by_name(self, request, Topic, TopicSerializer)
 
     @extend_schema(
         operation_id="topics_create",
@@ -418,116 +414,3 @@ class TopicDetailView(ApiView):
 
         topic = self.get_owned(Topic, topic_id, "topic")
         return self.delete_unless_in_use(topic, "topic", topic_in_use, lambda: topic_delete(topic=topic))
-
-
-# --- segments (API-25) -------------------------------------------------------------------------------------
-
-
-class SegmentListView(ApiView):
-    required_scopes = {"GET": "segments:read", "POST": "segments:write"}
-    list_key = "segments"
-
-    @extend_schema(
-        operation_id="segments_list",
-        summary="List segments",
-        description="Newest first; `search` filters by name. Scope `segments:read`.",
-        parameters=[SEARCH],
-        responses={200: SegmentSerializer(many=True), **errors(400)},
-        tags=["Segments"],
-    )
-    def get(self, request: Request) -> Response:
-        return _list_by_name(self, request, Segment, SegmentSerializer)
-
-    @extend_schema(
-        operation_id="segments_create",
-        summary="Create a segment",
-        description="`filters` are validated; topic conditions must name a topic of this organization. "
-        "Scope `segments:write`.",
-        request=SegmentWriteSerializer,
-        responses={201: envelope(SegmentSerializer), **errors(400)},
-        tags=["Segments"],
-    )
-    def post(self, request: Request) -> Response:
-        from owlat.segments import segment_create
-
-        fields = validated(
-            SegmentWriteSerializer, request.data, context={"organization_id": self.organization_id}
-        )
-        segment = segment_create(organization_id=self.organization_id, actor=self.actor, **fields)
-        return self.created(SegmentSerializer(segment).data)
-
-
-@extend_schema(parameters=[SEGMENT_ID], tags=["Segments"])
-class SegmentDetailView(ApiView):
-    required_scopes = {
-        "GET": "segments:read",
-        "PUT": "segments:write",
-        "PATCH": "segments:write",
-        "DELETE": "segments:write",
-    }
-
-    @extend_schema(
-        operation_id="segments_retrieve",
-        summary="Get a segment",
-        description="Scope `segments:read`.",
-        responses={200: envelope(SegmentSerializer), **errors(400, 404)},
-    )
-    def get(self, request: Request, segment_id: str) -> Response:
-        return self.ok(SegmentSerializer(self.get_owned(Segment, segment_id, "segment")).data)
-
-    @extend_schema(
-        operation_id="segments_update",
-        summary="Update a segment",
-        description="Only the keys sent change (PUT and PATCH alike); new filters recount the segment. "
-        "Scope `segments:write`.",
-        request=SegmentWriteSerializer(partial=True),
-        responses={200: envelope(SegmentSerializer), **errors(400, 404)},
-    )
-    def put(self, request: Request, segment_id: str) -> Response:
-        from owlat.segments import segment_update
-
-        segment_pk = require_uuid(segment_id, "segment")
-        fields = validated(
-            SegmentWriteSerializer,
-            request.data,
-            partial=True,
-            context={"organization_id": self.organization_id},
-        )
-        segment = segment_update(segment=self.get_owned(Segment, segment_pk, "segment"), changes=fields)
-        return self.ok(SegmentSerializer(segment).data)
-
-    patch = put
-
-    @extend_schema(
-        operation_id="segments_destroy",
-        summary="Delete a segment",
-        description="Refused (422 `segment_in_use`, with `usedBy`) while a campaign or automation uses it. "
-        "Scope `segments:write`.",
-        responses={200: envelope(DeletedSerializer, "Deleted"), **errors(400, 404, 422)},
-    )
-    def delete(self, request: Request, segment_id: str) -> Response:
-        from owlat.segments import segment_delete
-
-        segment = self.get_owned(Segment, segment_id, "segment")
-        return self.delete_unless_in_use(
-            segment, "segment", segment_in_use, lambda: segment_delete(segment=segment)
-        )
-
-
-@extend_schema(parameters=[SEGMENT_ID], tags=["Segments"])
-class SegmentContactsView(ApiView):
-    required_scopes = {"GET": "segments:read"}
-
-    @extend_schema(
-        operation_id="segments_contacts_list",
-        summary="List a segment's contacts",
-        description="The contacts matching the segment's filters now, newest first. Scope `segments:read`.",
-        responses={200: ContactSerializer(many=True), **errors(400, 404)},
-    )
-    def get(self, request: Request, segment_id: str) -> Response:
-        from owlat.conditions import filters_queryset_safe
-
-        segment = self.get_owned(Segment, segment_id, "segment")
-        queryset = filters_queryset_safe(self.organization_id, segment.filters)
-        self.list_key = f"segments/{segment.pk}/contacts"
-        return self.list_response(queryset, ContactSerializer)
