@@ -283,10 +283,12 @@ def test_run_bounce_server_refuses_a_bad_port():
     import sys
 
     from testsupport import BASE_DIR
+    from testsupport.workers import worker_environment
 
     proc = subprocess.run(
         [sys.executable, "manage.py", "run_bounce_server", "--port", "99999"],
         cwd=BASE_DIR,
+        env=worker_environment(),
         capture_output=True,
         text=True,
         timeout=60,
