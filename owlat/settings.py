@@ -199,6 +199,10 @@ SPECTACULAR_SETTINGS = {
         "AutomationStatusEnum": "automations.models.AutomationStatus",
         "TriggerTypeEnum": "automations.models.TriggerType",
         "StepTypeEnum": "automations.models.StepType",
+        # the discriminator of a step documented per step type (automations.api.variants)
+        "EmailStepTypeEnum": ["email"],
+        "DelayStepTypeEnum": ["delay"],
+        "ConditionStepTypeEnum": ["condition"],
         "RunStatusEnum": "automations.models.RunStatus",
         "StepRunStatusEnum": "automations.models.StepRunStatus",
         "TemplateStatusEnum": "templates.models.TemplateStatus",

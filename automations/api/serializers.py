@@ -11,9 +11,17 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from drf_spectacular.utils import extend_schema_field
+from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema_field
 from rest_framework import serializers
 
+from automations.api.variants import (
+    STEP_TYPE_MESSAGE,
+    TRIGGER_TYPE_MESSAGE,
+    per_step_type,
+    per_trigger_type,
+    step_proxy,
+    validated_kind,
+)
 from automations.models import AutomationStatus, RunStatus, StepRunStatus, StepType, TriggerType
 from owlat.api.fields import (
     ChoiceListField,
@@ -24,7 +32,7 @@ from owlat.api.fields import (
     TimestampField,
     json_value_problem,
 )
-from owlat.api.serializers import EmailAddressField
+from owlat.api.serializers import EmailAddressField, SearchField
 from owlat.event_names import EVENT_NAME_MESSAGE, EVENT_NAME_PATTERN, is_valid_event_name
 
 EVENT_PROPERTY_MESSAGE = "eventProperties values must be strings, numbers, booleans or null"
@@ -54,8 +62,8 @@ class TriggerTypeField(JSONValueField):
         "type": "object",
         "additionalProperties": True,
         "nullable": True,
-        "description": "Depends on `triggerType`: `eventName` for event_received, `topicId` for "
-        "topic_subscribed, `fields` for contact_updated, optional `filters` for every kind.",
+        "description": "Depends on `triggerType`: `propertyKey` for contact_updated, `eventName` for "
+        "event_received, `topicId` for topic_subscribed; contact_created takes none.",
     }
 )
 class TriggerConfigField(JSONValueField):
@@ -71,8 +79,8 @@ class StepTypeField(JSONValueField):
     {
         "type": "object",
         "additionalProperties": True,
-        "description": "Depends on `stepType`: `templateId` (email), `duration` and `unit` (delay), "
-        "`conditions` and branch targets (condition).",
+        "description": "Depends on `stepType` (see the step kinds' configs): `emailTemplateId` (email), "
+        "`duration` and `unit` (delay), `condition` and branch targets (condition).",
     }
 )
 class StepConfigField(JSONValueField):
@@ -85,16 +93,26 @@ class StepIndexField(JSONValueField):
 
 
 class StepInputSerializer(serializers.Serializer):
-    stepType = StepTypeField()
-    config = StepConfigField()
+    """A step of a new automation."""
 
 
-@extend_schema_field(StepInputSerializer(many=True))
+STEP_INPUTS = per_step_type(StepInputSerializer, "StepInput")
+
+
+@extend_schema_field(step_proxy("StepInput", STEP_INPUTS, many=True))
 class StepsField(JSONValueField):
+    """The steps of a new automation, each checked by the serializer of its `stepType`."""
+
     def to_internal_value(self, data: Any) -> Any:
         if not isinstance(data, list):
             raise serializers.ValidationError("steps must be an array")
-        return super().to_internal_value(data)
+        data = super().to_internal_value(data)
+        for index, step in enumerate(data):
+            try:
+                validated_kind(STEP_INPUTS, "stepType", STEP_TYPE_MESSAGE, step)
+            except serializers.ValidationError as exc:
+                raise serializers.ValidationError({index: exc.detail}) from None
+        return data
 
 
 @extend_schema_field({"type": "array", "items": {"type": "string", "format": "uuid"}})
@@ -115,7 +133,7 @@ TRACK_ENGAGEMENT_HELP = (
 # --- requests ------------------------------------------------------------------------------------------------
 
 
-class AutomationCreateSerializer(InputSerializer):
+class _AutomationCreateFields(InputSerializer):
     """A new automation (a draft), optionally with its steps."""
 
     read_only_keys = READ_ONLY_KEYS
@@ -125,12 +143,30 @@ class AutomationCreateSerializer(InputSerializer):
         error_messages={"required": "name is required"},
         help_text="At most 200 characters.",
     )
-    triggerType = TriggerTypeField(error_messages={"required": "triggerType is required"})
     description = StringField(required=False)
     steps = StepsField(required=False)
-    triggerConfig = TriggerConfigField(required=False)
     unsubscribeFooter = StrictBooleanField(required=False, help_text=UNSUBSCRIBE_FOOTER_HELP)
     trackEngagement = StrictBooleanField(required=False, help_text=TRACK_ENGAGEMENT_HELP)
+
+
+AUTOMATION_CREATES = per_trigger_type(_AutomationCreateFields, "AutomationCreate")
+
+
+class AutomationCreateSerializer(_AutomationCreateFields):
+    """Checks the keys every kind shares, then the body with the serializer of its `triggerType`."""
+
+    triggerType = TriggerTypeField(error_messages={"required": "triggerType is required"})
+    triggerConfig = TriggerConfigField(required=False)
+
+    def to_internal_value(self, data: Any) -> Any:
+        super().to_internal_value(data)
+        return validated_kind(AUTOMATION_CREATES, "triggerType", TRIGGER_TYPE_MESSAGE, data)
+
+
+#: the document of `POST /automations`: the body per trigger type
+AUTOMATION_CREATE = PolymorphicProxySerializer(
+    component_name="AutomationCreate", serializers=AUTOMATION_CREATES, resource_type_field_name="triggerType"
+)
 
 
 class AutomationUpdateSerializer(InputSerializer):
@@ -146,12 +182,31 @@ class AutomationUpdateSerializer(InputSerializer):
     trackEngagement = StrictBooleanField(required=False, help_text=TRACK_ENGAGEMENT_HELP)
 
 
-class StepCreateSerializer(InputSerializer):
+class _StepCreateFields(InputSerializer):
+    """A step added to a draft."""
+
     read_only_keys = ("id",)
+
+    stepIndex = StepIndexField(required=False, help_text="Insert at this position; default: append.")
+
+
+STEP_CREATES = per_step_type(_StepCreateFields, "StepCreate")
+
+
+class StepCreateSerializer(_StepCreateFields):
+    """Checks the keys every kind shares, then the body with the serializer of its `stepType`."""
 
     stepType = StepTypeField(error_messages={"required": "stepType is required"})
     config = StepConfigField(error_messages={"required": "config is required"})
-    stepIndex = StepIndexField(required=False, help_text="Insert at this position; default: append.")
+
+    def to_internal_value(self, data: Any) -> Any:
+        attrs = super().to_internal_value(data)
+        validated_kind(STEP_CREATES, "stepType", STEP_TYPE_MESSAGE, data)
+        return attrs
+
+
+#: the document of `POST /automations/{id}/steps`: the body per step type
+STEP_CREATE = step_proxy("StepCreate", STEP_CREATES)
 
 
 class StepUpdateSerializer(InputSerializer):
@@ -226,7 +281,7 @@ class AutomationListQuerySerializer(serializers.Serializer):
     triggerType = ChoiceListField(
         choices=TriggerType.values, required=False, help_text="Comma-separated trigger types."
     )
-    search = StringField(required=False, trim_whitespace=True, help_text="Part of the name.")
+    search = SearchField(help_text="Part of the name.")
 
 
 class RunListQuerySerializer(serializers.Serializer):
@@ -240,10 +295,16 @@ class RunListQuerySerializer(serializers.Serializer):
 
 
 class StepSerializer(serializers.Serializer):
+    """A step of an automation."""
+
     id = serializers.CharField()
     stepIndex = serializers.IntegerField(source="step_index")
     stepType = serializers.ChoiceField(source="step_type", choices=StepType.choices)
     config = StepConfigField()
+
+
+#: the document of a step in an answer: per step type
+STEPS = step_proxy("Step", per_step_type(StepSerializer, "Step"), many=True)
 
 
 class AutomationStatsSerializer(serializers.Serializer):
@@ -292,7 +353,7 @@ class AutomationSerializer(AutomationSummarySerializer):
     stepCount = None
     steps = serializers.SerializerMethodField()
 
-    @extend_schema_field(StepSerializer(many=True))
+    @extend_schema_field(STEPS)
     def get_steps(self, automation: Any) -> list[dict[str, Any]]:
         return StepSerializer(automation.steps.order_by("step_index"), many=True).data
 

@@ -17,6 +17,8 @@ from rest_framework.response import Response
 
 from automations import services
 from automations.api.serializers import (
+    AUTOMATION_CREATE,
+    STEP_CREATE,
     AutomationCountersSerializer,
     AutomationCreateSerializer,
     AutomationListQuerySerializer,
@@ -109,7 +111,7 @@ class AutomationListView(AutomationsView):
         summary="Create an automation",
         description="A new automation is a draft; activate it when its steps are in place. "
         "Scope `automations:write`.",
-        request=AutomationCreateSerializer,
+        request=AUTOMATION_CREATE,
         responses={201: envelope(AutomationSerializer), **errors(400, 404)},
     )
     def post(self, request: Request) -> Response:
@@ -268,7 +270,7 @@ class StepListView(AutomationsView):
         operation_id="automations_steps_create",
         summary="Add a step",
         description=f"Answers the automation with its steps. {DRAFT_ONLY} Scope `automations:write`.",
-        request=StepCreateSerializer,
+        request=STEP_CREATE,
         responses={201: envelope(AutomationSerializer), **errors(400, 404, 422)},
     )
     def post(self, request: Request, automation_id: str) -> Response:

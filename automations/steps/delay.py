@@ -27,7 +27,7 @@ def parse_config(config: Any) -> DelayConfig:
     if duration <= 0:
         raise StepConfigError("duration must be a number greater than 0", "duration")
     unit = config.get("unit")
-    if unit not in UNIT_MS:
+    if not isinstance(unit, str) or unit not in UNIT_MS:
         raise StepConfigError('unit must be one of "minutes", "hours", "days", "weeks"', "unit")
     return DelayConfig(duration=duration, unit=unit)
 

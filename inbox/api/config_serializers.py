@@ -8,10 +8,18 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
+from django.core.validators import RegexValidator
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from inbox.configuration import RELABEL_CATEGORIES
+from inbox.configuration import (
+    MAX_DAILY_AUTO_REPLIES,
+    MAX_DELAY_MS,
+    MAX_RULE_POSITION,
+    MAX_UNDO_DELAY_MS,
+    MINUTES_PER_DAY,
+    RELABEL_CATEGORIES,
+)
 from inbox.models import BreakerKind, LlmProvider, RuleAction, RuleMatch
 from owlat.api.fields import (
     InputSerializer,
@@ -20,10 +28,12 @@ from owlat.api.fields import (
     StringField,
     TimestampField,
 )
+from owlat.api.serializers import TIMEZONE_MESSAGE, TimezoneField
 
 
 class StrictNumberField(serializers.FloatField):
-    """A JSON number (not a string, not a boolean)."""
+    """A JSON number (not a string, not a boolean); its range (`min_value`, `max_value`, documented) is checked by
+    `inbox.configuration` with the spec's message."""
 
     def to_internal_value(self, data: Any) -> float:
         if (
@@ -39,9 +49,24 @@ class StrictNumberField(serializers.FloatField):
             raise serializers.ValidationError(f"{self.field_name} must be a number")
         return float(data)
 
+    def run_validators(self, value: Any) -> None:
+        return None
 
-def _ms(source: str, help_text: str) -> StrictIntegerField:
-    return StrictIntegerField(source=source, required=False, min_value=0, help_text=help_text)
+
+def _ms(source: str, help_text: str, max_value: int = MAX_DELAY_MS) -> StrictIntegerField:
+    return StrictIntegerField(
+        source=source, required=False, min_value=0, max_value=max_value, help_text=help_text
+    )
+
+
+#: base URLs the API takes (the outbound guard then refuses hosts that are not public): http(s), a host name with
+#: a top-level domain, an optional port, a path without spaces (a subset of what Django's URL validator accepts)
+BASE_URL_PATTERN = (
+    r"^[Hh][Tt][Tt][Pp][Ss]?://(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,63}"
+    r"(?::(?:6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{0,3}))?"
+    r"(?:/[!-~]*)?$"
+)
+WORKING_HOURS_HELP = "Minutes after midnight, 0 to 1440; the working day ends after it starts."
 
 
 # --- agent configuration --------------------------------------------------------------------------------------
@@ -88,16 +113,22 @@ class AgentConfigWriteSerializer(InputSerializer):
     isAutoReplyEnabled = StrictBooleanField(source="is_auto_reply_enabled", required=False)
     isShadowMode = StrictBooleanField(source="is_shadow_mode", required=False)
     confidenceThreshold = StrictNumberField(
-        source="confidence_threshold", required=False, help_text="Draft quality needed to auto-send, 0 to 1."
+        source="confidence_threshold",
+        required=False,
+        min_value=0,
+        max_value=1,
+        help_text="Draft quality needed to auto-send, 0 to 1.",
     )
-    maxDailyAutoReplies = StrictIntegerField(source="max_daily_auto_replies", required=False, min_value=0)
+    maxDailyAutoReplies = StrictIntegerField(
+        source="max_daily_auto_replies", required=False, min_value=0, max_value=MAX_DAILY_AUTO_REPLIES
+    )
     toneDescription = StringField(source="tone_description", required=False, allow_null=True, max_length=5000)
     signatureTemplate = StringField(
         source="signature_template", required=False, allow_null=True, max_length=5000
     )
     autoSendDelayMs = _ms("auto_send_delay_ms", "Undo window of automatic approvals, up to 24 hours.")
     humanApproveUndoDelayMs = _ms(
-        "human_approve_undo_delay_ms", "Undo window of human approvals, 0 to 120000."
+        "human_approve_undo_delay_ms", "Undo window of human approvals, 0 to 120000.", MAX_UNDO_DELAY_MS
     )
     coalesceWindowMs = _ms("coalesce_window_ms", "Burst coalescing window (0 = off), up to 24 hours.")
     isClarificationEnabled = StrictBooleanField(source="is_clarification_enabled", required=False)
@@ -105,14 +136,26 @@ class AgentConfigWriteSerializer(InputSerializer):
         "clarification_timeout_ms", "Unanswered questions time out after this long, up to 24 hours."
     )
     isWorkingHoursEnabled = StrictBooleanField(source="is_working_hours_enabled", required=False)
-    workingHoursTimezone = StringField(
-        source="working_hours_timezone", required=False, trim_whitespace=True, max_length=64
+    workingHoursTimezone = TimezoneField(
+        source="working_hours_timezone",
+        required=False,
+        allow_blank=False,
+        error_messages={"blank": TIMEZONE_MESSAGE.replace("timezone", "workingHoursTimezone", 1)},
+        help_text="An IANA time zone name, e.g. Europe/Berlin.",
     )
     workingHoursStartMinute = StrictIntegerField(
-        source="working_hours_start_minute", required=False, min_value=0, help_text="Minutes after midnight."
+        source="working_hours_start_minute",
+        required=False,
+        min_value=0,
+        max_value=MINUTES_PER_DAY,
+        help_text=WORKING_HOURS_HELP,
     )
     workingHoursEndMinute = StrictIntegerField(
-        source="working_hours_end_minute", required=False, min_value=0, help_text="Minutes after midnight."
+        source="working_hours_end_minute",
+        required=False,
+        min_value=0,
+        max_value=MINUTES_PER_DAY,
+        help_text=WORKING_HOURS_HELP,
     )
     workingDays = serializers.ListField(
         source="working_days",
@@ -149,16 +192,19 @@ class HandlingRuleSerializer(serializers.Serializer):
 class HandlingRuleWriteSerializer(InputSerializer):
     read_only_keys = ("id",)
 
-    name = StringField(trim_whitespace=True, max_length=200)
+    name = StringField(trim_whitespace=True, max_length=200, schema_non_blank=True)
     match = serializers.ChoiceField(choices=RuleMatch.values)
     value = StringField(
-        trim_whitespace=True, max_length=300, help_text="Address, domain, subject words or category."
+        trim_whitespace=True,
+        max_length=300,
+        schema_non_blank=True,
+        help_text="Address, domain, subject words or category.",
     )
     action = serializers.ChoiceField(choices=RuleAction.values)
     category = serializers.ChoiceField(
         choices=RELABEL_CATEGORIES, required=False, allow_null=True, help_text="Required for relabel rules."
     )
-    position = StrictIntegerField(required=False, min_value=0, max_value=32767)
+    position = StrictIntegerField(required=False, min_value=0, max_value=MAX_RULE_POSITION)
     isActive = StrictBooleanField(source="is_active", required=False)
 
 
@@ -202,11 +248,11 @@ class ModelProviderWriteSerializer(InputSerializer):
     read_only_keys = ("source", "isApiKeySet", "isConfigured", "models", "timeoutSeconds", "updatedAt")
 
     provider = serializers.ChoiceField(choices=LlmProvider.values, required=False)
-    baseUrl = serializers.URLField(
+    baseUrl = StringField(
         required=False,
-        allow_blank=True,
         max_length=500,
-        help_text="Any OpenAI-compatible endpoint; empty: the provider's own.",
+        validators=[RegexValidator(BASE_URL_PATTERN, "Enter a valid URL.")],
+        help_text="Any OpenAI-compatible endpoint on a public host; empty: the provider's own.",
     )
     apiKey = StringField(
         required=False,

@@ -198,12 +198,20 @@ def transitioned_envelope(serializer_class: type[serializers.Serializer], name: 
 EMAIL_DOMAIN_PATTERN = r"@[^@\s]+\.[A-Za-z0-9-]{2,63}$"
 
 
+# a character Python's `str.strip()` keeps: the value is not blank once trimmed (Python's whitespace, which is not
+# JSON Schema's `\s`: it includes the separators U+001C…U+001F and U+0085, not U+FEFF)
+NOT_ONLY_WHITESPACE = (
+    "[^\\t\\n\\v\\f\\r \\x1c-\\x1f\\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]"
+)
+
+
 class StringFieldExtension(OpenApiSerializerFieldExtension):
     """Documents in request bodies and queries what the API's string fields refuse, so that the document calls
     valid exactly what the API accepts (the fuzzer's acceptance checks hold it to that):
 
     - a required field the API refuses blank (`allow_blank=False`, or `schema_non_blank=True` where the check
-      happens later with the spec's message) is `minLength: 1`, and `pattern: \\S` when the value is trimmed;
+      happens later with the spec's message) is `minLength: 1`, and `pattern: NOT_ONLY_WHITESPACE` when the value
+      is trimmed;
     - a field with a `schema_pattern` (an event name) carries that pattern, anchored;
     - an email address is `format: email` of at most 254 characters (blank allowed where it means "clear");
     - a comma-separated choice list (`allowed`) is a pattern of those values.
@@ -242,8 +250,10 @@ class StringFieldExtension(OpenApiSerializerFieldExtension):
         )
         if non_blank:
             constraints["minLength"] = max(schema.pop("minLength", 0), 1)
-            if field.trim_whitespace and "pattern" not in constraints:
-                constraints["pattern"] = r"\S"
+            if (
+                field.trim_whitespace or getattr(field, "schema_non_blank", False)
+            ) and "pattern" not in constraints:
+                constraints["pattern"] = NOT_ONLY_WHITESPACE
             # under `allOf`, so that drf-spectacular does not add its blank alternative (`maxLength: 0`), which it
             # offers for every constrained string field that allows blank
             schema["allOf"] = [constraints]
@@ -275,14 +285,17 @@ class JSONValueFieldExtension(OpenApiSerializerFieldExtension):
 def allow_empty_query_values(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
     """Postprocessing hook: an optional string query parameter sent empty (`?status=`) counts as absent (the query
     serializers, `owlat.api.fields.QuerySerializer`), so the document says `allowEmptyValue` (an empty `limit` is
-    no integer: 400 "Invalid limit")."""
+    no integer: 400 "Invalid limit"). Not needed on a free-text parameter (`search`, `cursor`), where the empty
+    string is a valid value (and a fuzzer reads the parameter as a string only when its schema is one)."""
     for operations in result.get("paths", {}).values():
         for operation in operations.values():
             for parameter in operation.get("parameters", []) if isinstance(operation, dict) else []:
+                schema = parameter.get("schema", {})
                 if (
                     parameter.get("in") == "query"
                     and not parameter.get("required")
-                    and parameter.get("schema", {}).get("type", "string") == "string"
+                    and schema.get("type", "string") == "string"
+                    and set(schema) - {"type", "description", "example"}  # else "" is a valid value anyway
                 ):
                     parameter["allowEmptyValue"] = True
     return result
@@ -303,10 +316,25 @@ def top_level_nulls_mean_absent(result: dict[str, Any], **kwargs: Any) -> dict[s
                 ref = media.get("schema", {}).get("$ref", "")
                 if ref.startswith("#/components/schemas/"):
                     bodies.add(ref.rsplit("/", 1)[1])
+    # a body documented per kind (`oneOf` the kinds' components): each kind's component is a whole body too
+    kinds = {
+        name: [
+            item["$ref"].rsplit("/", 1)[1]
+            for item in schemas.get(name, {}).get("oneOf", [])
+            if "$ref" in item
+        ]
+        for name in bodies
+    }
+    proxies = {name for name, refs in kinds.items() if refs}
+    bodies |= {ref for name in proxies for ref in kinds[name]}
     nested = {
         name
         for name in bodies
-        if any(f'schemas/{name}"' in repr(s).replace("'", '"') for s in schemas.values())
+        if any(
+            f'schemas/{name}"' in repr(s).replace("'", '"')
+            for other, s in schemas.items()
+            if other not in proxies
+        )
     }
     for name in bodies - nested:
         component = schemas.get(name, {})
@@ -327,16 +355,68 @@ REQUIRE_ONE_OF: dict[str, tuple[str, ...]] = {
 }
 
 
+# Request bodies with another rule across their keys (a JSON schema the serializer's fields cannot state)
+BODY_RULES: dict[str, dict[str, Any]] = {
+    # inbox handling rules: a relabel rule names its category, an archive rule none
+    "HandlingRuleWriteRequest": {
+        "oneOf": [
+            {
+                "properties": {"action": {"enum": ["archive"]}},
+                "not": {"required": ["category"], "properties": {"category": {"type": "string"}}},
+            },
+            {
+                "properties": {"action": {"enum": ["relabel"]}, "category": {"type": "string"}},
+                "required": ["category"],
+            },
+        ]
+    },
+    # a rule changed to archive names no category
+    "PatchedHandlingRuleWriteRequest": {
+        "not": {
+            "required": ["action", "category"],
+            "properties": {"action": {"enum": ["archive"]}, "category": {"type": "string"}},
+        }
+    },
+    # the model provider: a new API key or clearing the stored one, not both; and not clearing it while naming a
+    # provider that needs one
+    "ModelProviderWriteRequest": {
+        "allOf": [
+            {
+                "not": {
+                    "required": ["apiKey", "clearApiKey"],
+                    "properties": {"apiKey": {"type": "string"}, "clearApiKey": {"enum": [True]}},
+                }
+            },
+            {
+                "not": {
+                    "required": ["provider", "clearApiKey"],
+                    "properties": {
+                        "provider": {"enum": ["openai", "openrouter"]},
+                        "clearApiKey": {"enum": [True]},
+                    },
+                    "not": {"required": ["apiKey"], "properties": {"apiKey": {"type": "string"}}},
+                }
+            },
+        ]
+    },
+}
+BODY_RULES["PatchedModelProviderWriteRequest"] = BODY_RULES["ModelProviderWriteRequest"]
+
+
 def require_one_of(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
-    """Postprocessing hook: `anyOf` the keys of `REQUIRE_ONE_OF` on those request bodies."""
+    """Postprocessing hook: `anyOf` the keys of `REQUIRE_ONE_OF`, and the `BODY_RULES`, on those request bodies."""
     from drf_spectacular.drainage import warn
 
     schemas = result.get("components", {}).get("schemas", {})
-    for name, keys in REQUIRE_ONE_OF.items():
+    for name in [*REQUIRE_ONE_OF, *BODY_RULES]:
         if name not in schemas:
-            warn(f"REQUIRE_ONE_OF names {name}, which the document does not have")
-            continue
-        schemas[name]["anyOf"] = [
-            {"required": [key], "properties": {key: {"type": "string", "minLength": 1}}} for key in keys
-        ]
+            warn(f"REQUIRE_ONE_OF or BODY_RULES names {name}, which the document does not have")
+    for name, keys in REQUIRE_ONE_OF.items():
+        if name in schemas:
+            schemas[name]["anyOf"] = [
+                {"required": [key], "properties": {key: {"type": "string", "minLength": 1}}} for key in keys
+            ]
+    for name, rule in BODY_RULES.items():
+        if name in schemas:
+            schemas[name].update(rule)
     return result

@@ -24,6 +24,7 @@ from owlat.conditions.language import (
     ACTIVITY_FIELDS,
     ACTIVITY_OPERATORS,
     LOGICS,
+    OPERATOR_ALIASES,
     PROPERTY_OPERATORS,
     TOPIC_OPERATORS,
 )
@@ -76,10 +77,12 @@ class LanguageField(StringField):
 
 
 class TimezoneField(StringField):
+    """An IANA time zone name this server knows (documented as their enum, owlat.api.schema)."""
+
     def to_internal_value(self, data: Any) -> str:
         value = super().to_internal_value(data)
         if value not in _timezones():
-            raise serializers.ValidationError(TIMEZONE_MESSAGE)
+            raise serializers.ValidationError(TIMEZONE_MESSAGE.replace("timezone", self.field_name, 1))
         return value
 
 
@@ -251,41 +254,48 @@ def _enum(values: tuple[str, ...]) -> dict[str, Any]:
     return {"type": "string", "enum": list(values)}
 
 
+def condition_schema(*, aliases: bool = False) -> dict[str, Any]:
+    """One condition of AUT-34 as `owlat.conditions` parses it: `oneOf` the three kinds (canonical operators; with
+    `aliases`, also the editor's aliases a contact-property condition takes); `topicId` must exist (API-24)."""
+    property_operators = (*PROPERTY_OPERATORS, *OPERATOR_ALIASES) if aliases else PROPERTY_OPERATORS
+    return {
+        "oneOf": [
+            _condition_schema(
+                "contact_property",
+                ("field",),
+                field={
+                    "type": "string",
+                    "description": "email, firstName, lastName, source or a property key.",
+                },
+                operator=_enum(property_operators),
+                value={
+                    "nullable": True,
+                    "anyOf": [{"type": "string"}, {"type": "number"}, {"type": "boolean"}],
+                },
+            ),
+            _condition_schema(
+                "email_activity",
+                ("field",),
+                field=_enum(ACTIVITY_FIELDS),
+                operator=_enum(ACTIVITY_OPERATORS),
+            ),
+            _condition_schema(
+                "topic_membership",
+                ("topicId",),
+                topicId={"type": "string", "format": "uuid"},
+                operator=_enum(TOPIC_OPERATORS),
+            ),
+        ]
+    }
+
+
 # AUT-34 as `owlat.conditions.parse_filters` reads it (canonical operators; `topicId` must exist, API-24)
 SEGMENT_FILTERS_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["logic", "conditions"],
     "properties": {
         "logic": _enum(LOGICS),
-        "conditions": {
-            "type": "array",
-            "items": {
-                "oneOf": [
-                    _condition_schema(
-                        "contact_property",
-                        ("field",),
-                        field={"type": "string"},
-                        operator=_enum(PROPERTY_OPERATORS),
-                        value={
-                            "nullable": True,
-                            "anyOf": [{"type": "string"}, {"type": "number"}, {"type": "boolean"}],
-                        },
-                    ),
-                    _condition_schema(
-                        "email_activity",
-                        ("field",),
-                        field=_enum(ACTIVITY_FIELDS),
-                        operator=_enum(ACTIVITY_OPERATORS),
-                    ),
-                    _condition_schema(
-                        "topic_membership",
-                        ("topicId",),
-                        topicId={"type": "string", "format": "uuid"},
-                        operator=_enum(TOPIC_OPERATORS),
-                    ),
-                ]
-            },
-        },
+        "conditions": {"type": "array", "items": condition_schema()},
     },
     "description": "Segment conditions (see the segment condition reference).",
 }
@@ -347,7 +357,26 @@ class SegmentWriteSerializer(InputSerializer):
 # --- list queries -------------------------------------------------------------------------------------------
 
 
+class SearchField(StringField):
+    """`?search=`: trimmed, blank means none; given once (a repeated parameter is refused, naming it)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("required", False)
+        kwargs.setdefault("trim_whitespace", True)
+        super().__init__(**kwargs)
+
+    def get_value(self, dictionary: Any) -> Any:
+        if hasattr(dictionary, "getlist") and len(dictionary.getlist(self.field_name)) > 1:
+            return dictionary.getlist(self.field_name)
+        return super().get_value(dictionary)
+
+    def to_internal_value(self, data: Any) -> str:
+        if isinstance(data, list):
+            raise serializers.ValidationError(f"{self.field_name} must be given once")
+        return super().to_internal_value(data)
+
+
 class SearchQuerySerializer(serializers.Serializer):
     """`?search=` (blank means none)."""
 
-    search = StringField(required=False, trim_whitespace=True)
+    search = SearchField()

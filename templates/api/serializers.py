@@ -8,7 +8,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from owlat.api.fields import InputSerializer, JSONValueField, StringField, TimestampField
-from owlat.api.serializers import LANGUAGE_RE, LanguageField
+from owlat.api.serializers import LANGUAGE_RE, LanguageField, SearchField
 from templates.models import TemplateStatus, TemplateType
 
 HTML_TRANSLATIONS_MESSAGE = "htmlTranslations must map languages to {htmlContent, subject} strings"
@@ -78,7 +78,9 @@ class LanguageListField(serializers.Field):
         "additionalProperties": {
             "type": "object",
             "properties": {"htmlContent": {"type": "string"}, "subject": {"type": "string"}},
+            "additionalProperties": {"type": "string"},
         },
+        "description": "Per language: `htmlContent` and `subject` (strings only).",
     }
 )
 class HtmlTranslationsField(JSONValueField):
@@ -155,4 +157,4 @@ class TemplateListQuerySerializer(serializers.Serializer):
     type = CommaSeparatedChoiceField(
         choices=TemplateType.values, required=False, help_text="Comma-separated types."
     )
-    search = StringField(required=False, trim_whitespace=True, help_text="Part of the name.")
+    search = SearchField(help_text="Part of the name.")
