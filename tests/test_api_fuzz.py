@@ -383,3 +383,20 @@ def test_a_value_of_python_whitespace_only_is_documented_blank():
 
     assert not re.search(NOT_ONLY_WHITESPACE, "\x1c\x1d\x1e\x1f\x85 \t\u3000")
     assert re.search(NOT_ONLY_WHITESPACE, "\ufeff") and re.search(NOT_ONLY_WHITESPACE, " a ")
+
+
+def test_a_cursor_is_documented_in_the_shape_the_server_writes():
+    """`?cursor=` of every keyset list (GET /inbox/rules too) is documented as the signed token's shape, which the
+    server's cursors have (compressed or not); a string of another shape is an invalid request."""
+    import re
+
+    from owlat.api.pagination import CURSOR_PATTERN, encode_cursor
+    from testsupport.api import ApiClient
+
+    document = ApiClient(None).request("GET", "/schema", auth=False).json()
+    for path in ("/api/v1/inbox/rules", "/api/v1/contacts"):
+        (cursor,) = [p for p in document["paths"][path]["get"]["parameters"] if p["name"] == "cursor"]
+        assert cursor["schema"]["pattern"] == CURSOR_PATTERN, path
+    for values in ([1, "a"], ["2026-01-01T00:00:00+00:00", "x" * 40], [None]):
+        token = encode_cursor(list_key="inbox/rules", organization_id="o", values=values)
+        assert re.fullmatch(CURSOR_PATTERN, token), token

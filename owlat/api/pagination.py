@@ -34,6 +34,10 @@ from owlat.api.errors import ApiError
 DEFAULT_LIMIT = 25
 MAX_LIMIT = 100
 CURSOR_SALT = "owlat.api.cursor"
+#: what `encode_cursor` writes (django.core.signing: base64url payload, `.` when compressed, timestamp, signature);
+#: documented, so that a cursor of another shape is an invalid request (a well-formed one may still be "Invalid
+#: cursor": the document cannot say which tokens this server signed for the list and organization)
+CURSOR_PATTERN = r"^\.?[A-Za-z0-9_-]+:[A-Za-z0-9_-]+:[A-Za-z0-9_-]+$"
 
 
 def invalid_limit() -> ApiError:
@@ -264,7 +268,7 @@ class KeysetPagination(BasePagination):
                 "name": "cursor",
                 "in": "query",
                 "required": False,
-                "description": "The `pagination.cursor` of the previous page.",
-                "schema": {"type": "string"},
+                "description": "The `pagination.cursor` of the previous page (an opaque token).",
+                "schema": {"type": "string", "pattern": CURSOR_PATTERN},
             },
         ]
