@@ -50,13 +50,15 @@ class Bench:
     name: str
     # the script's adapter; None where the script writes its own `figures`/`table` rows
     figures: Callable[[dict[str, Any]], list[Figure]] | None
-    tiny: list[str]  # the script's arguments per profile; `full` runs it with its own defaults (target sizes)
+    # the script's arguments per profile; `full` runs it with `full` (default: the script's own defaults)
+    tiny: list[str]
     reduced: list[str]
+    full: list[str] = field(default_factory=list)
     json_name: str = ""
     timeout: dict[str, float] = field(default_factory=lambda: {"tiny": 300, "reduced": 240, "full": 7200})
 
     def args(self, profile: str) -> list[str]:
-        return {"tiny": self.tiny, "reduced": self.reduced}.get(profile, [])
+        return {"tiny": self.tiny, "reduced": self.reduced, "full": self.full}[profile]
 
     @property
     def json_path(self) -> Path:
@@ -182,6 +184,7 @@ BENCHES = [
         None,  # writes its own `table` rows
         tiny=["--sizes", "20,200", "--warmup", "10", "--seconds", "5"],
         reduced=["--events", "1000", "--warmup", "50", "--seconds", "20"],  # sizes 10, 100, 1,000
+        full=["--events", "100000"],  # issue 12's growth check: sizes 1,000, 10,000, 100,000; latency 60 s
     ),
     Bench("campaign_fanout", fanout_figures, tiny=["--sizes", "500,5000"], reduced=["--sizes", "2000,20000"]),
     Bench(
