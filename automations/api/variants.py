@@ -129,9 +129,9 @@ class ConditionStepConfigSerializer(StepConfigSerializer):
 
 
 STEP_CONFIGS: dict[str, type[StepConfigSerializer]] = {
-    StepType.EMAIL: EmailStepConfigSerializer,
-    StepType.DELAY: DelayStepConfigSerializer,
-    StepType.CONDITION: ConditionStepConfigSerializer,
+    StepType.EMAIL.value: EmailStepConfigSerializer,
+    StepType.DELAY.value: DelayStepConfigSerializer,
+    StepType.CONDITION.value: ConditionStepConfigSerializer,
 }
 
 
@@ -197,19 +197,21 @@ def _trigger_config(kind: str, description: str, **properties: dict[str, Any]) -
 
 
 TRIGGER_CONFIGS: dict[str, type[TriggerConfigField]] = {
-    TriggerType.CONTACT_CREATED: _trigger_config(TriggerType.CONTACT_CREATED, "Takes no configuration."),
-    TriggerType.CONTACT_UPDATED: _trigger_config(
-        TriggerType.CONTACT_UPDATED,
+    TriggerType.CONTACT_CREATED.value: _trigger_config(
+        TriggerType.CONTACT_CREATED.value, "Takes no configuration."
+    ),
+    TriggerType.CONTACT_UPDATED.value: _trigger_config(
+        TriggerType.CONTACT_UPDATED.value,
         "`propertyKey`: the contact field or property whose change starts a run.",
         propertyKey={"type": "string", "minLength": 1},
     ),
-    TriggerType.EVENT_RECEIVED: _trigger_config(
-        TriggerType.EVENT_RECEIVED,
+    TriggerType.EVENT_RECEIVED.value: _trigger_config(
+        TriggerType.EVENT_RECEIVED.value,
         "`eventName`: the event that starts a run (exact, case-sensitive).",
         eventName={"type": "string", "pattern": f"^{EVENT_NAME_PATTERN.pattern}$"},
     ),
-    TriggerType.TOPIC_SUBSCRIBED: _trigger_config(
-        TriggerType.TOPIC_SUBSCRIBED,
+    TriggerType.TOPIC_SUBSCRIBED.value: _trigger_config(
+        TriggerType.TOPIC_SUBSCRIBED.value,
         "`topicId`: the topic whose new members start a run (a topic of the organization).",
         topicId={"type": "string", "format": "uuid"},
     ),

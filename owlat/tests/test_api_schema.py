@@ -121,3 +121,12 @@ def test_patch_answered_like_put_is_documented_as_its_partial_variant(schema):
             ]
             assert patch_body in (put_body, f"Patched{put_body}"), path  # every key optional
     assert patched >= 6
+
+
+def test_the_document_renders_as_yaml_and_json(schema):
+    """`make test` writes the document with `spectacular --file …yaml`: every key must be a plain string (a
+    TextChoices member as a mapping key made the YAML renderer fail while the JSON one passed)."""
+    from drf_spectacular.renderers import OpenApiJsonRenderer, OpenApiYamlRenderer
+
+    assert OpenApiYamlRenderer().render(schema, renderer_context={}).startswith(b"openapi:")
+    assert OpenApiJsonRenderer().render(schema, renderer_context={})
