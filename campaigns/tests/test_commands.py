@@ -35,7 +35,8 @@ def test_campaign_transition_dry_run_and_actor(make_campaign):
         run("campaign_transition", str(campaign.pk), "reject")
 
 
-def test_review_from_the_command_line(make_campaign, template, topic, make_contact):
+def _held_for_review(make_campaign, template, topic, make_contact):
+    """A campaign sent from the command line whose content the scan holds (shortened link, shouting subject)."""
     from testsupport.queue import drain_queue
 
     template.html_content = '<p>Hi</p><a href="https://bit.ly/x">Go</a>'
@@ -47,6 +48,11 @@ def test_review_from_the_command_line(make_campaign, template, topic, make_conta
     drain_queue(max_tasks=100)
     campaign.refresh_from_db()
     assert campaign.status == "pending_review"
+    return campaign
+
+
+def test_review_from_the_command_line(make_campaign, template, topic, make_contact):
+    campaign = _held_for_review(make_campaign, template, topic, make_contact)
     run("campaign_transition", str(campaign.pk), "reject", "--reason", "links")
     campaign.refresh_from_db()
     assert campaign.content_block_reason == "Rejected in review: links"
@@ -109,15 +115,7 @@ def test_approve_from_the_command_line_sends_and_is_not_held_again(
 ):
     from testsupport.queue import drain_queue
 
-    template.html_content = '<p>Hi</p><a href="https://bit.ly/x">Go</a>'
-    template.subject = "HELLO THERE!!!"
-    template.save()
-    make_contact(topic=topic)
-    campaign = make_campaign()
-    run("campaign_transition", str(campaign.pk), "send")
-    drain_queue(max_tasks=100)
-    campaign.refresh_from_db()
-    assert campaign.status == "pending_review"
+    campaign = _held_for_review(make_campaign, template, topic, make_contact)
     assert "would move pending_review → sending" in run(
         "campaign_transition", str(campaign.pk), "approve", "--dry-run"
     )

@@ -455,7 +455,14 @@ def test_a_sender_failure_keeps_the_other_results_and_leaves_its_row_handed_off(
 ):
     """A bug in a sender thread (not a provider answer) fails the job; the rows the other connections sent are
     recorded, and the row that failed stays handed off without a result (outcome unknown, never re-sent)."""
-    contacts, ids = _campaign_rows(org, template, context, make_contact, 12, "bug")
+    check_a_sender_bug_fails_the_job(org, template, context, make_contact, smtp_sink, "bug")
+
+
+def check_a_sender_bug_fails_the_job(org, template, context, make_contact, smtp_sink, tag: str) -> None:
+    """12 campaign rows over 3 connections, the sender of the sixth raising: the job fails, the rows the other
+    connections sent are recorded once, the broken row stays handed off (outcome unknown) and a redelivered job
+    sends nothing again. Shared by the in-thread recorder (here) and the recorder thread (test_pipeline)."""
+    contacts, ids = _campaign_rows(org, template, context, make_contact, 12, tag)
     transports = CountingTransports()
     broken = contacts[5].email
 

@@ -8,7 +8,7 @@ import pytest
 from django.db import connection
 
 from delivery.models import CampaignSendCounters, EmailSend
-from delivery.tests.test_dispatch import CountingTransports, _campaign_rows
+from delivery.tests.test_dispatch import _campaign_rows, check_a_sender_bug_fails_the_job
 from delivery.worker import dispatch_batch
 from owlat.models import ContactActivity
 
@@ -68,27 +68,4 @@ def test_a_job_outside_a_transaction_records_every_row_once_from_its_recorder_th
 def test_a_sender_bug_fails_the_job_after_the_recorder_thread_recorded_the_other_rows(
     org, template, context, make_contact, smtp_sink, no_pacing
 ):
-    contacts, ids = _campaign_rows(org, template, context, make_contact, 12, "bugrec")
-    transports = CountingTransports()
-    broken = contacts[5].email
-
-    def factory():
-        transport = transports()
-        send = transport.send
-
-        def maybe_broken(message):
-            if message.to == broken:
-                raise RuntimeError("a bug in the sender")
-            return send(message)
-
-        transport.send = maybe_broken
-        return transport
-
-    with pytest.raises(RuntimeError, match="a bug in the sender"):
-        dispatch_batch("campaign", ids, transport_factory=factory, connections=3)
-    rows = {r.contact_email: r for r in EmailSend.objects.filter(pk__in=ids)}
-    assert rows[broken].status == "queued" and rows[broken].handed_off_at is not None
-    sent = [r for r in rows.values() if r.status == "sent"]
-    assert sent and all(smtp_sink.count_for(r.contact_email) == 1 for r in sent)
-    dispatch_batch("campaign", ids, connections=3)  # a redelivered job: nothing handed off goes out again
-    assert smtp_sink.count_for(broken) == 0
+    check_a_sender_bug_fails_the_job(org, template, context, make_contact, smtp_sink, "bugrec")
