@@ -16,7 +16,6 @@ raises, the items are written again one by one, so only the item that raises goe
 
 from __future__ import annotations
 
-import copy
 import datetime as dt
 import logging
 from collections import defaultdict
@@ -29,8 +28,8 @@ from django.utils import timezone
 
 from automations.lifecycle import ClaimedStepRun, runs_finish_many, step_runs_claim_due
 from automations.lifecycle.batch import (
+    step_runs_advance_many,
     step_runs_complete_many,
-    step_runs_create_many,
     step_runs_fail_many,
     step_runs_skip_many,
 )
@@ -125,9 +124,12 @@ def execute_claimed(claimed: list[ClaimedStepRun], *, now: dt.datetime) -> dict[
     # not applied. If any item of the batch loses its completion, or the batch raises, the batch is rolled back
     # and its items are executed again one by one (each its own transaction), so only that item is affected.
     failed: list[_Item] = []
-    # The runner moves the rows in memory too: keep copies to start again from if the batch is rolled back.
-    fresh = {id(x): copy.copy(x) for i in work for x in (i.claimed.step_run, i.run)}
-    fresh.update({id(x): copy.copy(x) for c, run, _ in give_up for x in (c.step_run, run) if x is not None})
+    # The runner moves the rows in memory too: keep their field values to start again from if the batch is
+    # rolled back (a copy of each instance's __dict__: cheap, unlike copying the model instances).
+    fresh = {id(x): (x, x.__dict__.copy()) for i in work for x in (i.claimed.step_run, i.run)}
+    fresh.update(
+        {id(x): (x, x.__dict__.copy()) for c, run, _ in give_up for x in (c.step_run, run) if x is not None}
+    )
     try:
         with transaction.atomic():
             summaries.update(_execute_and_write(work, give_up, now, failed, whole_batch=True))
@@ -135,12 +137,9 @@ def execute_claimed(claimed: list[ClaimedStepRun], *, now: dt.datetime) -> dict[
         if not isinstance(exc, _NotApplied):
             logger.warning("automation walker: a batch of %d raised (%s); one by one", len(work), exc)
         failed.clear()
-        for i in work:
-            i.claimed.step_run, i.run = fresh[id(i.claimed.step_run)], fresh[id(i.run)]
-        give_up = [
-            (ClaimedStepRun(fresh[id(c.step_run)], c.attempt, c.executed), fresh.get(id(run)), error)
-            for c, run, error in give_up
-        ]
+        for obj, values in fresh.values():
+            obj.__dict__.clear()
+            obj.__dict__.update(values)
         for entry in give_up:
             try:
                 with transaction.atomic():
@@ -288,7 +287,6 @@ def _write(
     skips: list[tuple[AutomationRun, list[AutomationStep]]] = []
     finishes: list[tuple[AutomationRun, str]] = []
     creates: list[tuple[AutomationRun, AutomationStep, dt.datetime, dt.datetime | None]] = []
-    moved: list[AutomationRun] = []
     for i in winners:
         current = i.step.step_index
         nxt = i.outcome.next_step_index if i.outcome.next_step_index is not None else current + 1
@@ -302,15 +300,11 @@ def _write(
         delay = _entry_delay(step)
         due = now + delay if delay > dt.timedelta(0) else None
         creates.append((i.run, step, now, due))
-        i.run.current_step_index, i.run.next_step_at = nxt, due
-        moved.append(i.run)
         summaries[i.claimed.step_run.pk] = f"advanced to step {nxt}"
     step_runs_skip_many(skips, at=now)
     runs_finish_many(finishes, at=now)
-    if moved:
-        AutomationRun.objects.bulk_update(moved, ["current_step_index", "next_step_at"])
     immediate = False
-    for row in step_runs_create_many(creates):
+    for row in step_runs_advance_many(creates):
         if row.delay_until is not None:
             enqueue(EXECUTE_TASK, str(row.run_id), str(row.pk), 0, at=row.delay_until)
         else:

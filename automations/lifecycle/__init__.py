@@ -4,7 +4,7 @@
 - `runs`: `AutomationRun.status` (AUT-28) and `AutomationStepRun.status` (AUT-04, AUT-21, AUT-23, AUT-26),
   including the compare-and-set claims of step runs and their per-step counters (AUT-02);
 - `batch`: the set-based writes of the batched walker (the batch claim, completions, failures, finished runs,
-  created and skipped step runs).
+  created and skipped step runs, the advance of runs to their next step).
 
 Everything is re-exported here: `from automations.lifecycle import …` is the public path.
 """
@@ -37,6 +37,7 @@ from automations.lifecycle.batch import (
     runs_finish_many,
     runs_open_and_start_many,
     runs_open_many,
+    step_runs_advance_many,
     step_runs_claim_due,
     step_runs_complete_many,
     step_runs_create_many,
@@ -102,6 +103,7 @@ __all__ = [
     "step_run_fail",
     "step_run_note_retry",
     "step_run_reduce",
+    "step_runs_advance_many",
     "step_runs_claim_due",
     "step_runs_complete_many",
     "step_runs_create_many",

@@ -174,6 +174,70 @@ def step_runs_create_many(
     return rows
 
 
+def step_runs_advance_many(
+    items: Sequence[tuple[AutomationRun, AutomationStep, dt.datetime, dt.datetime | None]],
+) -> list[AutomationStepRun]:
+    """The walker's advance of many runs: for (run, step, scheduled_at, delay_until) the run moves to `step`
+    (`current_step_index`, `next_step_at` = `delay_until`, in memory too) and gets its `pending` step run at
+    it (+1 pending per step, a counter delta). On PostgreSQL one statement (data-modifying CTEs over
+    `unnest` arrays: no per-row SQL or `bulk_update` CASE to build), elsewhere an update per run and
+    `step_runs_create_many`. Returns the step runs created, in order."""
+    if not items:
+        return []
+    for run, step, _, delay_until in items:
+        run.current_step_index, run.next_step_at = step.step_index, delay_until
+    if connection.vendor != "postgresql":
+        for run, _, _, _ in items:
+            AutomationRun.objects.filter(pk=run.pk).update(
+                current_step_index=run.current_step_index, next_step_at=run.next_step_at
+            )
+        return step_runs_create_many(items)
+    from automations.models import AutomationCounterDelta
+
+    rows = [
+        _pending_row(run, step, scheduled_at=scheduled_at, delay_until=delay_until)
+        for run, step, scheduled_at, delay_until in items
+    ]
+    for row in rows:
+        row._state.adding = False
+        row._state.db = "default"
+    run_table = AutomationRun._meta.db_table
+    step_run_table = AutomationStepRun._meta.db_table
+    delta_table = AutomationCounterDelta._meta.db_table
+    sql = f"""
+        WITH v (id, organization_id, run_id, step_id, step_index, step_type, scheduled_at, delay_until) AS (
+            SELECT * FROM unnest(%s::uuid[], %s::uuid[], %s::uuid[], %s::uuid[], %s::integer[], %s::varchar[],
+                                 %s::timestamptz[], %s::timestamptz[])
+        ),
+        moved AS (
+            UPDATE {run_table} AS r SET current_step_index = v.step_index, next_step_at = v.delay_until
+            FROM v WHERE r.id = v.run_id
+        ),
+        created AS (
+            INSERT INTO {step_run_table} (id, organization_id, run_id, step_id, step_index, step_type, status,
+                scheduled_at, delay_until, retry_count, attempt)
+            SELECT id, organization_id, run_id, step_id, step_index, step_type, %s, scheduled_at, delay_until, 0, 0
+            FROM v
+        )
+        INSERT INTO {delta_table} (step_id, field, delta) SELECT step_id, %s, count(*) FROM v GROUP BY step_id
+    """
+    params = [
+        [str(r.pk) for r in rows],
+        [str(r.organization_id) for r in rows],
+        [str(r.run_id) for r in rows],
+        [str(r.step_id) for r in rows],
+        [r.step_index for r in rows],
+        [r.step_type for r in rows],
+        [r.scheduled_at for r in rows],
+        [r.delay_until for r in rows],
+        PENDING,
+        PENDING,
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+    return rows
+
+
 def step_runs_skip_many(
     items: Iterable[tuple[AutomationRun, Iterable[AutomationStep]]], *, at: dt.datetime
 ) -> list[AutomationStepRun]:
