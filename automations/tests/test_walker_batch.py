@@ -305,3 +305,39 @@ def test_every_task_delivered_twice_still_walks_each_step_once(
             list(AutomationStepRun.objects.filter(run=run).values_list("status", flat=True))
             == ["completed"] * 4
         )
+
+
+def test_batch_send_rows_are_written_as_the_single_variant_writes_them(
+    make_automation, make_contact, template
+):
+    # The batch variant inserts its rows column by column (PostgreSQL): every column as the single variant's save
+    from delivery.services import AutomationEmailRequest, automation_email_queue, automation_email_queue_many
+
+    automation = make_automation([email_step(template)], status="active")
+    org_id = str(automation.organization_id)
+    contacts = [make_contact(first_name=name) for name in ("Ada", "Bo", "Cy")]
+    single = automation_email_queue(
+        organization_id=org_id,
+        contact_id=str(contacts[0].pk),
+        automation_id=str(automation.pk),
+        email_template_id=str(template.pk),
+    )
+    batch = automation_email_queue_many(
+        [
+            AutomationEmailRequest(org_id, str(c.pk), str(automation.pk), str(template.pk), contact=c)
+            for c in contacts
+        ]
+    )
+    assert [r.status for r in batch] == ["queued"] * 3
+
+    def columns(send_id):
+        row = TransactionalSend.objects.get(pk=send_id)
+        return {
+            f.attname: getattr(row, f.attname)
+            for f in TransactionalSend._meta.concrete_fields
+            if f.attname not in ("id", "queued_at")
+        }
+
+    assert columns(batch[0].send_id) == columns(single.send_id)
+    assert [columns(r.send_id)["subject"] for r in batch] == ["Hi Ada", "Hi Bo", "Hi Cy"]
+    assert columns(batch[1].send_id)["data_variables"]["firstName"] == "Bo"
