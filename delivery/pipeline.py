@@ -75,6 +75,14 @@ class Senders:
             if profiling.enabled():
                 profiling.thread_cpu("senders", time.thread_time() - started)
 
+    def add(self, transport: Transport) -> None:
+        """A sender thread for one more of the job's connections (its next rows are more than it opened for)."""
+        thread = threading.Thread(
+            target=self._run, args=(transport,), name=f"owlat-send-{len(self._threads)}", daemon=True
+        )
+        self._threads.append(thread)
+        thread.start()
+
     def put(self, row: Any, message: Any) -> None:
         self._outbox.put((row, message))
 

@@ -69,3 +69,43 @@ def test_a_sender_bug_fails_the_job_after_the_recorder_thread_recorded_the_other
     org, template, context, make_contact, smtp_sink, no_pacing
 ):
     check_a_sender_bug_fails_the_job(org, template, context, make_contact, smtp_sink, "bugrec")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_transactional_job_drains_the_backlog_in_rounds_over_the_connections_it_opened(
+    make_tx_send, smtp_sink, no_pacing, monkeypatch
+):
+    """Issue 12: a job that began with one row goes on with the pool's queued rows, a round of BATCH_SIZE at a
+    time, over the same connections (more opened once a round is bigger than its first): each row claimed and
+    sent once, the other rows' own jobs find nothing; a job past DRAIN_SECONDS ends after its round."""
+    from delivery import worker
+    from delivery.models import TransactionalSend
+
+    sends = [make_tx_send(), make_tx_send(kind="automation")]
+    opened = []
+    get = worker.get_transport
+
+    def opening():  # the backlog arrives while the job opens its first connections
+        if not opened:
+            sends.extend(make_tx_send(kind="automation" if i % 2 else "transactional") for i in range(228))
+        opened.append(get())
+        return opened[-1]
+
+    summary = dispatch_batch("transactional", [str(sends[0].pk)], transport_factory=opening, connections=3)
+    assert (summary.claimed, summary.sent, summary.skipped) == (230, 230, 0)
+    assert len(opened) == 3  # two for the first round of two rows, a third for the next rounds
+    ids = [str(s.pk) for s in sends]
+    smtp_sink.wait_for(230)
+    assert all(smtp_sink.count_for(s.email) == 1 for s in sends)
+    rows = TransactionalSend.objects.filter(pk__in=ids)
+    assert {(r.status, r.dispatch_attempts) for r in rows} == {("sent", 1)}
+    assert dispatch_batch("transactional", ids[1:]).claimed == 0
+    # past its drain time a job sends its own round and stops
+    monkeypatch.setattr(worker, "DRAIN_SECONDS", 0.0)
+    later = [make_tx_send() for _ in range(150)]
+    first = dispatch_batch("transactional", [str(later[0].pk)])
+    assert (first.claimed, first.sent) == (100, 100)
+    rest = dispatch_batch("transactional", [str(later[-1].pk)])
+    assert (rest.claimed, rest.sent) == (50, 50)
+    smtp_sink.wait_for(380)
+    assert len(smtp_sink.messages) == 380
