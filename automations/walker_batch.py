@@ -60,8 +60,9 @@ def walk(*, now: dt.datetime | None = None, limit: int = WALK_BATCH) -> str:
     claimed = step_runs_claim_due(at=now, limit=limit)
     if not claimed:
         return "nothing due"
-    summaries = execute_claimed(claimed, now=now)
-    if len(claimed) >= limit:
+    woke: list[bool] = []
+    summaries = execute_claimed(claimed, now=now, woke=woke)
+    if len(claimed) >= limit and not woke:  # a backlog: the next walk at once (unless the batch woke one)
         enqueue(WALK_TASK)
     counts: dict[str, int] = defaultdict(int)
     for text in summaries.values():
@@ -69,8 +70,12 @@ def walk(*, now: dt.datetime | None = None, limit: int = WALK_BATCH) -> str:
     return f"{len(claimed)} step runs: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
 
 
-def execute_claimed(claimed: list[ClaimedStepRun], *, now: dt.datetime) -> dict[Any, str]:
-    """Execute step runs this worker holds; returns a short summary per step run id."""
+def execute_claimed(
+    claimed: list[ClaimedStepRun], *, now: dt.datetime, woke: list[bool] | None = None
+) -> dict[Any, str]:
+    """Execute step runs this worker holds; returns a short summary per step run id. `woke` gets an entry
+    for each committed write that enqueued the next walk."""
+    woke = [] if woke is None else woke
     from automations.walker import (
         LOOP_CAP_MESSAGE,
         MAX_STEPS_PER_RUN,
@@ -131,8 +136,10 @@ def execute_claimed(claimed: list[ClaimedStepRun], *, now: dt.datetime) -> dict[
         {id(x): (x, x.__dict__.copy()) for c, run, _ in give_up for x in (c.step_run, run) if x is not None}
     )
     try:
+        batch_woke: list[bool] = []
         with transaction.atomic():
-            summaries.update(_execute_and_write(work, give_up, now, failed, whole_batch=True))
+            summaries.update(_execute_and_write(work, give_up, now, failed, batch_woke, whole_batch=True))
+        woke.extend(batch_woke)  # committed
     except Exception as exc:
         if not isinstance(exc, _NotApplied):
             logger.warning("automation walker: a batch of %d raised (%s); one by one", len(work), exc)
@@ -143,14 +150,18 @@ def execute_claimed(claimed: list[ClaimedStepRun], *, now: dt.datetime) -> dict[
         for entry in give_up:
             try:
                 with transaction.atomic():
-                    _write([], [entry], now)
+                    _write([], [entry], now, [])
             except Exception:
                 logger.exception("automation walker: could not give up step run %s", entry[0].step_run.pk)
         for item in work:
             item.outcome = None
             try:
+                item_woke: list[bool] = []
                 with transaction.atomic():
-                    summaries.update(_execute_and_write([item], [], now, failed, whole_batch=False))
+                    summaries.update(
+                        _execute_and_write([item], [], now, failed, item_woke, whole_batch=False)
+                    )
+                woke.extend(item_woke)
             except Exception as exc:
                 logger.warning(
                     "automation step %s of run %s raised: %s", item.step.step_index, item.run.pk, exc
@@ -176,6 +187,7 @@ def _execute_and_write(
     give_up: list[tuple[ClaimedStepRun, AutomationRun | None, str]],
     now: dt.datetime,
     failed: list[_Item],
+    woke: list[bool],
     *,
     whole_batch: bool,
 ) -> dict[Any, str]:
@@ -184,7 +196,7 @@ def _execute_and_write(
     _run_modules(work, now)
     completed = [i for i in work if i.outcome is not None and i.outcome.status == "completed"]
     failed.extend(i for i in work if i.outcome is None or i.outcome.status != "completed")
-    summaries = _write(completed, give_up, now)
+    summaries = _write(completed, give_up, now, woke)
     if any(text.startswith("completion not applied") for text in summaries.values()):
         if whole_batch and (len(work) > 1 or give_up):
             raise _NotApplied
@@ -252,10 +264,14 @@ def _raised(item: _Item, exc: BaseException) -> StepOutcome:
 
 
 def _write(
-    completed: list[_Item], give_up: list[tuple[ClaimedStepRun, AutomationRun | None, str]], now: dt.datetime
+    completed: list[_Item],
+    give_up: list[tuple[ClaimedStepRun, AutomationRun | None, str]],
+    now: dt.datetime,
+    woke: list[bool],
 ) -> dict[Any, str]:
     """One transaction: give-ups (step failed, run cancelled), completions by the attempt that holds them, the
-    modules' prepared work for the applied ones, and the advance of their runs (AUT-23)."""
+    modules' prepared work for the applied ones, and the advance of their runs (AUT-23); `woke` gets an entry
+    when the next walk was enqueued."""
     from automations.walker import EXECUTE_TASK, _entry_delay
 
     summaries: dict[Any, str] = {}
@@ -311,4 +327,5 @@ def _write(
             immediate = True
     if immediate:
         enqueue(WALK_TASK)
+        woke.append(True)
     return summaries

@@ -48,63 +48,51 @@ class ClaimedStepRun:
     executed: int | None = None
 
 
-_COLUMNS = (
-    "id",
-    "organization_id",
-    "run_id",
-    "step_id",
-    "step_index",
-    "step_type",
-    "scheduled_at",
-    "delay_until",
-    "retry_count",
-)
-
-
 def step_runs_claim_due(
     *, at: dt.datetime, limit: int, ids: Sequence[Any] | None = None
 ) -> list[ClaimedStepRun]:
     """Claim up to `limit` pending step runs that are due (`delay_until` null or passed), or exactly the pending
     ones among `ids` (an explicit dispatch: its due time has come), in one statement: the rows move
-    `pending → executing` (`started_at`, attempt 0), each run's `steps_executed` goes up by one, and the claimed
-    rows come back with the run's new count. Rows another claimer holds are skipped, never waited for."""
+    `pending → executing` (`started_at`, attempt 0), each run's `steps_executed` goes up by one, the per-step
+    counters move (pending −1, executing +1, as counter deltas), and the claimed rows come back whole with the
+    run's new count. Rows another claimer holds are skipped, never waited for."""
+    from automations.models import AutomationCounterDelta
+
     sr = AutomationStepRun._meta.db_table
     run = AutomationRun._meta.db_table
+    delta = AutomationCounterDelta._meta.db_table
     if ids is not None:
         where, params = "status = %s AND id = ANY(%s::uuid[])", [PENDING, [str(i) for i in ids]]
     else:
         where, params = "status = %s AND (delay_until IS NULL OR delay_until <= %s)", [PENDING, at]
-    returning = ", ".join(f"s.{c}" for c in _COLUMNS)
+    fields = AutomationStepRun._meta.concrete_fields
+    qn = connection.ops.quote_name
     sql = f"""
         WITH claimed AS (
             UPDATE {sr} AS s SET status = %s, started_at = %s, attempt = 0
             WHERE s.id = ANY(ARRAY(
                 SELECT id FROM {sr} WHERE {where} LIMIT %s FOR UPDATE SKIP LOCKED
             )) AND s.status = %s
-            RETURNING {returning}
+            RETURNING {", ".join(f"s.{qn(f.column)}" for f in fields)}
         ), counted AS (
             UPDATE {run} AS r SET steps_executed = r.steps_executed + 1
             FROM claimed WHERE r.id = claimed.run_id
             RETURNING r.id, r.steps_executed
+        ), moved AS (
+            INSERT INTO {delta} (step_id, field, delta)
+            SELECT claimed.step_id, m.field, m.sign * count(*) FROM claimed
+            CROSS JOIN (VALUES (%s, -1), (%s, 1)) AS m (field, sign)
+            WHERE claimed.step_id IS NOT NULL GROUP BY claimed.step_id, m.field, m.sign
         )
-        SELECT {", ".join(f"claimed.{c}" for c in _COLUMNS)}, counted.steps_executed
+        SELECT {", ".join(f"claimed.{qn(f.column)}" for f in fields)}, counted.steps_executed
         FROM claimed LEFT JOIN counted ON counted.id = claimed.run_id
     """
-    with transaction.atomic(savepoint=False), connection.cursor() as cursor:
-        cursor.execute(sql, [EXECUTING, at, *params, limit, PENDING])
+    names = [f.attname for f in fields]
+    with connection.cursor() as cursor:  # one statement: atomic on its own
+        cursor.execute(sql, [EXECUTING, at, *params, limit, PENDING, PENDING, EXECUTING])
         rows = cursor.fetchall()
-        claimed = []
-        deltas: dict[Any, dict[str, int]] = {}
-        for row in rows:
-            values = dict(zip(_COLUMNS, row[:-1], strict=True))
-            step_run = AutomationStepRun(**values, status=EXECUTING, started_at=at, attempt=0)
-            step_run._state.adding = False
-            claimed.append(ClaimedStepRun(step_run, 0, row[-1]))
-            per = deltas.setdefault(step_run.step_id, {PENDING: 0, EXECUTING: 0})
-            per[PENDING] -= 1
-            per[EXECUTING] += 1
-        _step_counters_apply(deltas)
-    return claimed
+    db = connection.alias
+    return [ClaimedStepRun(AutomationStepRun.from_db(db, names, row[:-1]), 0, row[-1]) for row in rows]
 
 
 def step_runs_complete_many(

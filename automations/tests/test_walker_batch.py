@@ -341,3 +341,22 @@ def test_batch_send_rows_are_written_as_the_single_variant_writes_them(
     assert columns(batch[0].send_id) == columns(single.send_id)
     assert [columns(r.send_id)["subject"] for r in batch] == ["Hi Ada", "Hi Bo", "Hi Cy"]
     assert columns(batch[1].send_id)["data_variables"]["firstName"] == "Bo"
+
+
+def test_a_full_batch_leaves_one_hop_for_its_backlog(make_automation, make_contact, template):
+    # Given five runs whose first steps are due and a batch size of three
+    automation = make_automation([email_step(template), condition(), email_step(template)], status="active")
+    start_runs(automation, [make_contact() for _ in range(5)])
+    clear_queue()
+    # a full batch that created immediate next steps woke the next walk itself: one hop, not two
+    assert walk(limit=3).startswith("3 step runs")
+    assert [t.func for t in queued_tasks(queue="default")] == [WALK]
+    # a full batch that created none (its runs finished) still leaves one hop for the backlog
+    last = make_automation(
+        [condition()], trigger_type="event_received", trigger_config={"eventName": "last"}, status="active"
+    )
+    start_runs(last, [make_contact() for _ in range(5)])
+    AutomationStepRun.objects.filter(run__automation=automation, status="pending").delete()
+    clear_queue()
+    assert walk(limit=3) == "3 step runs: 3 run completed"
+    assert [t.func for t in queued_tasks(queue="default")] == [WALK]
