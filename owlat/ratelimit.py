@@ -34,35 +34,42 @@ def take_token(
     now = time.time() if now is None else now
     if getattr(settings, "REDIS_URL", ""):
         before, tokens = _take_redis(key, rate=rate, capacity=capacity, now=now, cost=cost)
-        allowed = before >= cost
-        wait = 0.0 if allowed else (cost - tokens) / rate
-        return Take(allowed, tokens, wait, (capacity - tokens) / rate)
+        return take_result(before, tokens, rate=rate, capacity=capacity, cost=cost)
     if connection.vendor == "postgresql":
         row = _take_postgres(key, rate=rate, capacity=capacity, now=now, cost=cost)
         if row is not None:
-            before, tokens = row
-            allowed = before >= cost
-            wait = 0.0 if allowed else (cost - tokens) / rate
-            return Take(allowed, tokens, wait, (capacity - tokens) / rate)
+            return take_result(*row, rate=rate, capacity=capacity, cost=cost)
     return _take_orm(key, rate=rate, capacity=capacity, now=now, cost=cost)
 
 
-# One round trip on the hot path: lock, refill, take and return in a single statement (the bucket row exists).
-_TAKE_SQL = """
-WITH old AS (
-    SELECT tokens, updated_at FROM owlat_ratebucket WHERE key = %(key)s FOR UPDATE
+def take_result(before: float, tokens: float, *, rate: float, capacity: float, cost: float = 1.0) -> Take:
+    """The `Take` of a refill-and-take that found `before` tokens and left `tokens`."""
+    allowed = before >= cost
+    wait = 0.0 if allowed else (cost - tokens) / rate
+    return Take(allowed, tokens, wait, (capacity - tokens) / rate)
+
+
+def take_sql(*, key: str, now: str = "%(now)s") -> str:
+    """The refill-and-take as the CTEs `old`, `calc` and `upd` (`calc.t`: tokens before the take, `upd.tokens`:
+    after; none when the bucket row does not exist): lock, refill, take in one statement. `key` and `now` are
+    SQL expressions; `%(capacity)s`, `%(rate)s` and `%(cost)s` are parameters. Also used by
+    `owlat.apikeys.api_key_authenticate_and_take`."""
+    return f"""old AS (
+    SELECT tokens, updated_at FROM owlat_ratebucket WHERE key = {key} FOR UPDATE
 ), calc AS (
-    SELECT LEAST(%(capacity)s, tokens + GREATEST(0, %(now)s - updated_at) * %(rate)s) AS t, updated_at FROM old
+    SELECT LEAST(%(capacity)s, tokens + GREATEST(0, {now} - updated_at) * %(rate)s) AS t, updated_at FROM old
 ), upd AS (
     UPDATE owlat_ratebucket b
        SET tokens = CASE WHEN calc.t >= %(cost)s THEN calc.t - %(cost)s ELSE calc.t END,
-           updated_at = GREATEST(%(now)s, calc.updated_at)
+           updated_at = GREATEST({now}, calc.updated_at)
       FROM calc
-     WHERE b.key = %(key)s
+     WHERE b.key = {key}
  RETURNING b.tokens
-)
-SELECT calc.t, upd.tokens FROM calc, upd
-"""
+)"""
+
+
+# One round trip on the hot path: lock, refill, take and return in a single statement (the bucket row exists).
+_TAKE_SQL = f"WITH {take_sql(key='%(key)s')}\nSELECT calc.t, upd.tokens FROM calc, upd\n"
 
 
 def _take_postgres(

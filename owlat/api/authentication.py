@@ -11,6 +11,7 @@ from rest_framework.request import Request
 
 from owlat.api import auth
 from owlat.api.errors import ApiError
+from owlat.api.throttling import RATE_STATE_ATTR, TAKE_WITH_AUTH_ATTR
 from owlat.models import ApiKey
 
 
@@ -25,8 +26,14 @@ class ApiKeyAuthentication(BaseAuthentication):
     keyword = "Bearer"
 
     def authenticate(self, request: Request) -> tuple[ApiKey, ApiKey]:
+        django_request = request._request
         try:
-            key = auth.authenticate_request(request._request)
+            if getattr(django_request, TAKE_WITH_AUTH_ATTR, False):
+                # the view's rate-limit throttle runs next: take its token in the lookup's statement
+                key, state = auth.authenticate_request_and_take(django_request)
+                setattr(django_request, RATE_STATE_ATTR, state)
+            else:
+                key = auth.authenticate_request(django_request)
         except ApiError as exc:
             raise exceptions.AuthenticationFailed(exc.message) from exc
         return key, key

@@ -37,7 +37,7 @@ from owlat.api.negotiation import JSONOnlyNegotiation
 from owlat.api.pagination import KeysetPagination
 from owlat.api.parsers import body_is_blank, raw_body
 from owlat.api.permissions import FeatureFlagEnabled, HasScope
-from owlat.api.throttling import ApiKeyRateThrottle, RateLimited, rate_state
+from owlat.api.throttling import TAKE_WITH_AUTH_ATTR, ApiKeyRateThrottle, RateLimited, rate_state
 
 UTC = dt.UTC
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
@@ -235,6 +235,8 @@ class ApiView(GenericAPIView):
         self.format_kwarg = self.get_format_suffix(**kwargs)
         request.accepted_renderer, request.accepted_media_type = self.perform_content_negotiation(request)
         request.version, request.versioning_scheme = self.determine_version(request, *args, **kwargs)
+        if ApiKeyRateThrottle in self.throttle_classes:  # the token is taken in the key lookup's statement
+            setattr(request._request, TAKE_WITH_AUTH_ATTR, True)
         self.perform_authentication(request)
         self.check_throttles(request)
         self.check_permissions(request)

@@ -16,6 +16,9 @@ from rest_framework.throttling import BaseThrottle
 from owlat.api import auth
 
 RATE_STATE_ATTR = "owlat_rate_state"
+# Set by `ApiView.initial` when this throttle follows the key's authentication: `ApiKeyAuthentication` then
+# takes the token in the lookup's statement and leaves the state under RATE_STATE_ATTR (issue 12).
+TAKE_WITH_AUTH_ATTR = "owlat_take_with_auth"
 
 
 def rate_state(request: Request) -> auth.RateState | None:
@@ -39,9 +42,12 @@ class ApiKeyRateThrottle(BaseThrottle):
     def allow_request(self, request: Request, view: Any) -> bool:
         if request.auth is None:  # public endpoints (health, schema, docs)
             return True
-        self.state = auth.take_request_token(request.auth)
-        setattr(request._request, RATE_STATE_ATTR, self.state)
-        return self.state.allowed
+        state = rate_state(request)  # taken with the authentication
+        if state is None:
+            state = auth.take_request_token(request.auth)
+            setattr(request._request, RATE_STATE_ATTR, state)
+        self.state = state
+        return state.allowed
 
     def wait(self) -> float | None:
         return None if self.state is None else float(self.state.retry_after)

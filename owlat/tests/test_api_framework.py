@@ -521,6 +521,55 @@ def test_rate_limit_is_per_key(org):
     assert ApiClient(raw_second).get("/contacts").status_code == 200
 
 
+def test_key_lookup_and_token_take_are_one_statement(api, key, monkeypatch):
+    # issue 12: after a key's first request (which creates its bucket) the lookup takes the token in its own
+    # statement; the bucket and the headers are those of the two separate steps
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    now = float(int(time.time()))
+    monkeypatch.setattr(auth, "clock", lambda: now)
+    assert api.get("/contacts")["X-RateLimit-Remaining"] == "14"  # creates the bucket
+    with CaptureQueriesContext(connection) as ctx:
+        response = api.get("/contacts")
+    assert response["X-RateLimit-Remaining"] == "13"
+    bucket_statements = [q["sql"] for q in ctx.captured_queries if "owlat_ratebucket" in q["sql"]]
+    key_statements = [q["sql"] for q in ctx.captured_queries if "owlat_apikey" in q["sql"]]
+    assert len(bucket_statements) == 1 and bucket_statements == key_statements
+    assert RateBucket.objects.get(key=f"api:{key[0].pk}").tokens == pytest.approx(13.0)
+
+
+def test_a_refused_key_takes_no_token(api, key):
+    # a revoked (or unknown) key is 401 and its bucket keeps its tokens, as when the take followed the lookup
+    api_key = key[0]
+    assert api.get("/contacts").status_code == 200
+    bucket = RateBucket.objects.get(key=f"api:{api_key.pk}")
+    ApiKey.objects.filter(pk=api_key.pk).update(is_active=False, revoked_at=timezone.now())
+    response = api.get("/contacts")
+    assert response.status_code == 401
+    assert error_of(response)["message"] == "Invalid API key"
+    assert not response.has_header("X-RateLimit-Remaining")
+    after = RateBucket.objects.get(key=f"api:{api_key.pk}")
+    assert (after.tokens, after.updated_at) == (bucket.tokens, bucket.updated_at)
+
+
+def test_an_expired_key_is_refused_by_the_merged_lookup(api, key):
+    api_key = key[0]
+    assert api.get("/contacts").status_code == 200
+    ApiKey.objects.filter(pk=api_key.pk).update(expires_at=timezone.now() - dt.timedelta(seconds=1))
+    response = api.get("/contacts")
+    assert response.status_code == 401 and error_of(response)["message"] == "Invalid API key"
+
+
+def test_a_405_takes_no_token(api, key, monkeypatch):
+    # API-08: an unsupported method is refused before the key is looked up, so no token is taken
+    now = float(int(time.time()))
+    monkeypatch.setattr(auth, "clock", lambda: now)
+    assert api.get("/contacts")["X-RateLimit-Remaining"] == "14"
+    assert api.delete("/contacts").status_code == 405
+    assert api.get("/contacts")["X-RateLimit-Remaining"] == "13"
+
+
 # --- bodies (API-05) ----------------------------------------------------------------------------------------
 
 
