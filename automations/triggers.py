@@ -86,6 +86,23 @@ class _Candidate:
     first_step: AutomationStep | None
 
 
+_CANDIDATES_SELECT = """
+    {contact_column}a.id, a.organization_id, a.trigger_config,
+           EXISTS (SELECT 1 FROM {step} s WHERE s.automation_id = a.id),
+           EXISTS (SELECT 1 FROM {run} r
+                   WHERE r.automation_id = a.id AND r.contact_id = {contact} AND r.status = %s),
+           s0.id, s0.step_type, s0.config
+"""
+
+
+def _tables() -> dict[str, str]:
+    return {
+        "automation": Automation._meta.db_table,
+        "step": AutomationStep._meta.db_table,
+        "run": AutomationRun._meta.db_table,
+    }
+
+
 def _candidates(event: TriggerEvent) -> list[_Candidate]:
     """The organization's active automations of the event's trigger kind, whether each has steps and a running
     run of the contact, and its step 0 — one statement, written out instead of built by the ORM (issue 12: the
@@ -94,18 +111,15 @@ def _candidates(event: TriggerEvent) -> list[_Candidate]:
     (UUIDs are hex text on SQLite, JSON is decoded by the JSONField)."""
     from django.db import connection
 
-    automation, step, run = (m._meta.db_table for m in (Automation, AutomationStep, AutomationRun))
-    uuid_field = Automation._meta.pk
+    tables = _tables()
+    select = _CANDIDATES_SELECT.format(contact_column="", contact="%s", **tables)
     sql = f"""
-        SELECT a.id, a.organization_id, a.trigger_config,
-               EXISTS (SELECT 1 FROM {step} s WHERE s.automation_id = a.id),
-               EXISTS (SELECT 1 FROM {run} r
-                       WHERE r.automation_id = a.id AND r.contact_id = %s AND r.status = %s),
-               s0.id, s0.step_type, s0.config
-        FROM {automation} a
-        LEFT JOIN {step} s0 ON s0.automation_id = a.id AND s0.step_index = 0
+        SELECT {select}
+        FROM {tables["automation"]} a
+        LEFT JOIN {tables["step"]} s0 ON s0.automation_id = a.id AND s0.step_index = 0
         WHERE a.organization_id = %s AND a.status = %s AND a.trigger_type = %s
     """
+    uuid_field = Automation._meta.pk
     params = [
         uuid_field.get_db_prep_value(event.contact_id, connection),
         RunStatus.RUNNING,
@@ -113,38 +127,81 @@ def _candidates(event: TriggerEvent) -> list[_Candidate]:
         AutomationStatus.ACTIVE,
         event.kind,
     ]
-    trigger_config = Automation._meta.get_field("trigger_config")
-    step_config = AutomationStep._meta.get_field("config")
-    out = []
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        for a_id, org_id, config, has_steps, has_running, s_id, s_type, s_config in cursor.fetchall():
-            automation_id, organization_id = uuid_field.to_python(a_id), uuid_field.to_python(org_id)
-            first = None
-            if s_id is not None:
-                first = AutomationStep(
-                    id=uuid_field.to_python(s_id),
-                    organization_id=organization_id,
-                    automation_id=automation_id,
-                    step_index=0,
-                    step_type=s_type,
-                    config=step_config.from_db_value(s_config, None, connection),
-                )
-            out.append(
-                _Candidate(
-                    automation_id,
-                    organization_id,
-                    trigger_config.from_db_value(config, None, connection),
-                    bool(has_steps),
-                    bool(has_running),
-                    first,
-                )
-            )
-    return out
+        return [c for c in map(_candidate, cursor.fetchall()) if c is not None]
 
 
-def automation_fanout(event: TriggerEvent, *, now: dt.datetime | None = None) -> list[str]:
-    """AUT-17: open a run per matching active automation; returns the created run ids.
+def contact_and_candidates(*, organization_id: Any, email: str, kind: str) -> tuple[Any, list[_Candidate]]:
+    """The id of the organization's live contact with this (normalized) email (the lowest id, as
+    `owlat.contacts.live_contacts` would find it) and, when there is one, `_candidates` of a `kind` trigger for it — one statement (issue 12: the events API
+    read the contact and then the candidates). (None, []) when there is no such contact."""
+    from django.db import connection
+
+    from owlat.models import Contact
+
+    tables = _tables()
+    select = _CANDIDATES_SELECT.format(contact_column="c.id, ", contact="c.id", **tables)
+    sql = f"""
+        WITH c AS (
+            SELECT id FROM {Contact._meta.db_table}
+            WHERE organization_id = %s AND email = %s AND deleted_at IS NULL ORDER BY id LIMIT 1
+        )
+        SELECT {select}
+        FROM c LEFT JOIN ({tables["automation"]} a
+                          LEFT JOIN {tables["step"]} s0 ON s0.automation_id = a.id AND s0.step_index = 0)
+               ON a.organization_id = %s AND a.status = %s AND a.trigger_type = %s
+    """
+    uuid_field = Automation._meta.pk
+    org = uuid_field.get_db_prep_value(organization_id, connection)
+    params = [org, email, RunStatus.RUNNING, org, AutomationStatus.ACTIVE, kind]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    if not rows:
+        return None, []
+    contact_id = Contact._meta.pk.to_python(rows[0][0])
+    return contact_id, [c for c in (_candidate(row[1:]) for row in rows) if c is not None]
+
+
+def _candidate(row: Any) -> _Candidate | None:
+    """A `_Candidate` from `_CANDIDATES_SELECT`'s columns (None: the outer join found no automation)."""
+    from django.db import connection
+
+    a_id, org_id, config, has_steps, has_running, s_id, s_type, s_config = row
+    if a_id is None:
+        return None
+    uuid_field = Automation._meta.pk
+    automation_id, organization_id = uuid_field.to_python(a_id), uuid_field.to_python(org_id)
+    first = None
+    if s_id is not None:
+        first = AutomationStep(
+            id=uuid_field.to_python(s_id),
+            organization_id=organization_id,
+            automation_id=automation_id,
+            step_index=0,
+            step_type=s_type,
+            config=_STEP_CONFIG.from_db_value(s_config, None, connection),
+        )
+    return _Candidate(
+        automation_id,
+        organization_id,
+        _TRIGGER_CONFIG.from_db_value(config, None, connection),
+        bool(has_steps),
+        bool(has_running),
+        first,
+    )
+
+
+_TRIGGER_CONFIG = Automation._meta.get_field("trigger_config")
+_STEP_CONFIG = AutomationStep._meta.get_field("config")
+
+
+def automation_fanout(
+    event: TriggerEvent, *, now: dt.datetime | None = None, prefetched: list[_Candidate] | None = None
+) -> list[str]:
+    """AUT-17: open a run per matching active automation; returns the created run ids. `prefetched`: the
+    event's `_candidates`, read by the caller in a statement it ran anyway (`contact_and_candidates`).
 
     Set-based (issue 12 item 3): one read of the candidate automations with their step 0 (`_candidates`), one
     statement inserting every run (the partial unique index drops a contact's second running run without a
@@ -159,7 +216,7 @@ def automation_fanout(event: TriggerEvent, *, now: dt.datetime | None = None) ->
 
     now = now or timezone.now()
     items = []
-    for candidate in _candidates(event):
+    for candidate in _candidates(event) if prefetched is None else prefetched:
         matched, trigger_data = trigger_matches(event.kind, candidate.trigger_config, event.data)
         if not matched or candidate.has_running or not candidate.has_steps:
             continue

@@ -59,23 +59,6 @@ def live_contacts(organization_id: Any) -> QuerySet[Contact]:
     return Contact.objects.filter(organization_id=organization_id, deleted_at__isnull=True)
 
 
-def live_contact_id(organization_id: Any, email: str) -> Any:
-    """The id of the organization's live contact with this (normalized) email, or None: one written-out
-    statement (issue 12: the events API runs it on every call; the queryset cost more to build than to run).
-    Portable SQL, values through the fields' own conversions."""
-    from django.db import connection
-
-    pk = Contact._meta.pk
-    sql = (
-        f"SELECT id FROM {Contact._meta.db_table} "
-        "WHERE organization_id = %s AND email = %s AND deleted_at IS NULL ORDER BY id LIMIT 1"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [pk.get_db_prep_value(organization_id, connection), email])
-        row = cursor.fetchone()
-    return None if row is None else pk.to_python(row[0])
-
-
 def contact_lookup(*, organization_id: Any, id_or_email: str) -> Contact | None:
     """A live contact of the organization by email (case-insensitive) or by id."""
     value = id_or_email.strip()

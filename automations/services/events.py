@@ -54,19 +54,23 @@ def event_record(
     actor: str,
 ) -> EventResult:
     """Store the event and its `event_received` activity and fan it out (AUT-17); raises ContactNotFound."""
-    from owlat.contacts import contact_find_or_create, live_contact_id, normalize_email
+    from automations.triggers import automation_fanout, contact_and_candidates
+    from owlat.contacts import contact_find_or_create, normalize_email
     from owlat.triggers import fire_trigger
 
     address = normalize_email(email)
     # Issue 12 item 3: no savepoint of our own (the caller's transaction, or one without savepoints), the
     # contact's id read once (the find-or-create only when it is missing), the fan-out before the event row so
     # the row is inserted with its count (no UPDATE after), the runs opened set-based (automations.triggers),
-    # the event and its activity in one statement.
-    contact_id = live_contact_id(organization_id, address)
+    # the event and its activity in one statement; the contact read with the fan-out's candidate automations.
+    contact_id, candidates = contact_and_candidates(
+        organization_id=organization_id, email=address, kind="event_received"
+    )
     if contact_id is None and not create_contact:
         raise ContactNotFound(address)
     with transaction.atomic(savepoint=False):
         created = False
+        prefetched = None if contact_id is None else {automation_fanout: candidates}
         if contact_id is None:
             # Fires contact_created first (its runs are not counted below).
             contact, created = contact_find_or_create(
@@ -78,6 +82,7 @@ def event_record(
             organization_id=organization_id,
             contact_id=contact_id,
             data={"eventName": event_name, "eventProperties": event_properties},
+            prefetched=prefetched,
         )
         event_id = _event_insert(
             organization_id=organization_id,

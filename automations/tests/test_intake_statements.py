@@ -7,7 +7,8 @@ statements and a queue hop per run). Then 16 and 33; now 15 and 31 (the fan-out 
 automations with their step 0 in one statement), and that includes starting the runs (step 0's step runs, one
 walker hop). Then 9 and 22: no savepoint of the API view without an Idempotency-Key, the runs, step 0's step
 runs and their counter deltas in one statement, the event with its activity in one, the walker's broker row
-written directly. The counts include the API key, rate limit, idempotency and transaction statements of the API layer
+written directly. Then 7 and 21: the API key's lookup takes its rate-limit token in the same statement, and
+the contact is read with the candidate automations. The counts include the API key, rate limit, idempotency and transaction statements of the API layer
 (savepoints as Django reports them), which this item does not own.
 """
 
@@ -24,7 +25,7 @@ from testsupport import queued_tasks
 from testsupport.api import ApiClient, make_key
 
 EXISTING_BEFORE, NEW_BEFORE = 18, 37
-EXISTING_NOW, NEW_NOW = 9, 22
+EXISTING_NOW, NEW_NOW = 7, 21
 
 
 @pytest.fixture(autouse=True)
@@ -126,3 +127,104 @@ def test_an_event_whose_step_0_is_due_at_once_wakes_the_walker_in_the_same_state
     again = api.post("/events", {"email": "a@example.com", "eventName": "now"}).json()["data"]
     assert again["triggeredAutomations"] == 0
     assert len([t for t in queued_tasks() if t.func == "automations.tasks.automation_walk_task"]) == 1
+
+
+def test_the_contact_is_read_with_the_candidate_automations(org, make_automation, make_contact):
+    # issue 12: one statement gives the live contact's id and the fan-out's candidates for it (as `_candidates`
+    # would read them); a missing or deleted contact gives none, an automation without steps or of another
+    # organization, kind or status is no candidate, a running run of the contact is reported
+    from django.utils import timezone
+
+    from automations.triggers import _candidates, contact_and_candidates
+    from owlat.models import Contact
+    from owlat.organizations import organization_create
+    from owlat.registry import TriggerEvent
+
+    config = {"eventName": "go"}
+    with_steps = make_automation(
+        [DELAY_1H], trigger_type="event_received", trigger_config=config, status="active"
+    )
+    make_automation([DELAY_1H], trigger_type="event_received", trigger_config=config, status="paused")
+    make_automation([DELAY_1H], trigger_type="contact_created", status="active")
+    other = organization_create(name="Other", default_from_email="o@other.test", default_from_name="Other")
+    make_automation(
+        [DELAY_1H], trigger_type="event_received", trigger_config=config, status="active", organization=other
+    )
+    jane = make_contact("jane@example.com")
+    make_contact("gone@example.com")
+    Contact.objects.filter(email="gone@example.com").update(deleted_at=timezone.now())
+
+    def read(email):
+        with CaptureQueriesContext(connection) as ctx:
+            result = contact_and_candidates(organization_id=org.pk, email=email, kind="event_received")
+        assert len(ctx.captured_queries) == 1
+        return result
+
+    assert read("nobody@example.com") == (None, [])
+    assert read("gone@example.com") == (None, [])
+    contact_id, candidates = read("jane@example.com")
+    assert contact_id == jane.pk
+    event = TriggerEvent(kind="event_received", organization_id=str(org.pk), contact_id=str(jane.pk))
+    assert candidates == _candidates(event)
+    [candidate] = candidates
+    assert (candidate.automation_id, candidate.trigger_config, candidate.has_steps) == (
+        with_steps.pk,
+        config,
+        True,
+    )
+    assert (candidate.has_running, candidate.first_step.step_type) == (False, "delay")
+
+    # a contact without candidates is still found; a running run is reported
+    make_contact("solo@example.com")
+    solo_id, none = contact_and_candidates(organization_id=other.pk, email="solo@example.com", kind="x")
+    assert (solo_id, none) == (None, [])  # another organization's contact
+    AutomationRun.objects.create(
+        organization=org,
+        automation=with_steps,
+        contact=jane,
+        status="running",
+        triggered_by="event_received",
+        started_at=timezone.now(),
+    )
+    _, [running] = read("jane@example.com")
+    assert running.has_running and running == _candidates(event)[0]
+
+
+def test_a_paused_automation_stops_triggering_at_once(api, org, make_automation, make_contact):
+    # nothing about the candidates is kept between requests: pausing or editing the trigger takes effect at once
+    from automations.lifecycle import automation_transition
+    from automations.models import Automation
+
+    automation = make_automation(
+        [DELAY_1H], trigger_type="event_received", trigger_config={"eventName": "go"}, status="active"
+    )
+    make_contact("a@example.com")
+    make_contact("b@example.com")
+    make_contact("c@example.com")
+    assert (
+        api.post("/events", {"email": "a@example.com", "eventName": "go"}).json()["data"][
+            "triggeredAutomations"
+        ]
+        == 1
+    )
+    assert automation_transition(automation_id=automation.pk, to="paused", actor="test").ok
+    assert (
+        api.post("/events", {"email": "b@example.com", "eventName": "go"}).json()["data"][
+            "triggeredAutomations"
+        ]
+        == 0
+    )
+    assert automation_transition(automation_id=automation.pk, to="active", actor="test").ok
+    Automation.objects.filter(pk=automation.pk).update(trigger_config={"eventName": "went"})
+    assert (
+        api.post("/events", {"email": "c@example.com", "eventName": "go"}).json()["data"][
+            "triggeredAutomations"
+        ]
+        == 0
+    )
+    assert (
+        api.post("/events", {"email": "c@example.com", "eventName": "went"}).json()["data"][
+            "triggeredAutomations"
+        ]
+        == 1
+    )
