@@ -653,3 +653,35 @@ def test_template_used_by_an_email_step_cannot_be_deleted(org, api):
     assert r.status_code == 422
     assert error_of(r)["data"]["reason"] == "template_in_use"
     assert error_of(r)["data"]["usedBy"] == [{"kind": "automation", "id": aid}]
+
+
+def test_the_event_serializer_reuses_its_fields_and_keeps_each_instance_apart():
+    # issue 12: the declared fields are bound once per thread and handed to each instance; every instance
+    # still validates and reports on its own data, and another thread gets its own fields
+    import threading
+
+    from automations.api.serializers import EventSerializer
+
+    first = EventSerializer(data={"email": "a@example.com", "eventName": "go"})
+    assert first.is_valid(), first.errors
+    second = EventSerializer(data={"email": "b@example.com", "eventName": "1bad", "eventProperties": []})
+    assert not second.is_valid()
+    assert set(second.errors) == {"eventName", "eventProperties"}
+    assert first.validated_data["email"] == "a@example.com"
+    assert second.fields is first.fields
+    assert all(field.parent is second for field in second.fields.values())
+    third = EventSerializer(
+        data={"email": "c@example.com", "eventName": "go", "createContactIfNotExists": True}
+    )
+    assert third.is_valid() and dict(third.validated_data) == {
+        "email": "c@example.com",
+        "eventName": "go",
+        "createContactIfNotExists": True,
+    }
+    assert first.validated_data["createContactIfNotExists"] is False
+
+    other = []
+    thread = threading.Thread(target=lambda: other.append(EventSerializer(data={}).fields))
+    thread.start()
+    thread.join()
+    assert other[0] is not first.fields
