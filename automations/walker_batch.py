@@ -33,7 +33,7 @@ from automations.lifecycle.batch import (
     step_runs_fail_many,
     step_runs_skip_many,
 )
-from automations.models import Automation, AutomationRun, AutomationStatus, AutomationStep, RunStatus
+from automations.models import AutomationRun, AutomationStatus, AutomationStep, RunStatus
 from automations.steps import StepContext, StepOutcome, step_module_for
 from owlat.jobs import enqueue
 
@@ -86,12 +86,12 @@ def execute_claimed(
 
     runs = {
         r.pk: r
-        for r in AutomationRun.objects.select_related("contact").filter(
+        for r in AutomationRun.objects.select_related("contact", "automation").filter(
             pk__in={c.step_run.run_id for c in claimed}
         )
     }
-    automation_ids = {r.automation_id for r in runs.values()}
-    automations = {a.pk: a for a in Automation.objects.filter(pk__in=automation_ids)}
+    automations = {r.automation_id: r.automation for r in runs.values()}
+    automation_ids = set(automations)
     steps: dict[Any, dict[int, AutomationStep]] = defaultdict(dict)
     for s in AutomationStep.objects.filter(automation_id__in=automation_ids):
         steps[s.automation_id][s.step_index] = s

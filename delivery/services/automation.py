@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -209,39 +211,48 @@ def automation_email_insert_many(sends: Sequence[TransactionalSend]) -> int:
     return len(sends)
 
 
+@functools.cache
+def _send_columns() -> list[tuple[Any, str, str, bool]]:
+    """(field, column type, type the parameter is sent as, is JSON) of each column of a send row."""
+    out = []
+    for f in TransactionalSend._meta.concrete_fields:
+        db_type = f.db_type(connection).split("(")[0]
+        is_json = f.get_internal_type() == "JSONField"
+        out.append((f, db_type, "text" if is_json else db_type, is_json))
+    return out
+
+
 def _insert_columns(rows: list[TransactionalSend]) -> None:
     """PostgreSQL: the rows in one `INSERT … SELECT` by column: a column whose value is the same in every row
     (most of a fresh send row: the organization, template, sender, the empty tracking fields) is one
     parameter, the others one array each through `unnest` (issue 12: `bulk_create` prepares and binds all 44
     values of every row one by one, a third of the walker's CPU per email step). Each value goes through its
     field's `get_db_prep_save` as `bulk_create` would; JSON as text cast to jsonb."""
-    import json
-
-    fields = TransactionalSend._meta.concrete_fields
+    fields = _send_columns()
     qn = connection.ops.quote_name
     selects: list[str] = []
     unnested: list[str] = []
     params: list[Any] = []
     arrays: list[Any] = []
-    for f in fields:
+    for f, db_type, source_type, is_json in fields:
         values = [getattr(row, f.attname) for row in rows]
-        db_type = f.db_type(connection).split("(")[0]
-        if f.get_internal_type() == "JSONField":
-            prep = [None if v is None else json.dumps(v, cls=f.encoder) for v in values]
-            source_type = "text"
-        else:
-            prep = None
-            source_type = db_type
         first = values[0]
-        if not f.primary_key and all(v == first for v in values):
+        constant = not f.primary_key and all(v == first for v in values)
+        if is_json:
+            prep = [
+                None if v is None else json.dumps(v, cls=f.encoder) for v in values[: 1 if constant else None]
+            ]
+        else:
+            prep = [f.get_db_prep_save(v, connection) for v in values[: 1 if constant else None]]
+        if constant:
             cast = f"::{source_type}" if source_type == db_type else f"::{source_type}::{db_type}"
             selects.append(f"%s{cast}")
-            params.append(prep[0] if prep is not None else f.get_db_prep_save(first, connection))
+            params.append(prep[0])
         else:
             unnested.append(f"%s::{source_type}[]")
-            arrays.append(prep if prep is not None else [f.get_db_prep_save(v, connection) for v in values])
+            arrays.append(prep)
             selects.append(f"u.c{len(unnested)}::{db_type}")
-    columns = ", ".join(qn(f.column) for f in fields)
+    columns = ", ".join(qn(f.column) for f, _, _, _ in fields)
     names = ", ".join(f"c{i}" for i in range(1, len(unnested) + 1))
     sql = (
         f"INSERT INTO {qn(TransactionalSend._meta.db_table)} ({columns}) SELECT {', '.join(selects)} "
