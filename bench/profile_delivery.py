@@ -30,6 +30,7 @@ sys.path.insert(0, str(BASE_DIR / "bench"))
 
 from common import Sink, free_port, recreate_database  # noqa: E402
 
+PARSE_IN_SINK = os.environ.get("PROFILE_SINK_PARSE", "0") == "1"  # as automation_throughput.py's sink
 DEFAULT_DB = "postgres://postgres@127.0.0.1:5432/owlat_bench_drain"
 
 
@@ -42,6 +43,12 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--sort", default="tottime")
     p.add_argument("--top", type=int, default=40)
     p.add_argument("--sql", action="store_true", help="print the statement shapes of the measured pass")
+    p.add_argument(
+        "--inproc-sink",
+        action="store_true",
+        help="the SMTP sink automation_throughput.py uses (testsupport.SmtpSink: in this process, every message "
+        "parsed) instead of the bench/common one in a process of its own",
+    )
     p.add_argument(
         "--cluster",
         action="store_true",
@@ -56,7 +63,7 @@ def main() -> int:
     url = os.environ.get("BENCH_DATABASE_URL", DEFAULT_DB)
     print(f"database {url} (re-created)", flush=True)
     recreate_database(url)
-    sink = Sink(free_port())
+    sink = _InProcessSink() if args.inproc_sink else Sink(free_port())
     os.environ.update(
         {
             "DEBUG": "0",
@@ -242,6 +249,22 @@ def drain_with_cluster(args, url, sink, queue, sent_rows) -> int:
 
         shutil.rmtree(profile_dir, ignore_errors=True)
     return 0
+
+
+class _InProcessSink:
+    """testsupport.SmtpSink with bench/common.Sink's `url`, `count` and `stop`."""
+
+    def __init__(self) -> None:
+        from testsupport import SmtpSink
+
+        self._sink = SmtpSink(parse=PARSE_IN_SINK).start()
+        self.url = self._sink.url
+
+    def count(self) -> tuple[int, float, float]:
+        return len(self._sink.messages), 0.0, 0.0
+
+    def stop(self) -> None:
+        self._sink.stop()
 
 
 def _table_of(sql: str) -> str:
