@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from automations.walker import pending_delays_process, run_start, step_execute
-from automations.walker_batch import walk
+from automations.walker_batch import walk_hop
 
 
 def automation_run_start_task(run_id: str, *more: str) -> str:
@@ -20,8 +20,9 @@ def process_pending_delays_task(after: list | None = None) -> str:
 
 
 def automation_walk_task() -> str:
-    """The batched walker: claim and execute one batch of due step runs (issue 12 item 1)."""
-    return walk()
+    """The batched walker: claim and execute batches of due step runs (issue 12 item 1), walking on in this
+    task while a batch leaves work due at once (`walk_hop`)."""
+    return walk_hop()
 
 
 def counters_rollup_task() -> str:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import time
 from collections import defaultdict
 from dataclasses import dataclass
 from types import ModuleType
@@ -41,6 +42,8 @@ logger = logging.getLogger(__name__)
 
 WALK_TASK = "automations.tasks.automation_walk_task"
 WALK_BATCH = 200
+#: A walk task walks on, batch after batch, for at most this long (far below django-q2's timeout).
+WALK_HOP_SECONDS = 5.0
 
 
 @dataclass
@@ -56,25 +59,50 @@ class _Item:
 
 def walk(*, now: dt.datetime | None = None, limit: int = WALK_BATCH) -> str:
     """Claim and execute one batch of due step runs; a full batch enqueues the next walk at once."""
+    return _walk_once(now=now, limit=limit, wake=True)[0]
+
+
+def walk_hop(*, seconds: float = WALK_HOP_SECONDS, limit: int = WALK_BATCH) -> str:
+    """The walk task: batch after batch in this task while a batch leaves work due at once (it was full, or
+    it created immediate step runs) and for at most `seconds`, instead of a django-q2 hop per batch (each hop
+    costs a broker row, the cluster's dequeue, signing and result bookkeeping, and up to a poll interval of
+    latency). The batch that starts after `seconds` is the last: it enqueues the next walk in its own
+    transaction, as `walk` does."""
+    deadline = time.monotonic() + seconds
+    summaries: list[str] = []
+    while True:
+        last = time.monotonic() >= deadline
+        summary, more = _walk_once(now=None, limit=limit, wake=last)
+        summaries.append(summary)
+        if last or not more:
+            return "; ".join(summaries)
+
+
+def _walk_once(*, now: dt.datetime | None, limit: int, wake: bool) -> tuple[str, bool]:
+    """One batch; returns its summary and whether work it left is due at once (a full batch, or immediate
+    step runs created). With `wake` that work gets its walk enqueued; without, the caller walks on."""
     now = now or timezone.now()
     claimed = step_runs_claim_due(at=now, limit=limit)
     if not claimed:
-        return "nothing due"
+        return "nothing due", False
     woke: list[bool] = []
-    summaries = execute_claimed(claimed, now=now, woke=woke)
-    if len(claimed) >= limit and not woke:  # a backlog: the next walk at once (unless the batch woke one)
+    summaries = execute_claimed(claimed, now=now, woke=woke, wake=wake)
+    full = len(claimed) >= limit
+    if wake and full and not woke:  # a backlog: the next walk at once (unless the batch woke one)
         enqueue(WALK_TASK)
     counts: dict[str, int] = defaultdict(int)
     for text in summaries.values():
         counts[text.split(":")[0].split(" (")[0]] += 1
-    return f"{len(claimed)} step runs: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
+    summary = f"{len(claimed)} step runs: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
+    return summary, full or bool(woke)
 
 
 def execute_claimed(
-    claimed: list[ClaimedStepRun], *, now: dt.datetime, woke: list[bool] | None = None
+    claimed: list[ClaimedStepRun], *, now: dt.datetime, woke: list[bool] | None = None, wake: bool = True
 ) -> dict[Any, str]:
     """Execute step runs this worker holds; returns a short summary per step run id. `woke` gets an entry
-    for each committed write that enqueued the next walk."""
+    for each committed write that created immediate step runs (with `wake`, it enqueued the next walk for
+    them; without, the caller walks them itself)."""
     woke = [] if woke is None else woke
     from automations.walker import (
         LOOP_CAP_MESSAGE,
@@ -138,7 +166,9 @@ def execute_claimed(
     try:
         batch_woke: list[bool] = []
         with transaction.atomic():
-            summaries.update(_execute_and_write(work, give_up, now, failed, batch_woke, whole_batch=True))
+            summaries.update(
+                _execute_and_write(work, give_up, now, failed, batch_woke, wake, whole_batch=True)
+            )
         woke.extend(batch_woke)  # committed
     except Exception as exc:
         if not isinstance(exc, _NotApplied):
@@ -159,7 +189,7 @@ def execute_claimed(
                 item_woke: list[bool] = []
                 with transaction.atomic():
                     summaries.update(
-                        _execute_and_write([item], [], now, failed, item_woke, whole_batch=False)
+                        _execute_and_write([item], [], now, failed, item_woke, wake, whole_batch=False)
                     )
                 woke.extend(item_woke)
             except Exception as exc:
@@ -188,6 +218,7 @@ def _execute_and_write(
     now: dt.datetime,
     failed: list[_Item],
     woke: list[bool],
+    wake: bool,
     *,
     whole_batch: bool,
 ) -> dict[Any, str]:
@@ -196,7 +227,7 @@ def _execute_and_write(
     _run_modules(work, now)
     completed = [i for i in work if i.outcome is not None and i.outcome.status == "completed"]
     failed.extend(i for i in work if i.outcome is None or i.outcome.status != "completed")
-    summaries = _write(completed, give_up, now, woke)
+    summaries = _write(completed, give_up, now, woke, wake)
     if any(text.startswith("completion not applied") for text in summaries.values()):
         if whole_batch and (len(work) > 1 or give_up):
             raise _NotApplied
@@ -268,6 +299,7 @@ def _write(
     give_up: list[tuple[ClaimedStepRun, AutomationRun | None, str]],
     now: dt.datetime,
     woke: list[bool],
+    wake: bool = True,
 ) -> dict[Any, str]:
     """One transaction: give-ups (step failed, run cancelled), completions by the attempt that holds them, the
     modules' prepared work for the applied ones, and the advance of their runs (AUT-23); `woke` gets an entry
@@ -326,6 +358,7 @@ def _write(
         else:
             immediate = True
     if immediate:
-        enqueue(WALK_TASK)
+        if wake:
+            enqueue(WALK_TASK)
         woke.append(True)
     return summaries

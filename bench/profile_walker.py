@@ -6,7 +6,7 @@ No cluster, no SMTP: on the world `automation_throughput.py` builds (a fresh Pos
 `plan` property), `--runs` runs are opened in one transaction (as `walker_alone_at_sizes` in
 `automation_phases.py` does), then `automations.walker_batch.walk` is called in this process in a loop until
 nothing is due. The walk only queues the email send rows (and their transactional pool jobs as broker rows);
-nothing is delivered. A warm-up pass of `--warmup` runs goes first. Printed per step run executed: CPU
+nothing is delivered (`--hop`: `walk_hop`, the walk task's loop, instead of `walk`). A warm-up pass of `--warmup` runs goes first. Printed per step run executed: CPU
 milliseconds of this process (`time.process_time`) and of its PostgreSQL backend (`/proc/<backend pid>/stat`,
 10 ms ticks: quote it over thousands of steps) and statements (BEGIN/COMMIT/SAVEPOINT included); with `--sql` the
 statements of one full batch; with `--profile` the functions where the walk spends its time (cProfile, CPU
@@ -42,6 +42,9 @@ def parse_args() -> argparse.Namespace:
     p.add_argument(
         "--limit", type=int, default=0, help="step runs per batch (default: the walker's WALK_BATCH)"
     )
+    p.add_argument(
+        "--hop", action="store_true", help="call the walk task's walk_hop (batches walked on within one task)"
+    )
     p.add_argument("--sql", action="store_true", help="print the statements of one full batch")
     p.add_argument("--profile", action="store_true", help="cProfile a separate pass of --runs runs")
     p.add_argument("--sort", default="tottime", help="cProfile sort key (tottime, cumulative)")
@@ -69,10 +72,11 @@ def main() -> int:
 
     from django.db import connection, transaction
     from django.test.utils import CaptureQueriesContext
+    from django_q.models import OrmQ
 
     from automations.models import AutomationRun, AutomationStepRun
     from automations.triggers import automation_fanout
-    from automations.walker_batch import WALK_BATCH, walk
+    from automations.walker_batch import WALK_BATCH, walk, walk_hop
     from delivery.models import TransactionalSend
     from owlat.models import Contact
     from owlat.registry import TriggerEvent
@@ -98,6 +102,10 @@ def main() -> int:
 
     def walk_all() -> int:
         batches = 0
+        if args.hop:
+            while (summary := walk_hop(limit=limit)) != "nothing due":
+                batches += sum(1 for part in summary.split("; ") if part != "nothing due")
+            return batches
         while walk(limit=limit) != "nothing due":
             batches += 1
         return batches
@@ -111,6 +119,7 @@ def main() -> int:
     open_runs("load")
     done_before = AutomationStepRun.objects.filter(status="completed").count()
     sends_before = TransactionalSend.objects.count()
+    wakes_before = OrmQ.objects.filter(key="default").count()
     stats.clear()
     pg0 = _backend_cpu_ms(backend)
     t0 = time.process_time()
@@ -121,9 +130,10 @@ def main() -> int:
     steps = AutomationStepRun.objects.filter(status="completed").count() - done_before
     sends = TransactionalSend.objects.count() - sends_before
     running = AutomationRun.objects.filter(status="running").count()
+    wakes = OrmQ.objects.filter(key="default").count() - wakes_before
     print(
         f"{args.runs} runs: {steps} steps in {batches} batches of up to {limit}, {sends} send rows queued, "
-        f"{running} runs still running; load {os.getloadavg()[0]:.1f}"
+        f"{wakes} walk tasks enqueued (django-q2 hops), {running} runs still running; load {os.getloadavg()[0]:.1f}"
     )
     print(
         f"per step: walker CPU {cpu / steps:.3f} ms, PostgreSQL backend CPU {pg / steps:.3f} ms, "

@@ -360,3 +360,28 @@ def test_a_full_batch_leaves_one_hop_for_its_backlog(make_automation, make_conta
     clear_queue()
     assert walk(limit=3) == "3 step runs: 3 run completed"
     assert [t.func for t in queued_tasks(queue="default")] == [WALK]
+
+
+def test_the_walk_task_walks_on_in_one_hop_within_its_budget(make_automation, make_contact, template):
+    from automations.tasks import automation_walk_task
+    from automations.walker_batch import walk_hop
+
+    automation = make_automation([email_step(template), condition(), email_step(template)], status="active")
+    runs = start_runs(automation, [make_contact() for _ in range(4)])
+    clear_queue()
+    # the task walks the three steps batch after batch without a django-q2 hop between them
+    assert automation_walk_task().count("4 step runs") == 3
+    assert queued_tasks(queue="default") == []
+    for run in runs:
+        run.refresh_from_db()
+        assert (run.status, run.steps_executed) == ("completed", 3)
+    assert TransactionalSend.objects.filter(automation_id=automation.pk).count() == 8
+    # with its budget spent, a batch is the last of its task and wakes the next walk in its own transaction
+    more = start_runs(automation, [make_contact() for _ in range(2)])
+    clear_queue()
+    assert walk_hop(seconds=0) == "2 step runs: 2 advanced to step 1"
+    assert [t.func for t in queued_tasks(queue="default")] == [WALK]
+    drain_queue()
+    for run in more:
+        run.refresh_from_db()
+        assert run.status == "completed"
