@@ -30,26 +30,47 @@ _ROLLUP_LOCK = 0x0A17_0C0F  # pg advisory lock key: one roll-up at a time (no de
 
 def record_run_counts(per_automation: dict[Any, dict[str, int]]) -> None:
     """Record run-counter moves (`entered`, `completed`, `cancelled`) per automation, one insert."""
-    rows = [
-        AutomationCounterDelta(automation_id=automation_id, field=name, delta=delta)
-        for automation_id, moves in per_automation.items()
-        for name, delta in moves.items()
-        if delta and automation_id is not None
-    ]
-    if rows:
-        AutomationCounterDelta.objects.bulk_create(rows)
+    _insert_deltas(
+        "automation_id",
+        [
+            (automation_id, name, delta)
+            for automation_id, moves in per_automation.items()
+            for name, delta in moves.items()
+            if delta and automation_id is not None
+        ],
+    )
 
 
 def record_step_counts(per_step: dict[Any, dict[str, int]]) -> None:
     """Record per-step counter moves (step-run statuses) per step, one insert."""
-    rows = [
-        AutomationCounterDelta(step_id=step_id, field=status, delta=delta)
-        for step_id, moves in per_step.items()
-        for status, delta in moves.items()
-        if delta and step_id is not None
-    ]
-    if rows:
-        AutomationCounterDelta.objects.bulk_create(rows)
+    _insert_deltas(
+        "step_id",
+        [
+            (step_id, status, delta)
+            for step_id, moves in per_step.items()
+            for status, delta in moves.items()
+            if delta and step_id is not None
+        ],
+    )
+
+
+def _insert_deltas(column: str, rows: list[tuple[Any, str, int]]) -> None:
+    """One insert of (id, field, delta) rows; on PostgreSQL a fixed `INSERT … SELECT FROM unnest` (the
+    walker writes these in every batch: no ORM compilation per call)."""
+    if not rows:
+        return
+    if connection.vendor != "postgresql":
+        AutomationCounterDelta.objects.bulk_create(
+            [AutomationCounterDelta(**{column: pk}, field=name, delta=delta) for pk, name, delta in rows]
+        )
+        return
+    table = AutomationCounterDelta._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {table} ({column}, field, delta) "
+            "SELECT * FROM unnest(%s::uuid[], %s::varchar[], %s::integer[])",
+            [[str(pk) for pk, _, _ in rows], [name for _, name, _ in rows], [delta for _, _, delta in rows]],
+        )
 
 
 def _sums(alias: str, fields: dict[str, str]) -> str:
