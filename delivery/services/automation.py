@@ -192,7 +192,19 @@ def automation_email_prepare_many(requests: Sequence[AutomationEmailRequest]) ->
         if (org, normalize_email(contact.email)) in blocked:
             out.append(AutomationEmailResult("skipped", reason="Recipient suppressed"))
             continue
-        send = _automation_send(org, template, r.automation_id, contact, subject, prepared, variables, sender)
+        send = _new_send(
+            organization_id=org,
+            kind=SendKind.AUTOMATION,
+            email_template_id=template.pk,
+            automation_id=uuid_or_none(r.automation_id),
+            contact_id=contact.pk,
+            email=contact.email,
+            subject=subject,
+            language=prepared.language,
+            data_variables=variables,
+            from_email=sender.email,
+            from_name=sender.name,
+        )
         out.append(AutomationEmailResult("queued", send_id=str(send.pk), send=send))
     return out
 
@@ -270,6 +282,20 @@ def automation_email_queue_many(requests: Sequence[AutomationEmailRequest]) -> l
     results = automation_email_prepare_many(requests)
     automation_email_insert_many([r.send for r in results if r.send is not None])
     return results
+
+
+def _new_send(**values: Any) -> TransactionalSend:
+    """`_automation_send`'s row for the batch variant, built through the model's positional constructor (every
+    other field its default): the keyword constructor costs a tenth of a millisecond per row."""
+    args = [values.pop(f.attname) if f.attname in values else f.get_default() for f in _send_fields()]
+    if values:
+        raise TypeError(f"not a TransactionalSend column: {sorted(values)}")
+    return TransactionalSend(*args)
+
+
+@functools.cache
+def _send_fields() -> tuple[Any, ...]:
+    return tuple(TransactionalSend._meta.concrete_fields)
 
 
 def _automation_send(
