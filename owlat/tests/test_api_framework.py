@@ -81,6 +81,23 @@ class EchoView(ApiView):
         return self.ok({"body": request.data})
 
 
+probed: dict = {}
+
+
+class ProbeView(ApiView):
+    required_scopes = {"GET": "contacts:read"}
+
+    def get(self, request):
+        django_request = request._request
+        probed.update(
+            session=hasattr(django_request, "session"),
+            messages=hasattr(django_request, "_messages"),
+            tenancy=django_request.tenancy,
+            user=django_request.user,
+        )
+        return self.ok({})
+
+
 def plain_django_crash(request):
     raise RuntimeError("secret internal detail")
 
@@ -95,6 +112,7 @@ urlpatterns = [
                 path("_test/refused", RefusedAfterWriteView.as_view()),
                 path("_test/transition", TransitionView.as_view()),
                 path("_test/echo", EchoView.as_view()),
+                path("_test/probe", ProbeView.as_view()),
                 path("_test/plain-crash", plain_django_crash),
                 # declared the plain Django way, with a required trailing slash / without one
                 path("_test/strict-slash/", EchoView.as_view()),
@@ -318,6 +336,26 @@ def test_no_csrf_and_no_cookie_credentials(api, key, django_user_model):
     )
     assert keyed.status_code == 201
     assert not keyed.cookies
+
+
+def test_the_admin_middleware_steps_aside_for_the_api_only(api, key, django_user_model):
+    # issue 12: no session, user or messages are attached under /api/v1 (their middleware found nothing there:
+    # the cookies are dropped), the one header they left is still sent, and the admin keeps all of them
+    from django.urls import reverse
+
+    from owlat.admin_tenancy.access import NO_TENANCY
+
+    probed.clear()
+    response = api.get("/_test/probe", headers={"Cookie": "sessionid=abc; csrftoken=x"})
+    assert response.status_code == 200
+    assert probed == {"session": False, "messages": False, "tenancy": NO_TENANCY, "user": key[0]}
+    assert response["Vary"] == "Cookie, Origin" and not response.cookies
+
+    user = django_user_model.objects.create_superuser("root", "root@example.com", "pw-123456789")
+    admin = Client(enforce_csrf_checks=True)
+    admin.force_login(user)
+    assert admin.get(reverse("admin:index")).status_code == 200  # session user
+    assert admin.post(reverse("admin:logout")).status_code == 403  # CSRF enforced outside the API
 
 
 # --- authentication (API-02) ---------------------------------------------------------------------------------
