@@ -599,6 +599,21 @@ def test_an_expired_key_is_refused_by_the_merged_lookup(api, key):
     assert response.status_code == 401 and error_of(response)["message"] == "Invalid API key"
 
 
+def test_a_rescoped_or_revoked_key_takes_effect_at_once(api, key):
+    # issue 12: the key's instance may be reused by its process, but only while its row is unchanged
+    api_key = key[0]
+    assert api.get("/contacts").status_code == 200
+    assert api.get("/contacts").status_code == 200  # the same row: the instance is reused
+    ApiKey.objects.filter(pk=api_key.pk).update(scopes=["events:write"])
+    refused = api.get("/contacts")
+    assert refused.status_code == 403
+    assert error_of(refused)["message"] == "This API key is missing the required scope: contacts:read"
+    ApiKey.objects.filter(pk=api_key.pk).update(scopes=["contacts:read", "contacts:write"])
+    assert api.get("/contacts").status_code == 200
+    ApiKey.objects.filter(pk=api_key.pk).update(revoked_at=timezone.now())
+    assert api.get("/contacts").status_code == 401
+
+
 def test_a_405_takes_no_token(api, key, monkeypatch):
     # API-08: an unsupported method is refused before the key is looked up, so no token is taken
     now = float(int(time.time()))
