@@ -39,6 +39,9 @@ register_converter(ContactRefConverter, "contact")
 register_converter(ResourceIdConverter, "id")
 
 urlpatterns = [
+    # the events intake first (issue 12: the most frequent call resolves past 4 patterns instead of ~25; every
+    # app's routes are disjoint from the kernel's, so the order decides nothing else)
+    path("", include("automations.api.urls")),
     path("health", HealthView.as_view(), name="api-health"),
     path("schema", SpectacularJSONAPIView.as_view(), name="api-schema"),
     path("docs", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
@@ -66,7 +69,6 @@ urlpatterns = [
     # the apps
     path("", include("delivery.api.urls")),
     path("", include("templates.api.urls")),
-    path("", include("automations.api.urls")),
     path("", include("campaigns.api.urls")),
     path("", include("inbox.api.urls")),
 ]
