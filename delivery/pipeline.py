@@ -9,8 +9,9 @@ send lifecycle in batches of `flush_size` rows (`send_transition_many`), parks r
 (issue 12 item 5) and flags unknown outcomes (D-07).
 
 The recorder runs in a thread of its own with its own database connection when the job runs outside a
-transaction on PostgreSQL (a worker): the job's thread then never waits for a result's commit while the
-connections could be sending. Inside a caller's transaction (tests, a caller that holds one) a second
+transaction on PostgreSQL (a worker) and has more than a few rows (`start_thread`): the job's thread then never
+waits for a result's commit while the connections could be sending. A small job records in its own thread over
+its own connection, without a thread and a new database connection for a handful of results. Inside a caller's transaction (tests, a caller that holds one) a second
 connection would not see the caller's rows, so the recorder runs in the job's thread (`pump`) as before.
 """
 
@@ -75,14 +76,6 @@ class Senders:
             if profiling.enabled():
                 profiling.thread_cpu("senders", time.thread_time() - started)
 
-    def add(self, transport: Transport) -> None:
-        """A sender thread for one more of the job's connections (its next rows are more than it opened for)."""
-        thread = threading.Thread(
-            target=self._run, args=(transport,), name=f"owlat-send-{len(self._threads)}", daemon=True
-        )
-        self._threads.append(thread)
-        thread.start()
-
     def put(self, row: Any, message: Any) -> None:
         self._outbox.put((row, message))
 
@@ -118,6 +111,12 @@ class Recorder:
         self._results: list[Completion] = []
         self._thread: threading.Thread | None = None
         if threaded:
+            self.start_thread()
+
+    def start_thread(self) -> None:
+        """From the job's thread: record from a thread of its own from now on (what arrived and what is not
+        flushed yet included); the job's thread no longer records (`pump` only raises)."""
+        if self._thread is None:
             self._thread = threading.Thread(target=self._run, name="owlat-record", daemon=True)
             self._thread.start()
 

@@ -77,11 +77,13 @@ PIPELINE = True
 HANDOFF_GROUP = 10
 OUTBOX = 10  # handed-off messages waiting for a free connection
 RESULT_FLUSH_SIZE = 50  # results are recorded in one transaction per this many rows
+RECORD_INLINE_ROWS = 10  # a job with at most this many rows (per round) records without a recorder thread
 # Below the django-q2 timeout (120 s) minus one SMTP timeout (30 s): checked before each row and while waiting
 # for a pacing token; the rest is handed to a new job. Provider retries never sleep here (issue 12 item 5).
 BATCH_TIME_BUDGET_SECONDS = 80.0
 # A transactional job that finished its rows goes on with the pool's next queued rows (BATCH_SIZE per round,
-# claimed like the top-up) over the same connections while it is younger than this: a backlog of automation
+# claimed like the top-up, as long as the last claim found all it asked for) over the same connections while
+# it is younger than this: a backlog of automation
 # mail is drained without a cold start (threads, connections, broker hop) per 100 rows (issue 12).
 DRAIN_SECONDS = 20.0
 SUPPRESSED_CODE = "RECIPIENT_SUPPRESSED"
@@ -136,11 +138,13 @@ def _suppressed_sets(rows: list[Any], kind: str) -> tuple[set[str], set[str]]:
             if not marketing:
                 qs = qs.exclude(reason__in=MARKETING_ONLY_REASONS)
             blocked.update(f"{org_id}:{e}" for e in qs.values_list("email", flat=True))
-    marketing_contacts = [r.contact_id for r in rows if _marketing_scope(r) and r.contact_id]
+    marketing = [r for r in rows if _marketing_scope(r) and r.contact_id]
+    if kind != "campaign":  # the contact was read with the claimed row a moment ago (`_load_rows`)
+        return blocked, {str(r.contact_id) for r in marketing if r.contact.unsubscribed_at is not None}
     unsubscribed = {
         str(pk)
         for pk in Contact.objects.filter(
-            pk__in=marketing_contacts, unsubscribed_at__isnull=False
+            pk__in=[r.contact_id for r in marketing], unsubscribed_at__isnull=False
         ).values_list("pk", flat=True)
     }
     return blocked, unsubscribed
@@ -251,9 +255,13 @@ def _dispatch_batch(
     token, won = claim_sends(kind, ids, token=token, retry_token=retry_token, now=now())
     summary.skipped = len(ids) - len(won)
     prior = dict.fromkeys(won, prior_attempts) if retry_token is not None else {}
+    backlog = True  # whether the pool may have more queued rows for the drain (see DRAIN_SECONDS)
     if drain and kind == "transactional" and len(won) < BATCH_SIZE:
         # Top the batch up with queued rows whose own job has not run yet (one connection, one flush).
-        won += claim_queued(kind, token, limit=BATCH_SIZE - len(won), exclude=won)
+        wanted = BATCH_SIZE - len(won)
+        topped = claim_queued(kind, token, limit=wanted, exclude=won)
+        won += topped
+        backlog = len(topped) == wanted
     summary.claimed = len(won)
     if not won:
         return summary
@@ -274,8 +282,10 @@ def _dispatch_batch(
 
     # A recorder thread with its own database connection, unless the job runs inside a caller's transaction
     # (whose rows another connection would not see) or on SQLite (one writer at a time).
+    # Started once the job has more than RECORD_INLINE_ROWS rows (a round's): a small job records its results
+    # itself at the end, without a thread and a database connection of its own.
     threaded = PIPELINE and connection.vendor == "postgresql" and not connection.in_atomic_block
-    recorder = Recorder(kind, token, summary, now=now, flush_size=RESULT_FLUSH_SIZE, threaded=threaded)
+    recorder = Recorder(kind, token, summary, now=now, flush_size=RESULT_FLUSH_SIZE, threaded=False)
     transports: list[Transport] = []
     senders: Senders | None = None
     # Composed rows that took their pacing token, handed off together (one statement, HANDOFF_GROUP rows at
@@ -326,6 +336,8 @@ def _dispatch_batch(
         """Check, compose, pace and hand off one round's rows; False when the job ran out of time (the rest
         went back to the pool)."""
         nonlocal senders
+        if threaded and len(rows) > RECORD_INLINE_ROWS:
+            recorder.start_thread()
         contexts, blocked, unsubscribed, mail_options = _round_checks(kind, rows)
         for index, row in enumerate(rows):
             if clock() - started > BATCH_TIME_BUDGET_SECONDS:
@@ -334,7 +346,7 @@ def _dispatch_batch(
             if f"{row.organization_id}:{normalize_email(row.recipient or '')}" in blocked:
                 recorder.failed(row, error_code=SUPPRESSED_CODE, error_message=SUPPRESSED_MESSAGE)
                 continue
-            if row.contact_id and str(row.contact_id) in unsubscribed:
+            if row.contact_id and str(row.contact_id) in unsubscribed and _marketing_scope(row):  # D-11
                 recorder.failed(row, error_code=SUPPRESSED_CODE, error_message=UNSUBSCRIBED_MESSAGE)
                 continue
             try:
@@ -378,18 +390,14 @@ def _dispatch_batch(
             # go on over the same connections, sender threads and recorder, composing it while the previous
             # group is still on the wire, instead of ending the job and starting the next one cold.
             dispatch_ready()
-            if clock() - started > DRAIN_SECONDS:
-                break
+            if not backlog or clock() - started > DRAIN_SECONDS:
+                break  # the last claim found fewer rows than it asked for: rows queued since have their jobs
             more = claim_queued(kind, token, limit=BATCH_SIZE, now=now())
+            backlog = len(more) == BATCH_SIZE
             if not more:
                 break
             summary.claimed += len(more)
             rows = _load_rows(kind, more, token, shared_cache)
-            if senders is not None:  # a job that began with a few rows opened fewer connections
-                wanted = connections or smtp_connections()
-                while len(transports) < min(wanted, len(rows)):
-                    transports.append(transport_factory())
-                    senders.add(transports[-1])
         dispatch_ready()
     except BaseException:
         failed = True

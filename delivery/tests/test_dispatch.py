@@ -489,3 +489,26 @@ def check_a_sender_bug_fails_the_job(org, template, context, make_contact, smtp_
     # nothing handed off is sent again by a redelivered job
     dispatch_batch("campaign", ids, connections=3)
     assert smtp_sink.count_for(broken) == 0
+
+
+@pytest.mark.django_db
+def test_a_contact_unsubscribed_after_queueing_gets_no_automation_mail_but_transactional_mail(
+    automation_send, contact, make_tx_send, smtp_sink
+):
+    """D-11 at dispatch, read from the contact loaded with the claimed rows: automation mail (marketing scope)
+    to a contact who unsubscribed since it was queued fails suppressed; transactional mail to the same contact
+    in the same job still goes (it failed suppressed too: the unsubscribed set was applied to every row)."""
+    from django.utils import timezone
+
+    transactional = make_tx_send(contact=contact)
+    contact.unsubscribed_at = timezone.now()
+    contact.save(update_fields=["unsubscribed_at"])
+    summary = dispatch_batch("transactional", [str(automation_send.pk), str(transactional.pk)])
+    assert (summary.claimed, summary.sent, summary.failed) == (2, 1, 1)
+    automation_send.refresh_from_db()
+    assert (automation_send.status, automation_send.error_code) == ("failed", "RECIPIENT_SUPPRESSED")
+    assert automation_send.error_message == "Recipient unsubscribed before dispatch"
+    transactional.refresh_from_db()
+    assert transactional.status == "sent"
+    smtp_sink.wait_for(1)
+    assert len(smtp_sink.messages) == 1

@@ -75,26 +75,34 @@ def test_a_sender_bug_fails_the_job_after_the_recorder_thread_recorded_the_other
 def test_a_transactional_job_drains_the_backlog_in_rounds_over_the_connections_it_opened(
     make_tx_send, smtp_sink, no_pacing, monkeypatch
 ):
-    """Issue 12: a job that began with one row goes on with the pool's queued rows, a round of BATCH_SIZE at a
-    time, over the same connections (more opened once a round is bigger than its first): each row claimed and
-    sent once, the other rows' own jobs find nothing; a job past DRAIN_SECONDS ends after its round."""
+    """Issue 12: a job goes on with the pool's queued rows, a round of BATCH_SIZE at a time, over the same
+    connections, while its last claim found all it asked for: each row claimed and sent once, the other rows'
+    own jobs find nothing; a job past DRAIN_SECONDS ends after its round, and so does one whose top-up came
+    back short."""
     from delivery import worker
     from delivery.models import TransactionalSend
 
-    sends = [make_tx_send(), make_tx_send(kind="automation")]
+    sends = [make_tx_send(kind="automation" if i % 2 else "transactional") for i in range(230)]
+    ids = [str(s.pk) for s in sends]
     opened = []
     get = worker.get_transport
 
-    def opening():  # the backlog arrives while the job opens its first connections
-        if not opened:
-            sends.extend(make_tx_send(kind="automation" if i % 2 else "transactional") for i in range(228))
+    def opening():
         opened.append(get())
         return opened[-1]
 
-    summary = dispatch_batch("transactional", [str(sends[0].pk)], transport_factory=opening, connections=3)
+    claims = []
+    claim_queued = worker.claim_queued
+
+    def noting_claims(*args, **kwargs):
+        claims.append(claim_queued(*args, **kwargs))
+        return claims[-1]
+
+    monkeypatch.setattr(worker, "claim_queued", noting_claims)
+    summary = dispatch_batch("transactional", ids[:1], transport_factory=opening, connections=3)
     assert (summary.claimed, summary.sent, summary.skipped) == (230, 230, 0)
-    assert len(opened) == 3  # two for the first round of two rows, a third for the next rounds
-    ids = [str(s.pk) for s in sends]
+    assert len(opened) == 3
+    assert [len(c) for c in claims] == [99, 100, 30]  # the top-up, then two rounds; the short one ends it
     smtp_sink.wait_for(230)
     assert all(smtp_sink.count_for(s.email) == 1 for s in sends)
     rows = TransactionalSend.objects.filter(pk__in=ids)
@@ -109,3 +117,36 @@ def test_a_transactional_job_drains_the_backlog_in_rounds_over_the_connections_i
     assert (rest.claimed, rest.sent) == (50, 50)
     smtp_sink.wait_for(380)
     assert len(smtp_sink.messages) == 380
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_small_job_records_its_results_itself_without_a_recorder_thread(
+    make_tx_send, smtp_sink, no_pacing, monkeypatch
+):
+    """A handful of rows (RECORD_INLINE_ROWS at most) are recorded by the job's own thread over its own
+    connection: no recorder thread and no database connection of its own for them; more rows get the thread."""
+    import threading
+
+    from delivery import pipeline, worker
+    from delivery.models import TransactionalSend
+
+    threads: list[str] = []
+    flush = pipeline.Recorder._flush
+
+    def noting_flush(self):
+        if self._results:
+            threads.append(threading.current_thread().name)
+        flush(self)
+
+    monkeypatch.setattr(pipeline.Recorder, "_flush", noting_flush)
+    small = [make_tx_send(kind="automation") for _ in range(worker.RECORD_INLINE_ROWS)]
+    summary = dispatch_batch("transactional", [str(s.pk) for s in small])
+    assert (summary.claimed, summary.sent) == (len(small), len(small))
+    assert threads == [threading.current_thread().name]
+    threads.clear()
+    big = [make_tx_send(kind="automation") for _ in range(worker.RECORD_INLINE_ROWS + 1)]
+    summary = dispatch_batch("transactional", [str(s.pk) for s in big])
+    assert (summary.claimed, summary.sent) == (len(big), len(big))
+    assert threads == ["owlat-record"]
+    assert TransactionalSend.objects.filter(status="sent").count() == len(small) + len(big)
+    smtp_sink.wait_for(len(small) + len(big))
