@@ -269,7 +269,7 @@ class ApiView(GenericAPIView):
     # -- transaction and Idempotency-Key (API-11) ---------------------------------------------------------
     def _begin_unsafe(self, request: Request) -> None:
         if request.method == "POST":
-            key = idem.parse_idempotency_key(request.headers.get(idem.HEADER))
+            key = idem.parse_idempotency_key(request.META.get(idem.META_KEY))
             if key is not None:
                 fingerprint = idem.request_fingerprint(
                     method=request.method, path=request._request.path, body=raw_body(request._request)

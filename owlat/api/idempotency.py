@@ -28,6 +28,7 @@ from owlat.api.errors import ApiError
 from owlat.models import ApiKey, IdempotencyRecord
 
 HEADER = "Idempotency-Key"
+META_KEY = "HTTP_IDEMPOTENCY_KEY"  # HEADER in `request.META` (what `request.headers[HEADER]` reads)
 MAX_LENGTH = 255
 IN_PROGRESS_TIMEOUT = dt.timedelta(seconds=60)
 RETENTION = dt.timedelta(hours=24)

@@ -74,6 +74,10 @@ class ApiCorsMiddleware(CorsMiddleware):
     def add_response_headers(self, request: HttpRequest, response):
         if is_api_path(request.path_info):
             _vary_origin(response)
+            if "HTTP_ORIGIN" not in request.META:
+                # django-cors-headers adds nothing but `Vary: origin` (already there) to a request without an
+                # Origin; answered here without building `request.headers` for it (issue 12)
+                return response
         return super().add_response_headers(request, response)
 
 
