@@ -12,4 +12,4 @@ def test_the_baseline_view_is_not_reachable_with_the_project_settings():
     assert "bench.baseline" not in settings.INSTALLED_APPS
     assert settings.ROOT_URLCONF == "owlat.urls"
     with pytest.raises(Resolver404):
-        resolve("/bench/baseline-row")  # bench.baseline.urls.BASELINE_PATH
+        resolve("/api/v1/bench/baseline-row")  # bench.baseline.urls.BASELINE_PATH
