@@ -8,7 +8,9 @@ result through the send lifecycle (batched, so counters and completion handlers 
 recorder thread of its own, delivery.pipeline). A
 retryable refusal is parked and handed to the pool as a due task after the provider's delay (issue 12 item 5);
 the job never sleeps between attempts, and checks its time budget before each row and while it waits for a
-pacing token.
+pacing token. A transactional job tops its batch up with queued rows whose own job has not run yet and, while
+the pool has a backlog, goes on with it a round of `BATCH_SIZE` rows at a time (`DRAIN_SECONDS`), so a backlog
+of automation mail is not sent as cold 100-row jobs.
 
 A row is dispatched at most once: the claim is a compare-and-set, the hand-off mark is a compare-and-set on the
 claim token, and a row handed off without a result stays `queued` and flagged outcome-unknown, never re-sent
