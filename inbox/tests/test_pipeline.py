@@ -110,7 +110,12 @@ GATES = {
     ),
     "working_hours": (
         "Outside working hours",
-        lambda c, s, kw: (setattr(c, "is_working_hours_enabled", True), setattr(c, "working_days", [])),
+        # Working on a weekday that is neither today nor tomorrow (UTC): outside working hours at any time of
+        # day. An empty list means the default Mon-Fri, which is inside working hours on weekday mornings.
+        lambda c, s, kw: (
+            setattr(c, "is_working_hours_enabled", True),
+            setattr(c, "working_days", [(timezone.now().isoweekday() + 2) % 7 + 1]),
+        ),
     ),
     "complaint": (
         "Complaints are never auto-sent",
