@@ -5,8 +5,9 @@ No gunicorn, no workers, no HTTP client: the WSGI application is called in a loo
 `automation_throughput.py` builds (a fresh PostgreSQL database from `BENCH_DATABASE_URL`, one organization, an
 active `event_received "bench"` automation, API keys with `events:write`, existing contacts), so the CPU time of
 one request is the web tier's alone and steady even on a loaded machine. Printed: CPU milliseconds per request
-(`time.process_time`, this process only: the PostgreSQL backend's work is not included) for the events API and
-the baseline view, their ratio, the statements one events request runs, and with `--profile` the functions where
+(`time.process_time`, this process only) for the events API and the baseline view, their ratio, the CPU of the
+PostgreSQL backend serving this process's connection per request (`/proc/<backend pid>/stat`, 10 ms ticks: summed
+over all rounds, quote it over thousands of requests), the statements one events request runs, and with `--profile` the functions where
 the events requests spend their time (cProfile, sorted by `--sort`).
 
 Run: `BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/owlat_bench_profile .venv/bin/python
@@ -48,6 +49,12 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--sql", action="store_true", help="print the statements of one events request")
     p.add_argument("--dump", default="", help="also write the cProfile stats to this file (pstats format)")
     return p.parse_args()
+
+
+def _backend_cpu_ms(pid: int) -> float:
+    """utime + stime of a PostgreSQL backend (same machine), in ms."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return 1000 * (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _environ(path: str, key: str, body: bytes) -> dict:
@@ -118,15 +125,29 @@ def main() -> int:
     rounds = max(1, args.rounds)
     size = max(1, n // rounds)
     base_ms, event_ms = [], []
+    pg_ms = {"base": 0.0, "events": 0.0}  # the backend's CPU, summed over the rounds (10 ms ticks)
+
+    def backend_pid() -> (
+        int
+    ):  # the connection is kept (CONN_MAX_AGE); asked again each round in case it was not
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_backend_pid()")
+            return cursor.fetchone()[0]
+
     for r in range(rounds):
-        t0 = time.process_time()
+        pid = backend_pid()
+        pg0, t0 = _backend_cpu_ms(pid), time.process_time()
         for i in range(r * size, (r + 1) * size):
             call("/" + BASELINE_PATH, i, f"b{i}@example.com")
         base_ms.append(1000 * (time.process_time() - t0) / size)
-        t0 = time.process_time()
+        pg1, t0 = _backend_cpu_ms(pid), time.process_time()
         for i in range(r * size, (r + 1) * size):
             call("/api/v1/events", i, emails["load"][i])
         event_ms.append(1000 * (time.process_time() - t0) / size)
+        pg_ms["base"] += pg1 - pg0
+        pg_ms["events"] += _backend_cpu_ms(pid) - pg1
+        if backend_pid() != pid:
+            raise SystemExit("the connection's PostgreSQL backend changed during a round")
     baseline, events = statistics.median(base_ms), statistics.median(event_ms)
     ratio = statistics.median(b / e for b, e in zip(base_ms, event_ms, strict=True))
     print(
@@ -134,6 +155,11 @@ def main() -> int:
         f"load {os.getloadavg()[0]:.1f}):"
     )
     print(f"  baseline view {baseline:.2f}   events API {events:.2f}   ratio {ratio:.2f}")
+    measured = rounds * size
+    print(
+        f"PostgreSQL backend CPU ms per request (summed over the rounds): baseline view "
+        f"{pg_ms['base'] / measured:.2f}   events API {pg_ms['events'] / measured:.2f}"
+    )
 
     with CaptureQueriesContext(connection) as ctx:
         call("/api/v1/events", 0, emails["sql"][0])
