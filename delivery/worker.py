@@ -38,6 +38,7 @@ from delivery.dispatch import send_provider_attempt
 from delivery.health import provider_health_flush
 from delivery.lifecycle import (
     UNKNOWN_OUTCOME_DEADLINE,
+    WEBHOOK_ENDPOINTS_ATTR,
     ClaimKeeper,
     SendRef,
     claim_lease,
@@ -162,30 +163,52 @@ def _load_rows(
 ) -> list[Any]:
     """The claimed rows with what composing reads. The templates and organizations a batch shares are loaded
     once each and attached to every row (a join would build them, JSON fields and all, once per row); `cache`
-    keeps them for the job's next rounds. Attachments are read only for the rows that may have some (kind
+    keeps them for the job's next rounds. A load of at most RECORD_INLINE_ROWS rows joins them instead (fewer
+    statements for the small jobs a walker keeping up with the API makes). Each row carries
+    `WEBHOOK_ENDPOINTS_ATTR`: whether its organization has an active webhook endpoint (read in this statement,
+    used when its result is recorded). Attachments are read only for the rows that may have some (kind
     `transactional`; automation mail has none)."""
-    from django.db.models import prefetch_related_objects
+    from django.db.models import Exists, OuterRef, prefetch_related_objects
 
-    from owlat.models import Organization
+    from owlat.models import Organization, WebhookEndpoint
     from templates.models import EmailTemplate
 
     model = model_for(kind)
-    qs = model.objects.filter(pk__in=ids, claim_token=token)
+    # Whether the row's organization has an active webhook endpoint, read with the rows: the recording's
+    # webhook effect uses it instead of a query of its own per job (delivery.lifecycle.effects).
+    qs = model.objects.filter(pk__in=ids, claim_token=token).annotate(
+        **{
+            WEBHOOK_ENDPOINTS_ATTR: Exists(
+                WebhookEndpoint.objects.filter(organization_id=OuterRef("organization_id"), is_active=True)
+            )
+        }
+    )
     shared: list[tuple[str, Any]] = [("email_template", EmailTemplate), ("organization", Organization)]
     if kind != "campaign":
         from templates.models import TransactionalEmail
 
         qs = qs.select_related("contact")
         shared.append(("transactional_email", TransactionalEmail))
+    cache = {} if cache is None else cache
+    joined: set[str] = set()
+    if len(ids) <= RECORD_INLINE_ROWS:
+        # A small job: its few rows' templates and organizations come with the rows (one statement instead of
+        # one more per shared model; built once per row, which for a handful of rows costs less).
+        joined = {name for name, related_model in shared if not cache.get(related_model)}
+        qs = qs.select_related(*joined)
     rows = list(qs)
     if kind != "campaign":
         with_files = [row for row in rows if row.kind == "transactional"]
         if with_files:
             prefetch_related_objects(with_files, "attachments")
-    cache = {} if cache is None else cache
     for field_name, related_model in shared:
         attname = f"{field_name}_id"
         loaded = cache.setdefault(related_model, {})
+        if field_name in joined:
+            for row in rows:  # joined: kept for the job's next rounds, one instance per pk
+                related = row._state.fields_cache.get(field_name)
+                if related is not None:
+                    loaded.setdefault(related.pk, related)
         wanted = [pk for pk in {getattr(row, attname) for row in rows} - {None} if pk not in loaded]
         if wanted:
             loaded.update(related_model._default_manager.in_bulk(wanted))

@@ -13,7 +13,12 @@ from django.db import connection
 from django.db.models import F
 from django.utils import timezone
 
-from delivery.lifecycle.refs import SOFT_BOUNCE_SUPPRESSION_THRESHOLD, complaint_handlers, completion_handlers
+from delivery.lifecycle.refs import (
+    SOFT_BOUNCE_SUPPRESSION_THRESHOLD,
+    WEBHOOK_ENDPOINTS_ATTR,
+    complaint_handlers,
+    completion_handlers,
+)
 from delivery.models import BounceType, CampaignSendCounters, SendAttachment
 from owlat.sending_stats import sending_stats_bump
 
@@ -40,7 +45,12 @@ def _run_completion(send: Any) -> None:
         handler(send)
 
 
-def _has_webhook_endpoints(organization_id: Any) -> bool:
+def _has_webhook_endpoints(organization_id: Any, send: Any = None) -> bool:
+    """Whether the organization has an active webhook endpoint: as read with `send` when its loader did
+    (`WEBHOOK_ENDPOINTS_ATTR`), else one query."""
+    known = getattr(send, WEBHOOK_ENDPOINTS_ATTR, None)
+    if known is not None:
+        return bool(known)
     from owlat.models import WebhookEndpoint
 
     return WebhookEndpoint.objects.filter(organization_id=organization_id, is_active=True).exists()
@@ -74,7 +84,7 @@ def _fx_activity(send: Any, *, activity_type: str, metadata: dict, at: dt.dateti
 
 
 def _fx_webhook(send: Any, *, event_type: str, payload: dict) -> None:
-    if not _has_webhook_endpoints(send.organization_id):
+    if not _has_webhook_endpoints(send.organization_id, send):
         return
     from owlat.webhooks import webhook_emit
 
@@ -220,7 +230,7 @@ def _fx_webhook_many(items: list[tuple[Any, dict[str, Any]]]) -> None:
     for send, kwargs in items:
         key = str(send.organization_id)
         if key not in has_endpoints:
-            has_endpoints[key] = _has_webhook_endpoints(send.organization_id)
+            has_endpoints[key] = _has_webhook_endpoints(send.organization_id, send)
         if has_endpoints[key]:
             webhook_emit(organization_id=send.organization_id, **kwargs)
 

@@ -150,3 +150,53 @@ def test_a_small_job_records_its_results_itself_without_a_recorder_thread(
     assert threads == ["owlat-record"]
     assert TransactionalSend.objects.filter(status="sent").count() == len(small) + len(big)
     smtp_sink.wait_for(len(small) + len(big))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_small_job_reads_templates_and_webhook_endpoints_with_its_rows(
+    org, make_tx_send, smtp_sink, no_pacing
+):
+    """A job of at most RECORD_INLINE_ROWS rows reads its rows' templates, organizations and whether their
+    organization has an active webhook endpoint in the statement that loads the rows (no query of their own),
+    and still sees an endpoint added, or a template edited, since the previous job."""
+    from django.test.utils import CaptureQueriesContext
+
+    from owlat.models import WebhookDelivery, WebhookEndpoint
+    from templates.models import EmailTemplate
+
+    template = EmailTemplate.objects.create(
+        organization=org, name="t", subject="Before", html_content="<p>before {{firstName}}</p>"
+    )
+    first = _template_sends(make_tx_send, template, 3)
+    with CaptureQueriesContext(connection) as queries:
+        summary = dispatch_batch("transactional", [str(s.pk) for s in first])
+    assert (summary.claimed, summary.sent) == (3, 3)
+    assert not WebhookDelivery.objects.exists()
+    alone = [
+        q["sql"]
+        for q in queries.captured_queries
+        if q["sql"].startswith("SELECT")
+        and ("owlat_webhookendpoint" in q["sql"] or "templates_emailtemplate" in q["sql"])
+        and "delivery_transactionalsend" not in q["sql"]
+    ]
+    assert alone == []
+    WebhookEndpoint.objects.create(organization=org, url="https://hooks.example.org/x", secret="s")
+    template.html_content = "<p>after {{firstName}}</p>"
+    template.save()
+    second = _template_sends(make_tx_send, template, 3)
+    summary = dispatch_batch("transactional", [str(s.pk) for s in second])
+    assert (summary.claimed, summary.sent) == (3, 3)
+    assert WebhookDelivery.objects.filter(event_type="email.sent").count() == 3
+    smtp_sink.wait_for(6)
+    bodies = [m.html() for m in smtp_sink.messages]
+    assert sum("after" in b for b in bodies) == 3
+    assert sum("before" in b for b in bodies) == 3
+
+
+def _template_sends(make_tx_send, template, n):
+    """`n` automation rows whose body comes from `template` at dispatch."""
+    from delivery.models import TransactionalSend
+
+    sends = [make_tx_send(kind="automation", email_template=template) for _ in range(n)]
+    TransactionalSend.objects.filter(pk__in=[s.pk for s in sends]).update(html_body="", text_body="")
+    return sends
