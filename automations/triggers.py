@@ -212,7 +212,7 @@ def automation_fanout(
     from automations.lifecycle import runs_open_and_start_many
     from automations.walker import EXECUTE_TASK, _entry_delay
     from automations.walker_batch import WALK_TASK
-    from owlat.jobs import broker_row, enqueue
+    from owlat.jobs import enqueue
 
     now = now or timezone.now()
     items = []
@@ -235,15 +235,12 @@ def automation_fanout(
                 due,
             )
         )
-    # the walker's wake-up, written by the same statement on PostgreSQL's ORM broker (None: enqueued below)
-    wake = broker_row(WALK_TASK) if any(i[5] is not None and i[6] is None for i in items) else None
-    opened, created = runs_open_and_start_many(items, at=now, wake=wake)
+    # the walker's wake-up (coalesced), by the same statement on PostgreSQL's ORM broker
+    opened, created = runs_open_and_start_many(items, at=now, wake=WALK_TASK)
     run_ids = [str(run_id) for run_id, _ in opened]
     for step_run in created:
         if step_run.delay_until is not None:
             enqueue(EXECUTE_TASK, str(step_run.run_id), str(step_run.pk), 0, at=step_run.delay_until)
-    if wake is None and any(step_run.delay_until is None for step_run in created):
-        enqueue(WALK_TASK)
     started = {step_run.run_id for step_run in created}
     unstarted = [str(run_id) for run_id, _ in opened if run_id not in started]
     if unstarted:

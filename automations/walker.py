@@ -39,7 +39,7 @@ from automations.models import (
     StepRunStatus,
 )
 from automations.steps import StepConfigError, entry_delay
-from automations.walker_batch import WALK_TASK, execute_claimed
+from automations.walker_batch import execute_claimed, wake_walk
 from owlat.jobs import enqueue
 
 logger = logging.getLogger(__name__)
@@ -76,7 +76,7 @@ def _schedule_step(run: AutomationRun, step: AutomationStep, now: dt.datetime) -
     AutomationRun.objects.filter(pk=run.pk).update(current_step_index=step.step_index, next_step_at=due)
     step_run = step_run_create(run=run, step=step, scheduled_at=now, delay_until=due)
     if due is None:
-        enqueue(WALK_TASK)  # the batched walker takes it with whatever else is due (issue 12 item 1)
+        wake_walk()  # the batched walker takes it with whatever else is due (issue 12 items 1, 2)
     else:
         enqueue(EXECUTE_TASK, str(run.pk), str(step_run.pk), 0, at=due)
     return step_run

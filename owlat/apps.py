@@ -16,3 +16,10 @@ class OwlatConfig(AppConfig):
         from owlat.domains.attention import domain_attention
 
         register_attention_source(domain_attention)  # sending domains not verified / stale (DOM-12)
+
+        from owlat.registry import register_sweep
+        from owlat.wakeups import wakeups_stale
+
+        register_sweep(
+            "owlat.wakeups_stale", wakeups_stale
+        )  # a wake-up marker whose task was lost (issue 12)

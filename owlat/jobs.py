@@ -165,26 +165,6 @@ def _orm_broker_write(path: str, arg_lists: list[tuple | list], queue: str | Non
         )
 
 
-def broker_row(
-    func: Callable[..., Any] | str, *args: Any, queue: str | None = None
-) -> tuple[str, list[Any]] | None:
-    """For a caller that writes an immediate task in one of its own PostgreSQL statements (issue 12: the events
-    intake's walker wake-up): the `INSERT INTO <broker table> (key, payload, lock)` head and the row's three
-    values that `enqueue(func, *args, queue=queue)` would write; None when `enqueue` must be called instead
-    (Redis, django-q2's sync mode, OWLAT_TEST_DELIVER_TWICE, another database). The `pre_enqueue` signal is sent
-    now, whether or not the caller's statement then writes the row."""
-    from django.db import DEFAULT_DB_ALIAS
-    from django_q.conf import Conf
-    from django_q.models import OrmQ
-
-    if queue is not None and queue not in QUEUES:
-        raise ValueError(f"unknown queue {queue!r}")
-    if not _orm_broker_direct() or Conf.ORM != DEFAULT_DB_ALIAS or connection.vendor != "postgresql":
-        return None
-    (row,) = _orm_broker_rows(task_path(func), [args], queue)
-    return f"INSERT INTO {OrmQ._meta.db_table} (key, payload, lock)", list(row)
-
-
 def dispatch_due_tasks(*, now: dt.datetime | None = None, batch: int = 200) -> int:
     """Hand every due task to django-q2; returns how many were handed over.
 

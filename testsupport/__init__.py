@@ -11,7 +11,7 @@ functions, because pytest loads the plugin before Django is set up.
 """
 
 from testsupport.http import HttpReceiver, RecordedRequest, Reply
-from testsupport.queue import DrainedTask, QueuedTask, drain_queue, queued_tasks, run_due_retry
+from testsupport.queue import DrainedTask, QueuedTask, clear_queue, drain_queue, queued_tasks, run_due_retry
 from testsupport.race import race
 from testsupport.smtp import ReceivedMessage, SmtpAttempt, SmtpSink
 from testsupport.waiting import free_port, wait_until
@@ -28,6 +28,7 @@ __all__ = [
     "SmtpAttempt",
     "SmtpSink",
     "WorkerSet",
+    "clear_queue",
     "database_url_for_tests",
     "drain_queue",
     "free_port",

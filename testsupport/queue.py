@@ -62,6 +62,18 @@ def queued_tasks(queue: str | None = None) -> list[QueuedTask]:
     return out
 
 
+def clear_queue() -> None:
+    """Drop every task waiting in the ORM broker, and with them the pending wake-up markers (`owlat.wakeups`):
+    a marker stands for a task in the queue, and a test that loses the tasks loses what they stood for."""
+    from django_q.models import OrmQ
+
+    from owlat.models import WakeUp
+
+    _require_orm_broker()
+    OrmQ.objects.all().delete()
+    WakeUp.objects.all().delete()
+
+
 def drain_queue(
     max_tasks: int = 1000,
     *,

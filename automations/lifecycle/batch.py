@@ -291,26 +291,25 @@ def runs_open_and_start_many(
     ],
     *,
     at: dt.datetime,
-    wake: tuple[str, list[Any]] | None = None,
+    wake: str | None = None,
 ) -> tuple[list[tuple[Any, Any]], list[AutomationStepRun]]:
     """`runs_open_many` and `step_runs_create_many` of their step 0 in one go: for (automation id, organization
     id, contact id, triggered_by, trigger_data, step 0 or None, step 0's due time or None) the `running` runs
     (the partial unique index drops a contact's second running run), the `entered` counter deltas, step 0's
     `pending` step run of each opened run and its counter delta. On PostgreSQL that is one statement (issue 12
     item 3: data-modifying CTEs; the events API runs it on every call), elsewhere the two functions. Returns
-    (run id, automation id) of the runs opened and the step runs created for them. `wake` (PostgreSQL only,
-    `owlat.jobs.broker_row`): the walker's wake-up task, written by the same statement when a step 0 due at once
-    was created."""
+    (run id, automation id) of the runs opened and the step runs created for them. `wake`: an argument-less task
+    (the walker's walk) woken, coalesced (`owlat.wakeups`), when a step 0 due at once was created; with the ORM
+    broker on PostgreSQL by the same statement."""
     import json
     import uuid
 
     from automations.models import AutomationCounterDelta
+    from owlat import wakeups
 
     if not items:
         return [], []
     if connection.vendor != "postgresql":
-        if wake is not None:
-            raise ValueError("wake is written by the PostgreSQL statement only")
         opened = runs_open_many(
             [item[:5] for item in items], at=at, next_step_at={item[0]: item[6] for item in items}
         )
@@ -327,6 +326,8 @@ def runs_open_and_start_many(
                 if first[a_id][5] is not None
             ]
         )
+        if wake is not None and any(row.delay_until is None for row in created):
+            wakeups.wake(wake)
         return opened, created
     values: list[str] = []
     params: list[Any] = []
@@ -354,12 +355,12 @@ def runs_open_and_start_many(
             None if row is None else row.step_index,
             None if row is None else row.step_type,
         ]
-    wake_sql = ""
+    in_statement = None
     if wake is not None:
-        wake_sql = (
-            f", wake AS ({wake[0]} SELECT %s, %s, %s::timestamptz "
-            "WHERE EXISTS (SELECT 1 FROM started WHERE next_step_at IS NULL))"
+        in_statement = wakeups.wake_cte(
+            wake, when="EXISTS (SELECT 1 FROM started WHERE next_step_at IS NULL)"
         )
+    wake_sql = "" if in_statement is None else f", {in_statement[0]}"
     run_table = AutomationRun._meta.db_table
     step_run_table = AutomationStepRun._meta.db_table
     delta_table = AutomationCounterDelta._meta.db_table
@@ -393,9 +394,12 @@ def runs_open_and_start_many(
         SELECT id, automation_id FROM run
     """
     params += [RUNNING, at, PENDING, at, PENDING]
-    if wake is not None:
-        params += wake[1]
+    if in_statement is not None:
+        params += in_statement[1]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         opened = [(row[0], row[1]) for row in cursor.fetchall()]
-    return opened, [pending[run_id] for run_id, _ in opened if run_id in pending]
+    created = [pending[run_id] for run_id, _ in opened if run_id in pending]
+    if wake is not None and in_statement is None and any(row.delay_until is None for row in created):
+        wakeups.wake(wake)
+    return opened, created

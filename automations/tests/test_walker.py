@@ -19,7 +19,7 @@ from automations.walker import (
 )
 from owlat.models import DueTask, Topic
 from owlat.registry import TriggerEvent
-from testsupport import drain_queue, queued_tasks
+from testsupport import clear_queue, drain_queue, queued_tasks
 
 EXECUTE = "automations.tasks.automation_step_execute_task"
 WALK = "automations.tasks.automation_walk_task"
@@ -459,15 +459,13 @@ def test_counters_never_go_below_zero(make_automation, contact):
 
 
 def test_a_lost_immediate_dispatch_is_recovered_after_five_minutes(make_automation, contact):
-    from django_q.models import OrmQ
-
     automation = make_automation([yes_no(PLAN_IS_PRO, None, None), DELAY_1H], status="active")
     run = enter(automation, contact)
     run_start(run.pk)
     [sr] = step_runs(run)
     assert sr.delay_until is None
     # Given the immediate execute_step task was lost (e.g. the worker could not reach the database)
-    OrmQ.objects.all().delete()
+    clear_queue()
     now = timezone.now()
     assert pending_delays_process(now=now + dt.timedelta(minutes=4)) == 0  # not presumed lost yet
     # when the sweep runs five minutes later, it dispatches it once more

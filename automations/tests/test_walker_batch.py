@@ -17,7 +17,7 @@ from automations.walker_batch import walk
 from delivery.models import TransactionalSend
 from owlat.models import DueTask
 from owlat.registry import TriggerEvent
-from testsupport import drain_queue, queued_tasks
+from testsupport import clear_queue, drain_queue, queued_tasks
 
 WALK = "automations.tasks.automation_walk_task"
 ALWAYS = {"kind": "contact_property", "field": "email", "operator": "not_empty"}
@@ -45,12 +45,6 @@ def start_runs(automation, contacts) -> list[AutomationRun]:
         run_start(run_id)
         runs.append(AutomationRun.objects.get(pk=run_id))
     return runs
-
-
-def clear_queue():
-    from django_q.models import OrmQ
-
-    OrmQ.objects.all().delete()
 
 
 def test_a_batch_walks_every_due_step_run_with_one_hop(make_automation, make_contact, template):
@@ -360,6 +354,29 @@ def test_a_full_batch_leaves_one_hop_for_its_backlog(make_automation, make_conta
     clear_queue()
     assert walk(limit=3) == "3 step runs: 3 run completed"
     assert [t.func for t in queued_tasks(queue="default")] == [WALK]
+
+
+def test_events_wake_the_walker_once_while_a_walk_is_pending(make_automation, make_contact, template):
+    from automations.tasks import automation_walk_task
+    from owlat.models import WakeUp
+
+    # Given six events, each opening a run whose first step is due at once
+    automation = make_automation([email_step(template), condition(), email_step(template)], status="active")
+    runs = start_runs(automation, [make_contact() for _ in range(6)])
+    # then one walk is queued, not six (issue 12 item 2: the others found it pending)
+    assert [t.func for t in queued_tasks(queue="default")] == [WALK]
+    assert WakeUp.objects.filter(func=WALK).exists()
+    # when it runs, it takes the wake-up and walks every run to its end
+    assert [t.func for t in drain_queue(queue="default")] == [WALK]
+    assert not WakeUp.objects.exists()
+    for run in runs:
+        run.refresh_from_db()
+        assert (run.status, run.steps_executed) == ("completed", 3)
+    assert TransactionalSend.objects.filter(automation_id=automation.pk).count() == 12
+    # and the next event wakes a new walk
+    start_runs(automation, [make_contact()])
+    assert [t.func for t in queued_tasks(queue="default")] == [WALK]
+    assert automation_walk_task().startswith("1 step runs")
 
 
 def test_the_walk_task_walks_on_in_one_hop_within_its_budget(make_automation, make_contact, template):

@@ -5,7 +5,7 @@ Every tenant row carries `organization` (DOM-01); uniqueness is per organization
 Identifiers that reach URLs, tokens or the API are UUIDs (D-03).
 
 One module per topic: `organizations`, `contacts`, `audience`, `sending`, `webhooks`, and `infrastructure` for
-the rows behind background work (due tasks, heartbeats, idempotency records, rate buckets) — apart from the domain.
+the rows behind background work (due tasks, wake-ups, heartbeats, idempotency records, rate buckets) — apart from the domain.
 Import models from `owlat.models`.
 """
 
@@ -32,6 +32,7 @@ from owlat.models.infrastructure import (
     DueTask,
     IdempotencyRecord,
     RateBucket,
+    WakeUp,
     WorkerHeartbeat,
 )
 from owlat.models.organizations import (
@@ -88,6 +89,7 @@ __all__ = [
     "Segment",
     "SendingStat",
     "Topic",
+    "WakeUp",
     "WebhookAttempt",
     "WebhookDelivery",
     "WebhookDeliveryStatus",

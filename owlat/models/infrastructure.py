@@ -1,5 +1,5 @@
-"""Infrastructure rows behind background work and the API (D-05, D-15, API-04, API-11): due tasks, worker
-heartbeats, idempotency records, rate buckets. No domain meaning; nothing here is shown to customers."""
+"""Infrastructure rows behind background work and the API (D-05, D-15, API-04, API-11): due tasks, wake-ups,
+worker heartbeats, idempotency records, rate buckets. No domain meaning; nothing here is shown to customers."""
 
 from __future__ import annotations
 
@@ -25,6 +25,19 @@ class DueTask(models.Model):
 
     def __str__(self) -> str:
         return f"{self.func} at {self.due_at:%Y-%m-%d %H:%M:%S}"
+
+
+class WakeUp(models.Model):
+    """At most one pending wake-up per argument-less task (issue 12 item 2, `owlat.wakeups`): the row exists from
+    the transaction that enqueued the task until the task starts and takes it; meanwhile further wake-ups of that
+    task add nothing to the queue."""
+
+    func = models.CharField(primary_key=True, max_length=200)
+    queue = models.CharField(max_length=40, null=True, blank=True)
+    created_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.func} pending since {self.created_at:%Y-%m-%d %H:%M:%S}"
 
 
 class WorkerHeartbeat(models.Model):
