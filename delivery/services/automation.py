@@ -287,15 +287,30 @@ def automation_email_queue_many(requests: Sequence[AutomationEmailRequest]) -> l
 def _new_send(**values: Any) -> TransactionalSend:
     """`_automation_send`'s row for the batch variant, built through the model's positional constructor (every
     other field its default): the keyword constructor costs a tenth of a millisecond per row."""
-    args = [values.pop(f.attname) if f.attname in values else f.get_default() for f in _send_fields()]
+    args = [
+        values.pop(name) if name in values else (default() if is_callable else default)
+        for name, is_callable, default in _send_defaults()
+    ]
     if values:
         raise TypeError(f"not a TransactionalSend column: {sorted(values)}")
     return TransactionalSend(*args)
 
 
 @functools.cache
-def _send_fields() -> tuple[Any, ...]:
-    return tuple(TransactionalSend._meta.concrete_fields)
+def _send_defaults() -> tuple[tuple[str, bool, Any], ...]:
+    """(attname, whether `default` is to be called, default) per concrete field, in constructor order: an
+    immutable constant default (a string, number, bool or None) is used as is, any other through the field's
+    `get_default` per row (a fresh uuid, a fresh dict or list)."""
+    out = []
+    for f in TransactionalSend._meta.concrete_fields:
+        value = f.get_default()
+        if type(value) in (str, int, float, bool, type(None)) and not (
+            f.has_default() and callable(f.default)
+        ):
+            out.append((f.attname, False, value))
+        else:
+            out.append((f.attname, True, f.get_default))
+    return tuple(out)
 
 
 def _automation_send(

@@ -251,13 +251,29 @@ class SetBasedRunner:
             + [f"{table}.{qn(f.column)} IS NOT DISTINCT FROM v.{qn(f'g_{f.column}')}" for f in guards]
         )
         won = set()
+        # A batch's rows often share a patched or guarded value (one timestamp, one note): each distinct
+        # (column, value) is prepared once per statement.
+        prepared: dict[tuple[str, Any], Any] = {}
+
+        def prep(f: models.Field, value: Any) -> Any:
+            try:
+                return prepared[f.name, value]
+            except KeyError:
+                out = prepared[f.name, value] = f.get_db_prep_save(value, connection)
+                return out
+            except TypeError:  # unhashable (a JSON value)
+                return f.get_db_prep_save(value, connection)
+
         for start in range(0, len(rows), 500):
             chunk = rows[start : start + 500]
+            prepared.clear()
             params: list[Any] = [state.get_db_prep_save(to, connection)]
             for _, obj, decision, patch in chunk:
                 params.append(pk.get_db_prep_value(obj.pk, connection))
-                params.extend(f.get_db_prep_save(patch[f.name], connection) for f in patched)
-                params.extend(f.get_db_prep_save(decision.guard[f.name], connection) for f in guards)
+                for f in patched:
+                    params.append(prep(f, patch[f.name]))
+                for f in guards:
+                    params.append(prep(f, decision.guard[f.name]))
             params.append(state.get_db_prep_save(frm, connection))
             sql = (
                 f"UPDATE {table} SET {assignments} FROM (VALUES {', '.join([row_sql] * len(chunk))}) "

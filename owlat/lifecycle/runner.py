@@ -29,6 +29,9 @@ from django.utils import timezone
 from owlat.lifecycle.batch import SetBasedRunner
 from owlat.lifecycle.types import Analytics, Audit, Call, Decision, Effect, Enqueue, Outcome
 
+#: (model, field, from, to) -> the name of the fsm transition method declared for that edge (`_fsm_method`).
+_FSM_METHOD_NAMES: dict[tuple[type, str, str, str], str] = {}
+
 
 class Lifecycle(SetBasedRunner, ABC):
     """Base of every lifecycle module. Subclasses set the class attributes and implement `reduce`."""
@@ -144,13 +147,21 @@ class Lifecycle(SetBasedRunner, ABC):
         return self._applied(obj, frm, new_state, decision)
 
     def _fsm_method(self, obj: models.Model, frm: str, to: str) -> Callable[[dict], None]:
-        getter = getattr(obj, f"get_all_{self.field}_transitions")
-        for t in getter():
-            if t.target == to and t.source in (frm, "*", "+"):
-                return getattr(obj, t.name)
-        raise LookupError(
-            f"{type(obj).__name__}: no fsm transition {frm} -> {to}; the reducer and graph disagree"
-        )
+        """The declared fsm transition method of `obj` for `frm -> to` (bound to `obj`). The graph is declared on
+        the model class, so the method's name is looked up once per (model, field, from, to) and remembered."""
+        key = (type(obj), self.field, frm, to)
+        name = _FSM_METHOD_NAMES.get(key)
+        if name is None:
+            getter = getattr(obj, f"get_all_{self.field}_transitions")
+            for t in getter():
+                if t.target == to and t.source in (frm, "*", "+"):
+                    name = _FSM_METHOD_NAMES[key] = t.name
+                    break
+            else:
+                raise LookupError(
+                    f"{type(obj).__name__}: no fsm transition {frm} -> {to}; the reducer and graph disagree"
+                )
+        return getattr(obj, name)
 
     def _audit(self, obj: models.Model, actor: str, effect: Audit) -> None:
         self._audit_entry(obj, actor, effect).save(force_insert=True)
