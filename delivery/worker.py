@@ -117,30 +117,15 @@ class BatchSummary:
 
 
 def _suppressed_sets(rows: list[Any], kind: str) -> tuple[set[str], set[str]]:
-    """(suppressed addresses, unsubscribed contact ids) for the batch, in two queries (DLV-13, D-11)."""
-    from owlat.contacts import normalize_email
-    from owlat.models import BlockedEmail, Contact
-    from owlat.suppression import MARKETING_ONLY_REASONS
+    """(suppressed addresses, unsubscribed contact ids) for the batch (DLV-13, D-11): the blocklist rows of the
+    batch's addresses in one query (a marketing-only reason suppresses only the marketing-scope rows'
+    addresses), the unsubscribed contacts from the contacts loaded with the rows (one more query for
+    campaign rows)."""
+    from owlat.models import Contact
 
     if not rows:
         return set(), set()
-    by_org: dict[Any, list[str]] = {}
-    for row in rows:
-        by_org.setdefault(row.organization_id, []).append(normalize_email(row.recipient or ""))
-    blocked: set[str] = set()
-    for org_id in by_org:
-        for marketing in (True, False):
-            scoped = [
-                normalize_email(r.recipient or "")
-                for r in rows
-                if r.organization_id == org_id and _marketing_scope(r) is marketing
-            ]
-            if not scoped:
-                continue
-            qs = BlockedEmail.objects.filter(organization_id=org_id, email__in=scoped)
-            if not marketing:
-                qs = qs.exclude(reason__in=MARKETING_ONLY_REASONS)
-            blocked.update(f"{org_id}:{e}" for e in qs.values_list("email", flat=True))
+    blocked = _blocked_addresses(rows)
     marketing = [r for r in rows if _marketing_scope(r) and r.contact_id]
     if kind != "campaign":  # the contact was read with the claimed row a moment ago (`_load_rows`)
         return blocked, {str(r.contact_id) for r in marketing if r.contact.unsubscribed_at is not None}
@@ -151,6 +136,52 @@ def _suppressed_sets(rows: list[Any], kind: str) -> tuple[set[str], set[str]]:
         ).values_list("pk", flat=True)
     }
     return blocked, unsubscribed
+
+
+def _blocked_addresses(rows: list[Any]) -> set[str]:
+    """`"<organization id>:<normalized address>"` of the rows whose address is on their organization's blocklist
+    for the row's scope: any reason for marketing-scope rows, reasons other than the marketing-only ones for the
+    rest (D-11). One statement (a blocklist row is unique per organization and address); on PostgreSQL raw SQL
+    built once per process, the ORM form elsewhere."""
+    from owlat.contacts import normalize_email
+    from owlat.models import BlockedEmail
+    from owlat.suppression import MARKETING_ONLY_REASONS
+
+    scopes: dict[tuple[str, str], set[bool]] = {}
+    for row in rows:
+        key = (str(row.organization_id), normalize_email(row.recipient or ""))
+        scopes.setdefault(key, set()).add(_marketing_scope(row))
+    org_ids = sorted({org for org, _ in scopes})
+    emails = sorted({email for _, email in scopes})
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(_blocked_sql(), [[uuid.UUID(o) for o in org_ids], emails])
+            found = cursor.fetchall()
+    else:
+        found = list(
+            BlockedEmail.objects.filter(organization_id__in=org_ids, email__in=emails).values_list(
+                "organization_id", "email", "reason"
+            )
+        )
+    blocked: set[str] = set()
+    for org_id, email, reason in found:
+        scoped = scopes.get((str(org_id), email))
+        if scoped and (True in scoped or reason not in MARKETING_ONLY_REASONS):
+            blocked.add(f"{org_id}:{email}")
+    return blocked
+
+
+@functools.cache
+def _blocked_sql() -> str:
+    from owlat.models import BlockedEmail
+
+    qn = connection.ops.quote_name
+    meta = BlockedEmail._meta
+    org, email, reason = (qn(meta.get_field(n).column) for n in ("organization", "email", "reason"))
+    return (
+        f"SELECT {org}, {email}, {reason} FROM {qn(meta.db_table)} "
+        f"WHERE {org} = ANY(%s::uuid[]) AND {email} = ANY(%s::varchar[])"
+    )
 
 
 def _marketing_scope(row: Any) -> bool:

@@ -512,3 +512,25 @@ def test_a_contact_unsubscribed_after_queueing_gets_no_automation_mail_but_trans
     assert transactional.status == "sent"
     smtp_sink.wait_for(1)
     assert len(smtp_sink.messages) == 1
+
+
+@pytest.mark.django_db
+def test_blocklist_reasons_apply_per_scope_in_one_job(
+    automation_send, contact, make_tx_send, make_contact, org
+):
+    """DLV-13 and D-11 at dispatch, one blocklist read for the job: a marketing-only reason (unengaged)
+    suppresses automation mail but not transactional mail; any other reason suppresses both."""
+    from owlat.suppression import suppress
+
+    unengaged_tx = make_tx_send(contact=make_contact(email="quiet@example.com"))
+    manual_tx = make_tx_send(contact=make_contact(email="blocked@example.com"))
+    suppress(organization_id=org.pk, email=contact.email, reason="unengaged")
+    suppress(organization_id=org.pk, email="Quiet@example.com", reason="unengaged")
+    suppress(organization_id=org.pk, email="blocked@example.com", reason="manual")
+    ids = [str(automation_send.pk), str(unengaged_tx.pk), str(manual_tx.pk)]
+    summary = dispatch_batch("transactional", ids)
+    assert (summary.claimed, summary.sent, summary.failed) == (3, 1, 2)
+    rows = {str(r.pk): r for r in TransactionalSend.objects.filter(pk__in=ids)}
+    assert (rows[ids[0]].status, rows[ids[0]].error_code) == ("failed", "RECIPIENT_SUPPRESSED")
+    assert rows[ids[1]].status == "sent"
+    assert (rows[ids[2]].status, rows[ids[2]].error_code) == ("failed", "RECIPIENT_SUPPRESSED")
