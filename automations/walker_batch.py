@@ -45,6 +45,7 @@ WALK_TASK = "automations.tasks.automation_walk_task"
 WALK_BATCH = 200
 #: A walk task walks on, batch after batch, for at most this long (far below django-q2's timeout).
 WALK_HOP_SECONDS = 5.0
+NOTHING_DUE = "nothing due"
 
 
 @dataclass
@@ -73,18 +74,30 @@ def walk_hop(*, seconds: float = WALK_HOP_SECONDS, limit: int = WALK_BATCH) -> s
     """The walk task: batch after batch in this task while a batch leaves work due at once (it was full, or
     it created immediate step runs) and for at most `seconds`, instead of a django-q2 hop per batch (each hop
     costs a broker row, the cluster's dequeue, signing and result bookkeeping, and up to a poll interval of
-    latency). It first takes its pending wake-up (`owlat.wakeups.wake_taken`), so work that arrives while it
-    walks wakes another walk, which a second worker can take at once. The batch that starts after `seconds` is the last: it enqueues the next walk in its own
-    transaction, as `walk` does."""
-    wakeups.wake_taken(WALK_TASK)  # before the first claim: a wake-up from now on enqueues the next walk
+    latency).
+
+    Its wake-up stays pending while it walks (`owlat.wakeups`), so events arriving meanwhile queue no further
+    walk: this walk takes their step runs with its next batch. When nothing is left due at once it takes the
+    wake-up (waiting for every writer that relied on it to commit) and looks once more, so no writer's work is
+    left behind; a writer after that wakes a new walk. When `seconds` are spent with work still due, it hands on
+    to the next walk, enqueued at once, which inherits the pending wake-up."""
     deadline = time.monotonic() + seconds
     summaries: list[str] = []
+    taken = False
     while True:
-        last = time.monotonic() >= deadline
-        summary, more = _walk_once(now=None, limit=limit, wake=last)
-        summaries.append(summary)
-        if last or not more:
-            return "; ".join(summaries)
+        summary, more = _walk_once(now=None, limit=limit, wake=False)
+        if summary != NOTHING_DUE or not summaries:
+            summaries.append(summary)
+        if more:
+            if time.monotonic() >= deadline:
+                wakeups.wake_handed_on(WALK_TASK)
+                break
+            continue
+        if taken:
+            break
+        wakeups.wake_taken(WALK_TASK)  # the writers that relied on this walk have committed: one more look
+        taken = True
+    return "; ".join(summaries)
 
 
 def _walk_once(*, now: dt.datetime | None, limit: int, wake: bool) -> tuple[str, bool]:
@@ -93,7 +106,7 @@ def _walk_once(*, now: dt.datetime | None, limit: int, wake: bool) -> tuple[str,
     now = now or timezone.now()
     claimed = step_runs_claim_due(at=now, limit=limit)
     if not claimed:
-        return "nothing due", False
+        return NOTHING_DUE, False
     woke: list[bool] = []
     summaries = execute_claimed(claimed, now=now, woke=woke, wake=wake)
     full = len(claimed) >= limit

@@ -3,10 +3,12 @@
 A wake task (the batched walker's walk, say) does whatever is due when it runs, so a hundred wake-ups queued
 while one is pending are a hundred broker rows, dequeues and no-op runs. `wake(func)` enqueues `func` only if no
 wake-up of it is pending: a `WakeUp` row marks the pending one from the transaction that enqueued it until the
-task starts and calls `wake_taken(func)`, which deletes the row. From then on the next `wake` enqueues again.
+task calls `wake_taken(func)`, which deletes the row; the walk does so when it has nothing left to do, and then
+looks once more. From then on the next `wake` enqueues again. A task that stops with work left hands on to its
+successor (`wake_handed_on`), which inherits the marker.
 
 No wake-up is lost. The danger is a writer W that finds the row present (so enqueues nothing) while the task is
-already past its start: it would run before W's work commits and never see it. So on PostgreSQL W takes a
+already past its last look: it would finish before W's work commits and never see it. So on PostgreSQL W takes a
 shared advisory lock with the marker (held to W's commit), and `wake_taken` deletes the row under the exclusive
 lock: it waits for every writer that might have relied on the row to commit, and what the task reads afterwards
 (in later statements) includes their work. A writer that comes after the delete finds no row and enqueues.
@@ -103,8 +105,8 @@ def wake(func: str, *, queue: str | None = None) -> bool:
 
 
 def wake_taken(func: str) -> bool:
-    """Called by the task `func` as it starts, before it reads what is due: deletes the pending marker, waiting
-    for every transaction that relied on it to commit. Its own statement (the advisory lock is taken first, by
+    """Called by the task `func` before it reads what is due for the last time: deletes the pending marker,
+    waiting for every transaction that relied on it to commit. Its own statement (the advisory lock is taken first, by
     the scalar subquery the delete's key comes from); returns whether a marker was there."""
     if not _coalesces():
         return False
@@ -115,6 +117,17 @@ def wake_taken(func: str) -> bool:
             [func, *_lock_keys(func)],
         )
         return cursor.rowcount > 0
+
+
+def wake_handed_on(func: str, *, queue: str | None = None) -> None:
+    """Called by a running task `func` that leaves work for its successor (a walk that spent its time budget):
+    enqueue the successor at once, whatever is pending. The pending marker, if any, passes to it (its age is
+    reset, so a long chain of hand-ons is not taken for a lost task by `wakeups_stale`)."""
+    from owlat.models import WakeUp
+
+    if _coalesces():
+        WakeUp.objects.filter(func=func).update(created_at=timezone.now())
+    enqueue(func, queue=queue)
 
 
 def wakeups_stale(*, now: dt.datetime | None = None) -> str:

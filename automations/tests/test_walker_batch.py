@@ -3,11 +3,13 @@ concurrent claimers take every row exactly once, and tasks delivered twice still
 
 from __future__ import annotations
 
+import datetime as dt
 import threading
 
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from automations.lifecycle import step_runs_claim_due
 from automations.models import AutomationRun, AutomationStepRun
@@ -15,7 +17,7 @@ from automations.triggers import automation_fanout
 from automations.walker import run_start
 from automations.walker_batch import walk
 from delivery.models import TransactionalSend
-from owlat.models import DueTask
+from owlat.models import DueTask, WakeUp
 from owlat.registry import TriggerEvent
 from testsupport import clear_queue, drain_queue, queued_tasks
 
@@ -358,7 +360,6 @@ def test_a_full_batch_leaves_one_hop_for_its_backlog(make_automation, make_conta
 
 def test_events_wake_the_walker_once_while_a_walk_is_pending(make_automation, make_contact, template):
     from automations.tasks import automation_walk_task
-    from owlat.models import WakeUp
 
     # Given six events, each opening a run whose first step is due at once
     automation = make_automation([email_step(template), condition(), email_step(template)], status="active")
@@ -379,6 +380,27 @@ def test_events_wake_the_walker_once_while_a_walk_is_pending(make_automation, ma
     assert automation_walk_task().startswith("1 step runs")
 
 
+def test_events_during_a_walk_queue_no_further_walk(make_automation, make_contact, template):
+    from automations.tasks import automation_walk_task
+
+    # Given a walk pending for earlier events (its wake-up marked)
+    automation = make_automation([email_step(template), condition(), email_step(template)], status="active")
+    first = start_runs(automation, [make_contact() for _ in range(2)])
+    assert [t.func for t in queued_tasks(queue="default")] == [WALK]
+    # when more events arrive before it ends, they rely on it and queue nothing
+    later = start_runs(automation, [make_contact() for _ in range(3)])
+    assert [t.func for t in queued_tasks(queue="default")] == [WALK]
+    pending = WakeUp.objects.get(func=WALK)
+    # then the one walk takes all of them, gives up its wake-up when nothing is left and queues nothing
+    assert automation_walk_task().startswith("5 step runs")
+    assert not WakeUp.objects.filter(pk=pending.pk).exists()
+    for run in first + later:
+        run.refresh_from_db()
+        assert (run.status, run.steps_executed) == ("completed", 3)
+    assert [t.func for t in queued_tasks(queue="default")] == [WALK]  # the one queued before, now a no-op
+    assert drain_queue(queue="default")[0].result == "nothing due"
+
+
 def test_the_walk_task_walks_on_in_one_hop_within_its_budget(make_automation, make_contact, template):
     from automations.tasks import automation_walk_task
     from automations.walker_batch import walk_hop
@@ -393,11 +415,13 @@ def test_the_walk_task_walks_on_in_one_hop_within_its_budget(make_automation, ma
         run.refresh_from_db()
         assert (run.status, run.steps_executed) == ("completed", 3)
     assert TransactionalSend.objects.filter(automation_id=automation.pk).count() == 8
-    # with its budget spent, a batch is the last of its task and wakes the next walk in its own transaction
+    # with its budget spent and work left, the task hands on to the next walk, which inherits the wake-up
     more = start_runs(automation, [make_contact() for _ in range(2)])
     clear_queue()
+    WakeUp.objects.create(func=WALK, created_at=timezone.now() - dt.timedelta(seconds=50))
     assert walk_hop(seconds=0) == "2 step runs: 2 advanced to step 1"
     assert [t.func for t in queued_tasks(queue="default")] == [WALK]
+    assert WakeUp.objects.get(func=WALK).created_at > timezone.now() - dt.timedelta(seconds=5)
     drain_queue()
     for run in more:
         run.refresh_from_db()
