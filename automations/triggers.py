@@ -86,11 +86,14 @@ class _Candidate:
     first_step: AutomationStep | None
 
 
+# The statuses are written into the text, not bound: the events API runs `contact_and_candidates` prepared
+# (owlat.sql), and only a constant lets PostgreSQL's generic plan use the partial unique index of running runs
+# (automation, contact) instead of every running run of the automation.
 _CANDIDATES_SELECT = """
     {contact_column}a.id, a.organization_id, a.trigger_config,
            EXISTS (SELECT 1 FROM {step} s WHERE s.automation_id = a.id),
            EXISTS (SELECT 1 FROM {run} r
-                   WHERE r.automation_id = a.id AND r.contact_id = {contact} AND r.status = %s),
+                   WHERE r.automation_id = a.id AND r.contact_id = {contact} AND r.status = '{running}'),
            s0.id, s0.step_type, s0.config
 """
 
@@ -112,19 +115,19 @@ def _candidates(event: TriggerEvent) -> list[_Candidate]:
     from django.db import connection
 
     tables = _tables()
-    select = _CANDIDATES_SELECT.format(contact_column="", contact="%s", **tables)
+    select = _CANDIDATES_SELECT.format(
+        contact_column="", contact="%s", running=RunStatus.RUNNING.value, **tables
+    )
     sql = f"""
         SELECT {select}
         FROM {tables["automation"]} a
         LEFT JOIN {tables["step"]} s0 ON s0.automation_id = a.id AND s0.step_index = 0
-        WHERE a.organization_id = %s AND a.status = %s AND a.trigger_type = %s
+        WHERE a.organization_id = %s AND a.status = '{AutomationStatus.ACTIVE.value}' AND a.trigger_type = %s
     """
     uuid_field = Automation._meta.pk
     params = [
         uuid_field.get_db_prep_value(event.contact_id, connection),
-        RunStatus.RUNNING,
         uuid_field.get_db_prep_value(event.organization_id, connection),
-        AutomationStatus.ACTIVE,
         event.kind,
     ]
     with connection.cursor() as cursor:
@@ -139,9 +142,12 @@ def contact_and_candidates(*, organization_id: Any, email: str, kind: str) -> tu
     from django.db import connection
 
     from owlat.models import Contact
+    from owlat.sql import prepared_cursor
 
     tables = _tables()
-    select = _CANDIDATES_SELECT.format(contact_column="c.id, ", contact="c.id", **tables)
+    select = _CANDIDATES_SELECT.format(
+        contact_column="c.id, ", contact="c.id", running=RunStatus.RUNNING.value, **tables
+    )
     sql = f"""
         WITH c AS (
             SELECT id FROM {Contact._meta.db_table}
@@ -150,12 +156,12 @@ def contact_and_candidates(*, organization_id: Any, email: str, kind: str) -> tu
         SELECT {select}
         FROM c LEFT JOIN ({tables["automation"]} a
                           LEFT JOIN {tables["step"]} s0 ON s0.automation_id = a.id AND s0.step_index = 0)
-               ON a.organization_id = %s AND a.status = %s AND a.trigger_type = %s
+               ON a.organization_id = %s AND a.status = '{AutomationStatus.ACTIVE.value}' AND a.trigger_type = %s
     """
     uuid_field = Automation._meta.pk
     org = uuid_field.get_db_prep_value(organization_id, connection)
-    params = [org, email, RunStatus.RUNNING, org, AutomationStatus.ACTIVE, kind]
-    with connection.cursor() as cursor:
+    params = [org, email, org, kind]
+    with prepared_cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
     if not rows:

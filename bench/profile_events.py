@@ -167,6 +167,17 @@ def main() -> int:
     if args.sql:
         for q in ctx.captured_queries:
             print("  ", q["sql"][:300])
+        # owlat.sql.prepared_cursor's statements on this connection: how often PostgreSQL planned them again
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT generic_plans, custom_plans, statement FROM pg_prepared_statements WHERE NOT from_sql"
+            )
+            prepared = cursor.fetchall()
+        print(
+            f"prepared statements on the connection: {len(prepared)} (generic plans, custom plans, statement)"
+        )
+        for generic, custom, statement in prepared:
+            print(f"   {generic:6d} {custom:6d}  {' '.join(statement.split())[:120]}")
 
     if args.profile:
         import cProfile

@@ -174,6 +174,7 @@ def api_key_authenticate_and_take(
     request). Returns the key (None: no usable key, nothing taken) and (tokens before the take, tokens after),
     which is None when the key's bucket row does not exist yet (the caller takes through `owlat.ratelimit`)."""
     from owlat.ratelimit import take_sql
+    from owlat.sql import prepared_cursor
 
     global _AUTH_TAKE_SQL
     if _AUTH_TAKE_SQL is None:
@@ -192,7 +193,7 @@ def api_key_authenticate_and_take(
         "rate": rate,
         "cost": cost,
     }
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(_AUTH_TAKE_SQL, params)
         row = cursor.fetchone()
     if row is None:

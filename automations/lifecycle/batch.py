@@ -36,6 +36,7 @@ from automations.lifecycle.runs import (
 )
 from automations.models import AutomationRun, AutomationStep, AutomationStepRun
 from owlat.lifecycle import Move
+from owlat.sql import prepared_cursor
 
 
 @dataclass
@@ -396,7 +397,7 @@ def runs_open_and_start_many(
     params += [RUNNING, at, PENDING, at, PENDING]
     if in_statement is not None:
         params += in_statement[1]
-    with connection.cursor() as cursor:
+    with prepared_cursor() if len(items) == 1 else connection.cursor() as cursor:
         cursor.execute(sql, params)
         opened = [(row[0], row[1]) for row in cursor.fetchall()]
     created = [pending[run_id] for run_id, _ in opened if run_id in pending]

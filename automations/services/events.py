@@ -113,6 +113,7 @@ def _event_insert(
 
     from owlat.activities import activity_insert_sql, activity_record
     from owlat.models import Event
+    from owlat.sql import prepared_cursor
 
     event_id = new_event_id()
     now = timezone.now()
@@ -148,6 +149,6 @@ def _event_insert(
     )
     properties = None if event_properties is None else json.dumps(event_properties)
     params = [event_id, str(organization_id), str(contact_id), event_name, properties, triggered, now]
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(sql, [*params, *activity_params])
     return event_id

@@ -228,3 +228,28 @@ def test_a_paused_automation_stops_triggering_at_once(api, org, make_automation,
         ]
         == 1
     )
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="prepared statements are PostgreSQL's")
+def test_the_hot_statements_of_an_event_run_prepared(api, org, make_automation, make_contact):
+    # issue 12 (PostgreSQL's CPU per event): the key lookup with its rate-limit take, the contact with its
+    # candidates, the run opening and the event insert are prepared on the connection once and then only
+    # bound and executed — not parsed and planned again on every call
+    make_automation(
+        [DELAY_1H], trigger_type="event_received", trigger_config={"eventName": "go"}, status="active"
+    )
+    for email in ("a@example.com", "b@example.com"):
+        make_contact(email)
+        r = api.post("/events", {"email": email, "eventName": "go"})
+        assert r.status_code == 201 and r.json()["data"]["triggeredAutomations"] == 1
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements WHERE from_sql = false")
+        prepared = [row[0] for row in cursor.fetchall()]
+    for marker in (
+        "FROM owlat_apikey",
+        "SELECT id FROM owlat_contact",
+        "INSERT INTO automations_automationrun",
+        "INSERT INTO owlat_event",
+    ):
+        assert sum(marker in s and "$1" in s for s in prepared) == 1, (marker, prepared)
+    assert AutomationRun.objects.count() == 2
