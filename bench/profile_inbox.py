@@ -28,6 +28,7 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(BASE_DIR))
 
 from bench.common import migrate, recreate_database, setup_django  # noqa: E402
+from bench.inbox_world import InboxWorld  # noqa: E402
 
 DEFAULT_DB = "postgres://postgres@127.0.0.1:5432/owlat_bench_profile_inbox"
 
@@ -73,38 +74,11 @@ def main() -> int:
     from django.db import connection, transaction
 
     from inbox.models import InboundMessage
-    from inbox.receive import ParsedMessage, message_receive
     from owlat.jobs import enqueue
-    from owlat.models import OrganizationSettings
-    from owlat.organizations import organization_create
     from testsupport import drain_queue
 
-    org = organization_create(
-        name="Bench", default_from_email="support@bench.test", default_from_name="Bench"
-    )
-    settings_row = OrganizationSettings.objects.get(organization=org)
-
-    def set_agent(on: bool) -> None:
-        settings_row.feature_flags = {**settings_row.feature_flags, "ai": True, "ai.agent": on}
-        settings_row.save(update_fields=["feature_flags"])
-
-    def store(prefix: str, n: int) -> list[str]:
-        ids = []
-        for i in range(n):
-            r = message_receive(
-                organization_id=org.pk,
-                parsed=ParsedMessage(
-                    message_id=f"<{prefix}-{i}@bench.example>",
-                    from_email=f"customer{i % 200}@bench.example",
-                    from_name=f"Customer {i}",
-                    to=["support@bench.test"],
-                    subject=f"Question {i} about my invoice",
-                    text_body=f"Hello, I cannot find invoice number {i}. Where can I download it? Thanks.",
-                    authentication={"dkim": "pass", "dmarc": "pass"},
-                ),
-            )
-            ids.append(str(r.message.pk))
-        return ids
+    world = InboxWorld()
+    set_agent, store = world.set_agent, world.store
 
     def run(ids: list[str]) -> None:
         set_agent(True)
