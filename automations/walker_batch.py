@@ -134,12 +134,15 @@ def execute_claimed(
         STEP_NOT_FOUND,
     )
 
-    runs = {
-        r.pk: r
-        for r in AutomationRun.objects.select_related("contact", "automation").filter(
-            pk__in={c.step_run.run_id for c in claimed}
+    # The runs, with contact and automation, as the claim statement read them; the others (a retry's claim, a
+    # claim that did not read them) in one query.
+    runs = {c.run.pk: c.run for c in claimed if c.run is not None}
+    missing = {c.step_run.run_id for c in claimed} - set(runs)
+    if missing:
+        runs.update(
+            (r.pk, r)
+            for r in AutomationRun.objects.select_related("contact", "automation").filter(pk__in=missing)
         )
-    }
     automations = {r.automation_id: r.automation for r in runs.values()}
     automation_ids = set(automations)
     steps: dict[Any, dict[int, AutomationStep]] = defaultdict(dict)

@@ -14,6 +14,7 @@ Counters move through the same delta helpers as the single-row writers (`automat
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -34,8 +35,9 @@ from automations.lifecycle.runs import (
     STEP_RUNS,
     _step_counters_apply,
 )
-from automations.models import AutomationRun, AutomationStep, AutomationStepRun
+from automations.models import Automation, AutomationRun, AutomationStep, AutomationStepRun
 from owlat.lifecycle import Move
+from owlat.models import Contact
 from owlat.sql import prepared_cursor
 
 
@@ -47,6 +49,9 @@ class ClaimedStepRun:
     step_run: AutomationStepRun
     attempt: int = 0
     executed: int | None = None
+    #: The run as read by the claim statement, its contact and automation attached (None: not read with the
+    #: claim, or the run is gone); the executor reads the runs it lacks.
+    run: AutomationRun | None = None
 
 
 def step_runs_claim_due(
@@ -85,15 +90,63 @@ def step_runs_claim_due(
             CROSS JOIN (VALUES (%s, -1), (%s, 1)) AS m (field, sign)
             WHERE claimed.step_id IS NOT NULL GROUP BY claimed.step_id, m.field, m.sign
         )
-        SELECT {", ".join(f"claimed.{qn(f.column)}" for f in fields)}, counted.steps_executed
+        SELECT {", ".join(f"claimed.{qn(f.column)}" for f in fields)}, counted.steps_executed,
+            {", ".join(f"{alias}.{qn(f.column)}" for alias, model in _WITH_CLAIM for f in model._meta.concrete_fields)}
         FROM claimed LEFT JOIN counted ON counted.id = claimed.run_id
+        LEFT JOIN {run} AS r ON r.id = claimed.run_id
+        LEFT JOIN {qn(Contact._meta.db_table)} AS c ON c.id = r.contact_id
+        LEFT JOIN {qn(Automation._meta.db_table)} AS a ON a.id = r.automation_id
     """
     names = [f.attname for f in fields]
     with connection.cursor() as cursor:  # one statement: atomic on its own
         cursor.execute(sql, [EXECUTING, at, *params, limit, PENDING, PENDING, EXECUTING])
         rows = cursor.fetchall()
     db = connection.alias
-    return [ClaimedStepRun(AutomationStepRun.from_db(db, names, row[:-1]), 0, row[-1]) for row in rows]
+    n = len(fields)
+    out = []
+    for row in rows:
+        executed = row[n]
+        run = _run_with_claim(db, row[n + 1 :])
+        if run is not None and executed is not None:
+            run.steps_executed = executed  # the statement's own increment (its reads see the row before it)
+        out.append(ClaimedStepRun(AutomationStepRun.from_db(db, names, row[:n]), 0, executed, run))
+    return out
+
+
+#: What the claim statement reads with each claimed step run (the executor's run, contact and automation).
+_WITH_CLAIM: tuple[tuple[str, type], ...] = (("r", AutomationRun), ("c", Contact), ("a", Automation))
+
+
+def _run_with_claim(db: str, values: tuple) -> AutomationRun | None:
+    """The run, with its contact and automation attached, from the claim statement's joined columns (as
+    `select_related("contact", "automation")` builds them: the fields' database converters applied)."""
+    built: dict[type, Any] = {}
+    start = 0
+    for _, model in _WITH_CLAIM:
+        fields, converters = _columns_of(model)
+        part = values[start : start + len(fields)]
+        start += len(fields)
+        if part[0] is None:  # the primary key: no such row
+            built[model] = None
+            continue
+        part = [
+            v if conv is None or v is None else conv(v, None, connection)
+            for v, conv in zip(part, converters, strict=True)
+        ]
+        built[model] = model.from_db(db, [f.attname for f in fields], part)
+    run = built[AutomationRun]
+    if run is None:
+        return None
+    run._state.fields_cache["contact"] = built[Contact]  # as select_related caches them
+    run._state.fields_cache["automation"] = built[Automation]
+    return run
+
+
+@functools.cache
+def _columns_of(model: type) -> tuple[list[Any], list[Any]]:
+    fields = list(model._meta.concrete_fields)
+    assert fields[0].primary_key
+    return fields, [getattr(f, "from_db_value", None) for f in fields]
 
 
 def step_runs_complete_many(

@@ -426,3 +426,36 @@ def test_the_walk_task_walks_on_in_one_hop_within_its_budget(make_automation, ma
     for run in more:
         run.refresh_from_db()
         assert run.status == "completed"
+
+
+@pytest.mark.django_db
+def test_the_claim_reads_each_run_with_its_contact_and_automation(make_automation, make_contact):
+    """The batch claim statement returns each claimed step run's run (with the run's own increment of
+    `steps_executed`), contact and automation (JSON fields decoded), so the executor reads no runs of its
+    own; a claim without them (a retry) still gets its run read."""
+    from django.utils import timezone
+
+    automation = make_automation(
+        [condition(), condition()],
+        trigger_type="event_received",
+        trigger_config={"eventName": "go"},
+        status="active",
+    )
+    contacts = [make_contact() for _ in range(3)]
+    start_runs(automation, contacts)
+    claimed = step_runs_claim_due(at=timezone.now(), limit=10)
+    assert len(claimed) == 3
+    with CaptureQueriesContext(connection) as queries:
+        for c in claimed:
+            assert c.run.pk == c.step_run.run_id and c.run.steps_executed == c.executed
+            assert c.run.contact.pk == c.run.contact_id and c.run.contact.email
+            assert c.run.automation.pk == automation.pk and c.run.automation.status == "active"
+            assert c.run.automation.trigger_config == {"eventName": "go"}  # JSON decoded
+            assert c.run.trigger_data == {"eventName": "go"}
+    assert len(queries) == 0
+    from automations.walker_batch import execute_claimed
+
+    with CaptureQueriesContext(connection) as queries:
+        execute_claimed(claimed, now=timezone.now(), wake=False)
+    assert not [q for q in queries.captured_queries if 'FROM "automations_automationrun"' in q["sql"]]
+    assert AutomationStepRun.objects.filter(status="completed").count() == 3
