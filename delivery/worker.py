@@ -45,6 +45,7 @@ from delivery.lifecycle import (
     claim_orphans,
     claim_queued,
     claim_sends,
+    claim_sends_topped_up,
     lease_orphans,
     mark_handed_off_many,
     mark_outcome_unknown,
@@ -308,16 +309,27 @@ def _dispatch_batch(
     connections: int | None = None,
 ) -> BatchSummary:
     summary = BatchSummary(kind=kind, requested=len(ids))
-    token, won = claim_sends(kind, ids, token=token, retry_token=retry_token, now=now())
-    summary.skipped = len(ids) - len(won)
-    prior = dict.fromkeys(won, prior_attempts) if retry_token is not None else {}
     backlog = True  # whether the pool may have more queued rows for the drain (see DRAIN_SECONDS)
-    if drain and kind == "transactional" and len(won) < BATCH_SIZE:
-        # Top the batch up with queued rows whose own job has not run yet (one connection, one flush).
-        wanted = BATCH_SIZE - len(won)
-        topped = claim_queued(kind, token, limit=wanted, exclude=won)
+    top_up = drain and kind == "transactional" and len(ids) < BATCH_SIZE
+    if top_up and connection.vendor == "postgresql":
+        # The batch's rows and a top-up with queued rows whose own job has not run yet, in one statement.
+        won, topped = claim_sends_topped_up(
+            kind, ids, limit=BATCH_SIZE, token=token, retry_token=retry_token, now=now()
+        )
+        summary.skipped = len(ids) - len(won)
+        prior = dict.fromkeys(won, prior_attempts) if retry_token is not None else {}
+        backlog = len(topped) == BATCH_SIZE - len(ids)
         won += topped
-        backlog = len(topped) == wanted
+    else:
+        token, won = claim_sends(kind, ids, token=token, retry_token=retry_token, now=now())
+        summary.skipped = len(ids) - len(won)
+        prior = dict.fromkeys(won, prior_attempts) if retry_token is not None else {}
+        if top_up and len(won) < BATCH_SIZE:
+            # Top the batch up with queued rows whose own job has not run yet (one connection, one flush).
+            wanted = BATCH_SIZE - len(won)
+            topped = claim_queued(kind, token, limit=wanted, exclude=won)
+            won += topped
+            backlog = len(topped) == wanted
     summary.claimed = len(won)
     if not won:
         return summary

@@ -77,6 +77,44 @@ def claim_sends(
     return token, won
 
 
+def claim_sends_topped_up(
+    kind: str,
+    ids: Iterable[str],
+    *,
+    limit: int,
+    token: uuid.UUID,
+    retry_token: uuid.UUID | None = None,
+    now: dt.datetime | None = None,
+    lease: dt.timedelta | None = None,
+) -> tuple[list[str], list[str]]:
+    """PostgreSQL: `claim_sends` of the given rows and `claim_queued` of up to `limit - len(ids)` other queued
+    rows (oldest first) under `token`, in one statement; returns (the given rows won, the rows topped up). Each
+    part claims exactly the rows its own function would (the top-up never takes a given row), rows another
+    claimer holds are skipped, never waited for."""
+    model = model_for(kind)
+    now = now or timezone.now()
+    expired = now - (lease or claim_lease())
+    id_list = [uuid.UUID(str(i)) for i in ids]
+    table = _table(model)
+    sql = (
+        f"WITH own AS (SELECT id FROM {table} WHERE id = ANY(%s) AND status = 'queued' "  # table name is ours
+        "AND handed_off_at IS NULL AND deleted_at IS NULL "
+        "AND (claimed_at IS NULL OR claimed_at < %s OR claim_token = %s) ORDER BY id FOR UPDATE SKIP LOCKED), "
+        f"more AS (SELECT id FROM {table} WHERE status = 'queued' AND NOT (id = ANY(%s)) "
+        "AND handed_off_at IS NULL AND deleted_at IS NULL AND outcome_unknown = false "
+        "AND (claimed_at IS NULL OR claimed_at < %s) AND queued_at <= %s "
+        "ORDER BY queued_at LIMIT %s FOR UPDATE SKIP LOCKED) "
+        f"UPDATE {table} SET claimed_at = %s, claim_token = %s, dispatch_attempts = dispatch_attempts + 1 "
+        "WHERE id IN (SELECT id FROM own UNION ALL SELECT id FROM more) RETURNING id, id = ANY(%s)"
+    )
+    params = [id_list, expired, retry_token, id_list, expired, now, max(0, limit - len(id_list))]
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(sql, [*params, now, token, id_list])
+        rows = cursor.fetchall()
+    won = sorted(str(pk) for pk, given in rows if given)
+    return won, [str(pk) for pk, given in rows if not given]
+
+
 def claim_queued(
     kind: str,
     token: uuid.UUID,

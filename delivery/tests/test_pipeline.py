@@ -98,7 +98,15 @@ def test_a_transactional_job_drains_the_backlog_in_rounds_over_the_connections_i
         claims.append(claim_queued(*args, **kwargs))
         return claims[-1]
 
+    claim_topped_up = worker.claim_sends_topped_up
+
+    def noting_top_up(*args, **kwargs):  # the job's own rows and its top-up: one statement
+        won, topped = claim_topped_up(*args, **kwargs)
+        claims.append(topped)
+        return won, topped
+
     monkeypatch.setattr(worker, "claim_queued", noting_claims)
+    monkeypatch.setattr(worker, "claim_sends_topped_up", noting_top_up)
     summary = dispatch_batch("transactional", ids[:1], transport_factory=opening, connections=3)
     assert (summary.claimed, summary.sent, summary.skipped) == (230, 230, 0)
     assert len(opened) == 3
@@ -200,3 +208,24 @@ def _template_sends(make_tx_send, template, n):
     sends = [make_tx_send(kind="automation", email_template=template) for _ in range(n)]
     TransactionalSend.objects.filter(pk__in=[s.pk for s in sends]).update(html_body="", text_body="")
     return sends
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_small_job_claims_its_rows_and_its_top_up_in_one_statement(make_tx_send, smtp_sink, no_pacing):
+    """The job's own rows and the top-up with queued rows whose job has not run yet are claimed by one
+    statement; a row another job holds is neither claimed nor topped up."""
+    from django.test.utils import CaptureQueriesContext
+
+    from delivery.lifecycle import claim_sends
+
+    own = [make_tx_send(kind="automation") for _ in range(2)]
+    others = [make_tx_send(kind="automation") for _ in range(3)]
+    held = make_tx_send(kind="automation")
+    claim_sends("transactional", [str(held.pk)])  # another job's live claim
+    with CaptureQueriesContext(connection) as queries:
+        summary = dispatch_batch("transactional", [str(s.pk) for s in own] + [str(held.pk)])
+    assert (summary.requested, summary.claimed, summary.sent, summary.skipped) == (3, 5, 5, 1)
+    claims = [q for q in queries.captured_queries if "dispatch_attempts + 1" in q["sql"]]
+    assert len(claims) == 1
+    smtp_sink.wait_for(5)
+    assert {m.rcpt_tos[0] for m in smtp_sink.messages} == {s.email for s in own + others}
