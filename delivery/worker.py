@@ -140,9 +140,9 @@ def _suppressed_sets(rows: list[Any], kind: str) -> tuple[set[str], set[str]]:
 
 
 def _blocked_addresses(rows: list[Any]) -> set[str]:
-    """`"<organization id>:<normalized address>"` of the rows whose address is on their organization's blocklist
-    for the row's scope: any reason for marketing-scope rows, reasons other than the marketing-only ones for the
-    rest (D-11). One statement (a blocklist row is unique per organization and address); on PostgreSQL raw SQL
+    """`_blocked_key(row)` of the rows whose address is on their organization's blocklist for the row's scope:
+    any reason for marketing-scope rows, reasons other than the marketing-only ones for the rest (D-11; a job may
+    hold both scopes for one address, and a marketing-only reason then suppresses only the marketing mail). One statement (a blocklist row is unique per organization and address); on PostgreSQL raw SQL
     built once per process, the ORM form elsewhere."""
     from owlat.contacts import normalize_email
     from owlat.models import BlockedEmail
@@ -166,10 +166,21 @@ def _blocked_addresses(rows: list[Any]) -> set[str]:
         )
     blocked: set[str] = set()
     for org_id, email, reason in found:
-        scoped = scopes.get((str(org_id), email))
-        if scoped and (True in scoped or reason not in MARKETING_ONLY_REASONS):
-            blocked.add(f"{org_id}:{email}")
+        for marketing in scopes.get((str(org_id), email), ()):
+            if marketing or reason not in MARKETING_ONLY_REASONS:
+                blocked.add(_scope_key(org_id, email, marketing))
     return blocked
+
+
+def _scope_key(organization_id: Any, email: str, marketing: bool) -> str:
+    return f"{organization_id}:{email}:{'marketing' if marketing else 'transactional'}"
+
+
+def _blocked_key(row: Any) -> str:
+    """The key `_blocked_addresses` gives a row: its organization, normalized address and scope."""
+    from owlat.contacts import normalize_email
+
+    return _scope_key(row.organization_id, normalize_email(row.recipient or ""), _marketing_scope(row))
 
 
 @functools.cache
@@ -346,8 +357,6 @@ def _dispatch_batch(
         recorder.close()
         return summary
 
-    from owlat.contacts import normalize_email
-
     # A recorder thread with its own database connection, unless the job runs inside a caller's transaction
     # (whose rows another connection would not see) or on SQLite (one writer at a time).
     # Started once the job has more than RECORD_INLINE_ROWS rows (a round's): a small job records its results
@@ -411,7 +420,7 @@ def _dispatch_batch(
             if clock() - started > BATCH_TIME_BUDGET_SECONDS:
                 hand_back(rows[index:])
                 return False
-            if f"{row.organization_id}:{normalize_email(row.recipient or '')}" in blocked:
+            if _blocked_key(row) in blocked:
                 recorder.failed(row, error_code=SUPPRESSED_CODE, error_message=SUPPRESSED_MESSAGE)
                 continue
             if row.contact_id and str(row.contact_id) in unsubscribed and _marketing_scope(row):  # D-11

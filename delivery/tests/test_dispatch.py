@@ -534,3 +534,20 @@ def test_blocklist_reasons_apply_per_scope_in_one_job(
     assert (rows[ids[0]].status, rows[ids[0]].error_code) == ("failed", "RECIPIENT_SUPPRESSED")
     assert rows[ids[1]].status == "sent"
     assert (rows[ids[2]].status, rows[ids[2]].error_code) == ("failed", "RECIPIENT_SUPPRESSED")
+
+
+def test_a_marketing_only_block_spares_transactional_mail_to_the_same_address_in_the_job(
+    automation_send, contact, make_tx_send, org
+):
+    """D-11: one job holds an automation mail and a transactional mail to the same address, which is blocked
+    for a marketing-only reason: the automation mail is suppressed, the transactional one is sent."""
+    from owlat.suppression import suppress
+
+    receipt = make_tx_send(contact=contact)
+    suppress(organization_id=org.pk, email=contact.email, reason="unengaged")
+    ids = [str(automation_send.pk), str(receipt.pk)]
+    summary = dispatch_batch("transactional", ids)
+    assert (summary.claimed, summary.sent, summary.failed) == (2, 1, 1)
+    rows = {str(r.pk): r for r in TransactionalSend.objects.filter(pk__in=ids)}
+    assert (rows[ids[0]].status, rows[ids[0]].error_code) == ("failed", "RECIPIENT_SUPPRESSED")
+    assert rows[ids[1]].status == "sent"
