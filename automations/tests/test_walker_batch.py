@@ -401,6 +401,25 @@ def test_events_during_a_walk_queue_no_further_walk(make_automation, make_contac
     assert drain_queue(queue="default")[0].result == "nothing due"
 
 
+def test_after_a_small_batch_the_walk_pauses_for_the_stream(
+    make_automation, make_contact, template, monkeypatch
+):
+    from automations import walker_batch
+
+    automation = make_automation([email_step(template), condition(), email_step(template)], status="active")
+    start_runs(automation, [make_contact() for _ in range(4)])
+    pauses: list[float] = []
+    monkeypatch.setattr(walker_batch.time, "sleep", pauses.append)
+    # batches smaller than WALK_LINGER_BELOW pause before the next claim (three steps: three batches of four)
+    assert walker_batch.walk_hop().count("4 step runs") == 3
+    assert pauses == [walker_batch.WALK_LINGER_SECONDS] * 3
+    # full batches do not: a backlog is walked without pauses
+    start_runs(automation, [make_contact() for _ in range(4)])
+    pauses.clear()
+    assert walker_batch.walk_hop(limit=4).count("4 step runs") == 3
+    assert pauses == []
+
+
 def test_the_walk_task_walks_on_in_one_hop_within_its_budget(make_automation, make_contact, template):
     from automations.tasks import automation_walk_task
     from automations.walker_batch import walk_hop
