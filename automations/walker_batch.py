@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -45,13 +46,11 @@ WALK_TASK = "automations.tasks.automation_walk_task"
 WALK_BATCH = 200
 #: A walk task walks on, batch after batch, for at most this long (far below django-q2's timeout).
 WALK_HOP_SECONDS = 5.0
-#: After a batch of fewer step runs than this the walk pauses `WALK_LINGER_SECONDS` before its next claim, so that
-#: under a steady stream of events a batch takes what arrived meanwhile: the per-batch work (the claim, the reads,
-#: the set-based writes, the transactional job its mails go to) is shared by more step runs. A pause costs no CPU;
-#: it delays only steps after the first of a run (the first is claimed by a walk woken for it, or in the next
-#: batch), by at most this.
+#: After a batch of fewer step runs than this the walk pauses `AUTOMATION_WALK_LINGER_MS` before its next claim, so
+#: that under a steady stream of events a batch takes what arrived meanwhile: the per-batch work (the claim, the
+#: reads, the set-based writes, the transactional job its mails go to) is shared by more step runs. A pause costs
+#: no CPU; it delays a step already due by at most that long.
 WALK_LINGER_BELOW = 50
-WALK_LINGER_SECONDS = 0.025
 NOTHING_DUE = "nothing due"
 
 
@@ -80,7 +79,7 @@ def walk(*, now: dt.datetime | None = None, limit: int = WALK_BATCH) -> str:
 def walk_hop(*, seconds: float = WALK_HOP_SECONDS, limit: int = WALK_BATCH) -> str:
     """The walk task: batch after batch in this task while its claims find step runs due, for at most `seconds`,
     instead of a django-q2 hop per batch (each hop costs a broker row, the cluster's dequeue, signing and result
-    bookkeeping, and up to a poll interval of latency). After a small batch it pauses `WALK_LINGER_SECONDS`.
+    bookkeeping, and up to a poll interval of latency). After a small batch it pauses `AUTOMATION_WALK_LINGER_MS`.
 
     Its wake-up stays pending while it walks (`owlat.wakeups`), so events arriving meanwhile queue no further
     walk: this walk takes their step runs with its next batch. When a claim finds nothing it takes the wake-up
@@ -98,8 +97,9 @@ def walk_hop(*, seconds: float = WALK_HOP_SECONDS, limit: int = WALK_BATCH) -> s
             if time.monotonic() >= deadline:
                 wakeups.wake_handed_on(WALK_TASK)
                 break
-            if count < min(limit, WALK_LINGER_BELOW):
-                time.sleep(WALK_LINGER_SECONDS)  # let the stream fill the next batch
+            linger = settings.AUTOMATION_WALK_LINGER_MS / 1000
+            if linger > 0 and count < min(limit, WALK_LINGER_BELOW):
+                time.sleep(linger)  # let the stream fill the next batch
             continue
         if taken:
             break

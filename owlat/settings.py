@@ -290,6 +290,10 @@ CAMPAIGN_WALK_QUEUE = env.str("CAMPAIGN_WALK_QUEUE", default="campaign")
 # seconds (far below Q_TIMEOUT).
 CAMPAIGN_WALK_PAGES_PER_HOP = env.int("CAMPAIGN_WALK_PAGES_PER_HOP", default=20)
 CAMPAIGN_WALK_HOP_SECONDS = env.float("CAMPAIGN_WALK_HOP_SECONDS", default=30.0)
+# Automations (issue 12): after a batch of fewer than 50 step runs the walk pauses this long before its next
+# claim, so that under a steady stream of events batches grow (less CPU per step and per mail, larger delivery
+# jobs); it delays a step already due by at most this. 0 = no pause.
+AUTOMATION_WALK_LINGER_MS = env.float("AUTOMATION_WALK_LINGER_MS", default=100.0)
 # Test only (issue 12): the enqueue helper hands every task to django-q2 twice, as a Redis redelivery or a crashed
 # worker would, so tests can prove that every task is duplicate-safe. Ignored outside test mode.
 OWLAT_TEST_DELIVER_TWICE = TESTING and env.bool("OWLAT_TEST_DELIVER_TWICE", default=False)

@@ -402,7 +402,7 @@ def test_events_during_a_walk_queue_no_further_walk(make_automation, make_contac
 
 
 def test_after_a_small_batch_the_walk_pauses_for_the_stream(
-    make_automation, make_contact, template, monkeypatch
+    make_automation, make_contact, template, monkeypatch, settings
 ):
     from automations import walker_batch
 
@@ -412,11 +412,16 @@ def test_after_a_small_batch_the_walk_pauses_for_the_stream(
     monkeypatch.setattr(walker_batch.time, "sleep", pauses.append)
     # batches smaller than WALK_LINGER_BELOW pause before the next claim (three steps: three batches of four)
     assert walker_batch.walk_hop().count("4 step runs") == 3
-    assert pauses == [walker_batch.WALK_LINGER_SECONDS] * 3
+    assert pauses == [0.1] * 3  # AUTOMATION_WALK_LINGER_MS, 100 by default
     # full batches do not: a backlog is walked without pauses
     start_runs(automation, [make_contact() for _ in range(4)])
     pauses.clear()
     assert walker_batch.walk_hop(limit=4).count("4 step runs") == 3
+    assert pauses == []
+    # and with the setting at 0 there is no pause
+    settings.AUTOMATION_WALK_LINGER_MS = 0
+    start_runs(automation, [make_contact() for _ in range(4)])
+    assert walker_batch.walk_hop().count("4 step runs") == 3
     assert pauses == []
 
 
