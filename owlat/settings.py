@@ -290,6 +290,10 @@ CAMPAIGN_WALK_QUEUE = env.str("CAMPAIGN_WALK_QUEUE", default="campaign")
 # seconds (far below Q_TIMEOUT).
 CAMPAIGN_WALK_PAGES_PER_HOP = env.int("CAMPAIGN_WALK_PAGES_PER_HOP", default=20)
 CAMPAIGN_WALK_HOP_SECONDS = env.float("CAMPAIGN_WALK_HOP_SECONDS", default=30.0)
+# The events intake's hot statements run as server-side prepared statements on PostgreSQL (owlat/sql.py, issue 12).
+# Off only behind a connection pooler that does not keep a session's prepared statements (PgBouncer in
+# transaction mode before 1.21).
+OWLAT_PREPARED_STATEMENTS = env.bool("OWLAT_PREPARED_STATEMENTS", default=True)
 # Automations (issue 12): after a batch of fewer than 50 step runs the walk pauses this long before its next
 # claim, so that under a steady stream of events batches grow (less CPU per step and per mail, larger delivery
 # jobs); it delays a step already due by at most this. 0 = no pause.

@@ -43,7 +43,7 @@ def prepared_cursor(connection: Any = None) -> Any:
     it as `connection.cursor()` (`with prepared_cursor() as cursor: cursor.execute(sql, params)`); only for
     statements whose text is one of a few (see the module's doc)."""
     connection = connection or default_connection
-    if connection.vendor != "postgresql" or not getattr(settings, "OWLAT_PREPARED_STATEMENTS", True):
+    if connection.vendor != "postgresql" or not settings.OWLAT_PREPARED_STATEMENTS:
         return connection.cursor()
     # connection.cursor() without its create_cursor: the health check, the connection, Django's error
     # translation and its cursor wrapper (query logging, execute wrappers) as for any other cursor
