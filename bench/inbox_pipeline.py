@@ -39,8 +39,8 @@ from pathlib import Path
 BASE_DIR = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(BASE_DIR))
 
-from bench.common import Processes, base_env, migrate, recreate_database, setup_django, write_json  # noqa: E402
-from bench.inbox_world import InboxWorld  # noqa: E402
+from bench.common import Processes, base_env, write_json  # noqa: E402
+from bench.inbox_world import InboxWorld, start_inbox_bench  # noqa: E402
 
 DEFAULT_DB = "postgres://postgres@127.0.0.1:5432/owlat_bench_inbox"
 TARGET_MESSAGES_PER_SECOND = 20.0
@@ -67,21 +67,8 @@ def pct(values: list[float], q: float) -> float:
 
 def main() -> int:
     args = parse_args()
-    from testsupport.llm import LlmServer, llm_settings
-
-    llm = LlmServer().start()
     url = os.environ.get("BENCH_DATABASE_URL", DEFAULT_DB)
-    extra = {
-        **llm_settings(llm, timeout=30),
-        "INBOX_START_RATE_PER_SENDER": "0",
-        "INBOX_START_RATE_GLOBAL": "0",
-        "Q_POLL": "0.01",
-        "CONN_MAX_AGE": "600",
-    }
-    print(f"load average at start: {os.getloadavg()}")
-    recreate_database(url)
-    setup_django(url, **extra)
-    migrate()
+    llm, extra = start_inbox_bench(url, Q_POLL="0.01")
 
     from django.db import transaction
 

@@ -3,7 +3,31 @@ configuration, whose `ai.agent` flag the caller switches, and inbound messages s
 
 from __future__ import annotations
 
+import os
 from typing import Any
+
+
+def start_inbox_bench(url: str, **more: str) -> tuple[Any, dict[str, str]]:
+    """The set-up both inbox scripts share: the loopback model server (answering at once), the settings (its URL,
+    the AGT-02 pipeline-start limits lifted through their documented settings, D-17, persistent connections, and
+    `more`), a fresh database at `url`, Django set up on it and migrated. Returns the model server (stop it) and
+    the settings (for worker processes' environment)."""
+    from bench.common import migrate, recreate_database, setup_django
+    from testsupport.llm import LlmServer, llm_settings
+
+    llm = LlmServer().start()
+    extra = {
+        **llm_settings(llm, timeout=30),
+        "INBOX_START_RATE_PER_SENDER": "0",
+        "INBOX_START_RATE_GLOBAL": "0",
+        "CONN_MAX_AGE": "600",
+        **more,
+    }
+    print(f"load average at start: {os.getloadavg()}")
+    recreate_database(url)
+    setup_django(url, **extra)
+    migrate()
+    return llm, extra
 
 
 class InboxWorld:
