@@ -11,14 +11,16 @@
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from inbox import rows
 from inbox.models import (
     TERMINAL,
     ActionStatus,
@@ -238,8 +240,13 @@ def _effect_reset_action(message: InboundMessage, *, action_id: Any) -> None:
 
 
 def _effect_thread_draft_status(message: InboundMessage, *, status: str) -> None:
-    if message.thread_id:
-        ConversationThread.objects.filter(pk=message.thread_id).update(latest_draft_status=status)
+    if not message.thread_id:
+        return
+    if rows.enabled():
+        sql = f"UPDATE {rows.table(ConversationThread)} SET latest_draft_status = %s WHERE id = %s::uuid"
+        rows.execute(sql, [status, rows.uuid_text(message.thread_id)])
+        return
+    ConversationThread.objects.filter(pk=message.thread_id).update(latest_draft_status=status)
 
 
 def next_utc_midnight(at: dt.datetime) -> dt.datetime:
@@ -282,13 +289,23 @@ def action_prepare(
     a reset row only appears through `action_reset` on a transition of that locked message."""
 
     def create() -> AgentAction:
-        return AgentAction.objects.create(
-            organization_id=message.organization_id,
-            inbound_message_id=message.pk,
-            action_type=kind,
-            input=input,
-            scheduled_at=timezone.now(),
-        )
+        fields = {
+            "organization_id": message.organization_id,
+            "inbound_message_id": message.pk,
+            "action_type": kind,
+            "input": input,
+            "scheduled_at": timezone.now(),
+        }
+        if not rows.enabled():
+            return AgentAction.objects.create(**fields)
+        # the walker's path, once per step: the INSERT written out and prepared (inbox.rows); the row as
+        # `create` leaves it (the model's defaults, `created_at` the time of the insert)
+        action = AgentAction(**fields)
+        action.created_at = timezone.now()
+        rows.execute(_insert_action_sql(), [_insert_value(action, f) for f in _INSERT_FIELDS])
+        action._state.adding = False
+        action._state.db = connection.alias
+        return action
 
     if not reuse:
         return create()
@@ -311,6 +328,9 @@ def action_claim(action_id: Any, *, at: dt.datetime | None = None) -> bool:
     """Compare-and-set `pending → running` (a `running` row whose worker died past the lease is reclaimed)."""
     at = at or timezone.now()
     stale = at - dt.timedelta(seconds=settings.INBOX_STEP_LEASE_SECONDS)
+    if rows.enabled():
+        params = [ActionStatus.RUNNING, at, rows.uuid_text(action_id), ActionStatus.PENDING]
+        return bool(rows.execute(_claim_sql(), [*params, ActionStatus.RUNNING, stale]))
     won = (
         AgentAction.objects.filter(pk=action_id)
         .filter(Q(status=ActionStatus.PENDING) | Q(status=ActionStatus.RUNNING, started_at__lt=stale))
@@ -339,6 +359,10 @@ def action_complete(
     }
     if duration_ms is not None:
         # the walker's path: one compare-and-set `running → completed` (a finished row is never completed twice)
+        if rows.enabled():
+            values = [_action_value(name, patch[name]) for name in _COMPLETE_FIELDS]
+            params = [ActionStatus.COMPLETED, *values, rows.uuid_text(action_id), ActionStatus.RUNNING]
+            return bool(rows.execute(_complete_sql(), params))
         return bool(
             AgentAction.objects.filter(pk=action_id, status=ActionStatus.RUNNING).update(
                 status=ActionStatus.COMPLETED, **patch
@@ -353,6 +377,51 @@ def action_complete(
         row.complete(patch)
         row.save(update_fields=["status", *patch])
     return True
+
+
+# --- the walker's action statements written out (inbox.rows: prepared on PostgreSQL) -----------------------
+
+_INSERT_FIELDS = tuple(f.attname for f in AgentAction._meta.concrete_fields)
+_COMPLETE_FIELDS = ("output", "completed_at", "duration_ms", "model_used", "token_usage", "error_message")
+
+
+def _action_value(attname: str, value: Any) -> Any:
+    return rows.db_value(AgentAction, attname, value)
+
+
+def _insert_value(action: AgentAction, attname: str) -> Any:
+    return _action_value(attname, getattr(action, attname))
+
+
+def _action_fields() -> dict[str, Any]:
+    return rows.fields_by_attname(AgentAction)
+
+
+def _cast(attname: str) -> str:
+    return rows.cast(AgentAction, attname)
+
+
+@functools.cache
+def _insert_action_sql() -> str:
+    qn = connection.ops.quote_name
+    columns = ", ".join(qn(_action_fields()[a].column) for a in _INSERT_FIELDS)
+    values = ", ".join(_cast(a) for a in _INSERT_FIELDS)
+    return f"INSERT INTO {rows.table(AgentAction)} ({columns}) VALUES ({values})"
+
+
+@functools.cache
+def _claim_sql() -> str:
+    return (
+        f"UPDATE {rows.table(AgentAction)} SET status = %s, started_at = %s, completed_at = NULL "
+        "WHERE id = %s::uuid AND (status = %s OR (status = %s AND started_at < %s))"
+    )
+
+
+@functools.cache
+def _complete_sql() -> str:
+    qn = connection.ops.quote_name
+    sets = ", ".join(f"{qn(_action_fields()[a].column)} = {_cast(a)}" for a in _COMPLETE_FIELDS)
+    return f"UPDATE {rows.table(AgentAction)} SET status = %s, {sets} WHERE id = %s::uuid AND status = %s"
 
 
 def action_fail(action_id: Any, *, error: str, at: dt.datetime | None = None) -> str | None:
@@ -411,7 +480,24 @@ def message_record(message_id: Any, *, expect_status: str | None = None, **field
     unknown = set(fields) - _IN_STATE_FIELDS
     if unknown:
         raise ValueError(f"not an in-state field: {sorted(unknown)}")
+    if rows.enabled() and expect_status is not None and fields:
+        # the walker's path (context and draft, once per message each): the UPDATE written out and prepared
+        names = tuple(fields)
+        values = [rows.db_value(InboundMessage, name, fields[name]) for name in names]
+        params = [*values, timezone.now(), rows.uuid_text(message_id), expect_status]
+        return bool(rows.execute(_record_sql(names), params))
     qs = InboundMessage.objects.filter(pk=message_id)
     if expect_status is not None:
         qs = qs.filter(processing_status=expect_status)
     return bool(qs.update(**fields, updated_at=timezone.now()))
+
+
+@functools.lru_cache(maxsize=32)
+def _record_sql(names: tuple[str, ...]) -> str:
+    qn = connection.ops.quote_name
+    by_name = rows.fields_by_attname(InboundMessage)
+    sets = ", ".join(f"{qn(by_name[n].column)} = {rows.cast(InboundMessage, n)}" for n in names)
+    return (
+        f"UPDATE {rows.table(InboundMessage)} SET {sets}, {qn('updated_at')} = %s "
+        f"WHERE id = %s::uuid AND {qn('processing_status')} = %s"
+    )

@@ -9,14 +9,16 @@ the 5-minute sweep claims it again.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import logging
 import time
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
+from inbox import rows
 from inbox.breakers import llm_failure_record
 from inbox.lifecycle import (
     action_claim,
@@ -32,6 +34,7 @@ from inbox.models import ActionStatus, AgentAction, AgentConfig, InboundMessage,
 from inbox.models import ProcessingStatus as P
 from inbox.steps import Route, StepContext, step_module
 from owlat.jobs import enqueue
+from owlat.models import Contact, OrganizationSettings
 
 logger = logging.getLogger(__name__)
 STEP_TASK = "inbox.tasks.step_run_task"
@@ -59,15 +62,7 @@ def message_start(message_id: Any, *, now: dt.datetime | None = None) -> str:
     the agent configuration and the stored flags, one statement) is the one the scan runs on: no second read."""
     now = now or timezone.now()
     with transaction.atomic():
-        message = (
-            InboundMessage.objects.select_related(
-                "contact", "organization__agent_config", "organization__settings"
-            )
-            .select_for_update(of=("self",))
-            .annotate(pending_actions=Exists(_pending_of(OuterRef("pk"))))
-            .filter(pk=message_id)
-            .first()
-        )
+        message, config, flags = _start_load(message_id)
         if message is None:
             return "message not found"
         outcome = message_transition_locked(message, P.SECURITY_CHECK, at=now)
@@ -92,7 +87,8 @@ def message_start(message_id: Any, *, now: dt.datetime | None = None) -> str:
         # other pending rows of the message besides the scan's (a reset row a later step may reuse)
         others = message.pending_actions and _pending_of(message.pk).exclude(pk=action.pk).exists()
     action.inbound_message = message
-    summary = _run(action, others_pending=others)  # its own clock: claimed after the start committed
+    # its own clock: claimed after the start committed
+    summary = _run(action, config=config, others_pending=others, stored_flags=flags)
     return f"started; security_scan {action.pk}: {summary}"
 
 
@@ -102,8 +98,67 @@ def _pending_of(message_id: Any) -> Any:
 
 def step_run(message_id: Any, action_id: Any, *, now: dt.datetime | None = None) -> str:
     """AGT-10 `run_step` for the prepared action `action_id`."""
-    # one statement: the action, its message (with contact), the organization's agent configuration, and
-    # whether the message has another pending action (a reset row the next step must reuse, AGT-24)
+    loaded = _step_load(message_id, action_id)
+    if loaded is None:
+        return "action not found"
+    action, config, others_pending = loaded
+    return _run(action, config=config, others_pending=others_pending, now=now)
+
+
+def _start_load(message_id: Any) -> tuple[InboundMessage | None, AgentConfig | None, dict[str, Any] | None]:
+    """Inside the start's transaction, one statement: the message row locked, with its contact, the
+    organization's agent configuration (None: no row yet), its stored flags and whether the message has a
+    pending action (`pending_actions`)."""
+    if rows.enabled():
+        try:
+            pk = rows.uuid_text(message_id)
+        except ValueError:
+            pk = None
+        if pk is not None:
+            row = rows.fetchone(_start_sql(), [ActionStatus.PENDING, pk])
+            if row is None:
+                return None, None, None
+            message, config, flags = _built(row, with_flags=True)
+            message.pending_actions = row[-1]
+            return message, config, flags
+    message = (
+        InboundMessage.objects.select_related(
+            "contact", "organization__agent_config", "organization__settings"
+        )
+        .select_for_update(of=("self",))
+        .annotate(pending_actions=Exists(_pending_of(OuterRef("pk"))))
+        .filter(pk=message_id)
+        .first()
+    )
+    if message is None:
+        return None, None, None
+    from inbox.steps.scan import _loaded_flags
+
+    try:
+        config = message.organization.agent_config
+    except AgentConfig.DoesNotExist:
+        config = None
+    return message, config, _loaded_flags(message)
+
+
+def _step_load(message_id: Any, action_id: Any) -> tuple[AgentAction, AgentConfig | None, bool] | None:
+    """One statement: the action, its message (with contact), the organization's agent configuration (None: no
+    row yet), and whether the message has another pending action (a reset row the next step must reuse,
+    AGT-24)."""
+    if rows.enabled():
+        try:
+            ids = [rows.uuid_text(action_id), rows.uuid_text(message_id)]
+        except ValueError:
+            ids = None
+        if ids is not None:
+            row = rows.fetchone(_step_sql(), [ActionStatus.PENDING, *ids])
+            if row is None:
+                return None
+            n = rows.width(AgentAction)
+            action = rows.build(AgentAction, row[:n])
+            message, config, _ = _built(row[n:])
+            rows.cache_related(action, "inbound_message", message)
+            return action, config, row[-1]
     action = (
         AgentAction.objects.select_related(
             "inbound_message__contact", "inbound_message__organization__agent_config"
@@ -115,12 +170,111 @@ def step_run(message_id: Any, action_id: Any, *, now: dt.datetime | None = None)
         .first()
     )
     if action is None:
-        return "action not found"
-    return _run(action, others_pending=action.others_pending, now=now)
+        return None
+    try:
+        config = action.inbound_message.organization.agent_config
+    except AgentConfig.DoesNotExist:
+        config = None
+    return action, config, action.others_pending
 
 
-def _run(action: AgentAction, *, others_pending: bool, now: dt.datetime | None = None) -> str:
-    """Claim `action` and run its step on the already loaded message; then route it in one transaction."""
+def _message_columns(with_flags: bool = False) -> str:
+    """The message (m), its contact (c), the agent configuration (g) and with `with_flags` the settings row's
+    flags (s), as `_built` reads them."""
+    columns = [
+        rows.select_list("m", InboundMessage),
+        rows.select_list("c", Contact),
+        rows.select_list("g", AgentConfig),
+    ]
+    if with_flags:
+        columns.append("s.id, s.feature_flags")
+    return ", ".join(columns)
+
+
+def _message_joins(with_flags: bool = False) -> str:
+    joins = (
+        f"LEFT JOIN {rows.table(Contact)} AS c ON c.id = m.contact_id "
+        f"LEFT JOIN {rows.table(AgentConfig)} AS g ON g.organization_id = m.organization_id"
+    )
+    if with_flags:
+        joins += (
+            f" LEFT JOIN {rows.table(OrganizationSettings)} AS s ON s.organization_id = m.organization_id"
+        )
+    return joins
+
+
+def _built(row: tuple, *, with_flags: bool = False) -> tuple[InboundMessage, AgentConfig | None, Any]:
+    """The message with its contact cached, the agent configuration, and the stored flags ({} without a settings
+    row) from `_message_columns`' part of `row` (the row's last column is the pending-action test)."""
+    start = 0
+    built = []
+    for model in (InboundMessage, Contact, AgentConfig):
+        end = start + rows.width(model)
+        built.append(rows.build(model, row[start:end]))
+        start = end
+    message, contact, config = built
+    rows.cache_related(message, "contact", contact)
+    flags = None
+    if with_flags:
+        flags = {}
+        if row[start] is not None:
+            flags = _flags_field().from_db_value(row[start + 1], None, connection) or {}
+    return message, config, flags
+
+
+@functools.cache
+def _flags_field() -> Any:
+    return OrganizationSettings._meta.get_field("feature_flags")
+
+
+@functools.cache
+def _start_sql() -> str:
+    actions = rows.table(AgentAction)
+    return (
+        f"SELECT {_message_columns(True)}, EXISTS (SELECT 1 FROM {actions} AS p WHERE "
+        f"p.inbound_message_id = m.id AND p.status = %s) "
+        f"FROM {rows.table(InboundMessage)} AS m {_message_joins(True)} "
+        "WHERE m.id = %s::uuid FOR UPDATE OF m"
+    )
+
+
+@functools.cache
+def _step_sql() -> str:
+    actions = rows.table(AgentAction)
+    return (
+        f"SELECT {rows.select_list('a', AgentAction)}, {_message_columns()}, EXISTS (SELECT 1 FROM {actions} "
+        "AS p WHERE p.inbound_message_id = a.inbound_message_id AND p.status = %s AND p.id <> a.id) "
+        f"FROM {actions} AS a JOIN {rows.table(InboundMessage)} AS m ON m.id = a.inbound_message_id "
+        f"{_message_joins()} WHERE a.id = %s::uuid AND a.inbound_message_id = %s::uuid"
+    )
+
+
+@functools.cache
+def _lock_sql() -> str:
+    return (
+        f"SELECT {rows.select_list('m', InboundMessage)} FROM {rows.table(InboundMessage)} AS m "
+        "WHERE m.id = %s::uuid FOR UPDATE"
+    )
+
+
+def _lock(message_id: Any) -> InboundMessage | None:
+    """The message row locked (`select_for_update`), its fields read anew."""
+    if rows.enabled():
+        row = rows.fetchone(_lock_sql(), [rows.uuid_text(message_id)])
+        return None if row is None else rows.build(InboundMessage, row)
+    return InboundMessage.objects.select_for_update().filter(pk=message_id).first()
+
+
+def _run(
+    action: AgentAction,
+    *,
+    config: AgentConfig | None,
+    others_pending: bool,
+    now: dt.datetime | None = None,
+    stored_flags: dict[str, Any] | None = None,
+) -> str:
+    """Claim `action` and run its step on the already loaded message and agent configuration (None: the
+    organization has none yet); then route it in one transaction."""
     if action.status in _FINISHED:
         return f"action already {action.status}"
     module = step_module(action.action_type)
@@ -131,11 +285,9 @@ def _run(action: AgentAction, *, others_pending: bool, now: dt.datetime | None =
     now = now or timezone.now()
     if not action_claim(action.pk, at=now):
         return "not claimed"
-    try:
-        config = message.organization.agent_config
-    except AgentConfig.DoesNotExist:
+    if config is None:
         config, _ = AgentConfig.objects.get_or_create(organization_id=message.organization_id)
-    ctx = StepContext(message=message, config=config, now=now)
+    ctx = StepContext(message=message, config=config, now=now, stored_flags=stored_flags)
     started = time.perf_counter()
     step_input = action.input or {}
     try:
@@ -182,7 +334,7 @@ def _lock_for_route(
         return message
     if record:
         message_record(message.pk, expect_status=module.RUNS_IN, **record)
-    return InboundMessage.objects.select_for_update().filter(pk=message.pk).first()
+    return _lock(message.pk)
 
 
 def _bookkeeping(output: Any, ctx: StepContext, started: float) -> dict[str, Any]:

@@ -26,6 +26,8 @@ class StepContext:
     #: writes that belong with the step's result (a breaker observation): run in the closing transaction once the
     #: message is locked in the step's status, so they commit with it and cost no transaction of their own
     on_close: list[Callable[[], Any]] = field(default_factory=list)
+    #: the organization's stored feature flags when the walker read them with the message (the start task)
+    stored_flags: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

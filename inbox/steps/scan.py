@@ -47,7 +47,9 @@ def execute(ctx: StepContext, input: dict[str, Any]) -> dict[str, Any]:
     return {
         "flags": result.as_flags(ctx.now.isoformat()),
         "released": released,
-        "pipelineEnabled": pipeline_enabled(m.organization_id, _loaded_flags(m)),
+        "pipelineEnabled": pipeline_enabled(
+            m.organization_id, ctx.stored_flags if ctx.stored_flags is not None else _loaded_flags(m)
+        ),
     }
 
 
