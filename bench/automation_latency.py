@@ -11,7 +11,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from automation_load import Live, post_event
-from measure import cpu_seconds, percentile, tree_pids, wait_for
+from measure import cpu_by_pid, cpu_seconds, cpu_since, percentile, tree_pids, wait_for
 
 # (hop, from, to): the instants are the client's (call start, 201 received), the rows' own timestamps and the sink's
 # acceptance; each hop's median and p95 are printed, so the hops' share of the end-to-end median is visible.
@@ -81,18 +81,33 @@ def latency_breakdown(
     ]
 
 
-def cpu_usage(components: dict[str, list[int]]) -> dict[str, float]:
-    """CPU seconds used so far by each component's process tree, this process (client and sink) and the
-    PostgreSQL backends serving the benchmark database."""
+def cpu_usage(components: dict[str, list[int]]) -> dict[str, float | dict[int, float]]:
+    """CPU used so far by each component's process tree (seconds), this process (client and sink) and the
+    PostgreSQL backends serving the benchmark database (seconds per backend: `cpu_per_event` counts each
+    backend's own difference, so a backend that ended in between is left out instead of making the sum go back)."""
     from django.db import connection
 
-    out = {name: cpu_seconds(tree_pids(roots)) for name, roots in components.items()}
+    out: dict[str, float | dict[int, float]] = {
+        name: cpu_seconds(tree_pids(roots)) for name, roots in components.items()
+    }
     out["bench (client, sink)"] = cpu_seconds([os.getpid()])
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
         )
-        out["postgres"] = cpu_seconds([row[0] for row in cursor.fetchall()])
+        out["postgres"] = cpu_by_pid([row[0] for row in cursor.fetchall()])
+    return out
+
+
+def cpu_per_event(before: dict, after: dict, n: int) -> dict[str, float]:
+    """CPU milliseconds per event of each component between two `cpu_usage` snapshots."""
+    out = {}
+    for name, used in after.items():
+        if isinstance(used, dict):
+            seconds = cpu_since(before.get(name, {}), used)
+        else:
+            seconds = used - before.get(name, 0.0)
+        out[name] = round(1000 * seconds / n, 2)
     return out
 
 
@@ -143,13 +158,10 @@ def latency_phase(live: Live, n_lat: int) -> dict:
         "phase 2 first mails",
         lambda: f"{len({m.rcpt_tos[0] for m in list(sink.messages)})}/{n_lat} contacts reached",
     )
-    cpu_per_event = {
-        name: round(1000 * (used - cpu_before.get(name, 0.0)) / n_lat, 2)
-        for name, used in cpu_usage(components).items()
-    }
+    cpu_ms = cpu_per_event(cpu_before, cpu_usage(components), n_lat)
     print(
         "  CPU ms per event by process (summed over its children): "
-        + ", ".join(f"{name} {ms:.1f}" for name, ms in cpu_per_event.items()),
+        + ", ".join(f"{name} {ms:.1f}" for name, ms in cpu_ms.items()),
         flush=True,
     )
     first_mail: dict[str, float] = {}
@@ -169,7 +181,7 @@ def latency_phase(live: Live, n_lat: int) -> dict:
     print_breakdown(hops)
     return {
         "latency_hops": hops,
-        "latency_cpu_ms_per_event": cpu_per_event,
+        "latency_cpu_ms_per_event": cpu_ms,
         "offered_rate": args.rate,
         "offered_seconds": round(offered_seconds, 1),
         "latency_events": len(latencies),

@@ -7,7 +7,7 @@ import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from automation_latency import cpu_usage
+from automation_latency import cpu_per_event, cpu_usage
 from automation_load import Live, post_event
 from measure import cpu_seconds, peak_rss_mib, reset_peak_rss, tree_pids, wait_for
 
@@ -39,10 +39,7 @@ def throughput_at_sizes(live: Live, sizes: list[int]) -> list[dict]:
         t_api = max(o[2] for o in out) - t0
         web_cpu = 1000 * (cpu_seconds(tree_pids([web.pid])) - web_cpu) / size
         # Where the machine's CPU went while the API was being measured (the workers run beside it).
-        cpu_per_event = {
-            name: round(1000 * (used - cpu_before.get(name, 0.0)) / size, 2)
-            for name, used in cpu_usage(components).items()
-        }
+        cpu_ms = cpu_per_event(cpu_before, cpu_usage(components), size)
         bad = [o[0] for o in out if o[0] != 201]
         events_per_s = (size - len(bad)) / t_api
         print(
@@ -52,7 +49,7 @@ def throughput_at_sizes(live: Live, sizes: list[int]) -> list[dict]:
         )
         print(
             "  CPU ms per event while the API was measured: "
-            + ", ".join(f"{name} {ms:.1f}" for name, ms in cpu_per_event.items()),
+            + ", ".join(f"{name} {ms:.1f}" for name, ms in cpu_ms.items()),
             flush=True,
         )
         expected = 2 * (size - len(bad))
@@ -87,7 +84,7 @@ def throughput_at_sizes(live: Live, sizes: list[int]) -> list[dict]:
             "api_errors": len(bad),
             "events_per_second": round(events_per_s, 1),
             "web_cpu_ms_per_request": round(web_cpu, 2),
-            "api_window_cpu_ms_per_event": cpu_per_event,
+            "api_window_cpu_ms_per_event": cpu_ms,
             "steps": steps,
             "failed_steps": failed,
             "walker_seconds": round(walker_seconds, 2),

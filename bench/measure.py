@@ -83,16 +83,32 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
 
 
-def cpu_seconds(pids: list[int]) -> float:
-    """User + system CPU time the processes have used so far (Linux /proc/<pid>/stat), in seconds."""
+def cpu_by_pid(pids: list[int]) -> dict[int, float]:
+    """CPU seconds each process has used so far (Linux /proc/<pid>/stat): user + system time plus that of its
+    children it has waited for (cutime, cstime), so a recycled worker's CPU stays in its parent's figure. A
+    process that has ended is absent."""
     import os
 
     tick = os.sysconf("SC_CLK_TCK")
-    total = 0
+    out: dict[int, float] = {}
     for pid in pids:
         try:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat)
-    return total / tick
+        # utime, stime, cutime, cstime (fields 14-17 of stat)
+        out[pid] = (int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14])) / tick
+    return out
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """CPU seconds a process tree has used so far (`tree_pids`): a child that ended was waited for by a parent in
+    the same tree, so its time moves into that parent's figure and the sum never goes back."""
+    return sum(cpu_by_pid(pids).values())
+
+
+def cpu_since(before: dict[int, float], after: dict[int, float]) -> float:
+    """CPU seconds used between two `cpu_by_pid` snapshots of processes whose parent is not among them
+    (PostgreSQL backends): one started in between counts whole, one that ended in between is lost, so the figure
+    can be under-counted, never negative."""
+    return sum(max(0.0, used - before.get(pid, 0.0)) for pid, used in after.items())
