@@ -71,7 +71,7 @@ from automation_load import (  # noqa: E402
 from automation_phases import throughput_at_sizes, walker_alone_at_sizes  # noqa: E402
 from automation_summary import summarize  # noqa: E402
 from automation_world import build_world, setup_django  # noqa: E402
-from common import recreate_database  # noqa: E402
+from common import recreate_database, server_settings  # noqa: E402
 from measure import wait_for, wait_http  # noqa: E402
 
 DEFAULT_DB = "postgres://postgres@127.0.0.1:5432/owlat_bench"
@@ -143,6 +143,7 @@ def main() -> int:
         "keys": args.keys,
         "clients": args.clients,
         "load_average_at_start": os.getloadavg(),
+        "postgresql": server_settings(url),
     }
     try:
         wait_http(f"{base}/api/v1/health")

@@ -32,6 +32,32 @@ def recreate_database(url: str) -> None:
     with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
         conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    print(server_line(server_settings(url)), flush=True)
+
+
+SERVER_SETTINGS = ("autovacuum", "fsync", "synchronous_commit", "shared_buffers", "max_connections")
+
+
+def server_settings(url: str) -> dict[str, str]:
+    """The PostgreSQL server settings that change what a benchmark measures, as the server reports them."""
+    import psycopg
+
+    base, _, _ = url.rpartition("/")
+    with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
+        return {name: conn.execute(f"SHOW {name}").fetchone()[0] for name in SERVER_SETTINGS}
+
+
+def server_line(found: dict[str, str]) -> str:
+    """One line naming the server's settings, with a warning when autovacuum is off: production runs it
+    (PostgreSQL's default, docs/deploy.md), and without it the queue tables' dead rows pile up, so figures past
+    some 10,000 rows measure that pile as well (CI machines may turn it off in their configuration)."""
+    line = "PostgreSQL: " + ", ".join(f"{k} {v}" for k, v in found.items())
+    if found["autovacuum"] != "on":
+        line += (
+            "\n  WARNING: autovacuum is off on this server, unlike production; the figures include dead rows"
+            " no vacuum removes. Turn it on: ALTER SYSTEM SET autovacuum = on; SELECT pg_reload_conf();"
+        )
+    return line
 
 
 def base_env(url: str, **extra: str) -> dict[str, str]:

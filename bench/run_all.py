@@ -30,6 +30,9 @@ from typing import Any
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 OUT_DIR = BASE_DIR / "var" / "bench"
+sys.path.insert(0, str(BASE_DIR / "bench"))
+
+from common import server_line, server_settings  # noqa: E402
 
 
 @dataclass
@@ -326,6 +329,10 @@ def main() -> int:
     load_end = os.getloadavg()
     print(f"\nBenchmarks ({args.profile} sizes), {seconds / 60:.1f} min in all, {os.cpu_count()} CPUs, "
           f"load average at start {load_start[0]:.2f}, at end {load_end[0]:.2f}\n")  # fmt: skip
+    server = server_settings(
+        os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres")
+    )
+    print(server_line(server))
     print(table(rows))
     out = Path(args.json)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -337,6 +344,7 @@ def main() -> int:
                 "cpus": os.cpu_count(),
                 "load_average_start": load_start,
                 "load_average_end": load_end,
+                "postgresql": server,
                 "figures": [asdict(r) for r in rows],
             },
             indent=2,
