@@ -96,6 +96,12 @@ def fetchone(sql: str, params: list[Any]) -> tuple | None:
         return cursor.fetchone()
 
 
+def fetchall(sql: str, params: list[Any]) -> list[tuple]:
+    with prepared_cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
 def execute(sql: str, params: list[Any]) -> int:
     with prepared_cursor() as cursor:
         cursor.execute(sql, params)

@@ -257,6 +257,24 @@ def _lock_sql() -> str:
     )
 
 
+@functools.cache
+def _config_sql() -> str:
+    return (
+        f"SELECT {rows.select_list('g', AgentConfig)} FROM {rows.table(AgentConfig)} AS g "
+        f"WHERE g.id = {rows.cast(AgentConfig, 'id')} FOR UPDATE"
+    )
+
+
+def _config_locked(pk: Any) -> AgentConfig:
+    """The agent configuration row locked and read anew (`select_for_update().get(pk=…)`)."""
+    if rows.enabled():
+        row = rows.fetchone(_config_sql(), [pk])
+        if row is None:
+            raise AgentConfig.DoesNotExist("AgentConfig matching query does not exist.")
+        return rows.build(AgentConfig, row)
+    return AgentConfig.objects.select_for_update().get(pk=pk)
+
+
 def _lock(message_id: Any) -> InboundMessage | None:
     """The message row locked (`select_for_update`), its fields read anew."""
     if rows.enabled():
@@ -302,7 +320,7 @@ def _run(
                 write()
             if action.action_type == StepKind.ROUTE:
                 # AGT-21: the daily-limit check and the increment happen under the config row's lock
-                ctx.config = AgentConfig.objects.select_for_update().get(pk=config.pk)
+                ctx.config = _config_locked(config.pk)
             route = module.route(output, step_input, ctx)
             return _apply_route(locked, action, route, output, ctx, started, reuse=others_pending)
     except Exception as exc:

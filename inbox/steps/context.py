@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
+from inbox import rows
 from inbox.models import InboundMessage
 from inbox.models import ProcessingStatus as P
 from inbox.security import visible_body
@@ -20,6 +22,45 @@ KEEP_CHARS = 16000
 
 def _current(m: InboundMessage) -> str:
     return f"From: {m.from_email}\nSubject: {m.subject}\n\n{visible_body(m.text_body, m.html_body)}"
+
+
+def _recent_activities(contact_id: Any, organization_id: Any) -> list[tuple[str, Any]]:
+    """The contact's five latest activities (type, time), newest first."""
+    if rows.enabled():
+        sql = (
+            f"SELECT activity_type, occurred_at FROM {rows.table(ContactActivity)} "
+            "WHERE contact_id = %s::uuid AND organization_id = %s::uuid ORDER BY occurred_at DESC LIMIT 5"
+        )
+        return rows.fetchall(sql, [rows.uuid_text(contact_id), rows.uuid_text(organization_id)])
+    return list(
+        ContactActivity.objects.filter(contact_id=contact_id, organization_id=organization_id)
+        .order_by("-occurred_at")
+        .values_list("activity_type", "occurred_at")[:5]
+    )
+
+
+def _thread_history(m: InboundMessage) -> list[InboundMessage]:
+    """The thread's five latest other messages of the organization, newest first."""
+    if rows.enabled():
+        found = rows.fetchall(
+            _history_sql(),
+            [rows.uuid_text(m.thread_id), rows.uuid_text(m.organization_id), rows.uuid_text(m.pk)],
+        )
+        return [rows.build(InboundMessage, row) for row in found]
+    return list(
+        InboundMessage.objects.filter(thread_id=m.thread_id, organization_id=m.organization_id)
+        .exclude(pk=m.pk)
+        .order_by("-received_at")[:5]
+    )
+
+
+@functools.cache
+def _history_sql() -> str:
+    return (
+        f"SELECT {rows.select_list('m', InboundMessage)} FROM {rows.table(InboundMessage)} AS m "
+        "WHERE m.thread_id = %s::uuid AND m.organization_id = %s::uuid AND NOT (m.id = %s::uuid) "
+        "ORDER BY m.received_at DESC LIMIT 5"
+    )
 
 
 def execute(ctx: StepContext, input: dict[str, Any]) -> dict[str, Any]:
@@ -39,22 +80,14 @@ def execute(ctx: StepContext, input: dict[str, Any]) -> dict[str, Any]:
     sections.append(contact_line)
     activities = []
     if contact is not None:
-        activities = list(
-            ContactActivity.objects.filter(contact_id=contact.pk, organization_id=m.organization_id)
-            .order_by("-occurred_at")
-            .values_list("activity_type", "occurred_at")[:5]
-        )
+        activities = _recent_activities(contact.pk, m.organization_id)
     if activities:
         sections.append(
             "Recent activity:\n" + "\n".join(f"- {t} at {at:%Y-%m-%d %H:%M}" for t, at in activities)
         )
     history = []
     if m.thread_id:
-        history = list(
-            InboundMessage.objects.filter(thread_id=m.thread_id, organization_id=m.organization_id)
-            .exclude(pk=m.pk)
-            .order_by("-received_at")[:5]
-        )
+        history = _thread_history(m)
     if history:
         sections.append(
             "Thread history:\n"
