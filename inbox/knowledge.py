@@ -3,6 +3,7 @@ and the import of a folder of Markdown/text files."""
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -10,6 +11,7 @@ from typing import Any
 
 from django.db import connection
 
+from inbox import rows
 from inbox.models import KnowledgeEntry
 
 _WORD = re.compile(r"[A-Za-z0-9À-ɏ]{3,}")
@@ -86,6 +88,23 @@ def knowledge_vector() -> Any:
     )
 
 
+#: `knowledge_vector()` as SQL on the alias `k`, constants written in (as the GIN index `knowledge_search` has them)
+_DOCUMENT = (
+    "(setweight(to_tsvector('simple'::regconfig, COALESCE(k.\"title\", '')), 'A') || "
+    "setweight(to_tsvector('simple'::regconfig, COALESCE(k.\"content\", '')), 'B'))"
+)
+
+
+@functools.cache
+def _search_sql() -> str:
+    return (
+        f"SELECT {rows.select_list('k', KnowledgeEntry)}, "
+        f"ts_rank({_DOCUMENT}, to_tsquery('simple'::regconfig, %s)) AS rank "
+        f"FROM {rows.table(KnowledgeEntry)} AS k WHERE k.organization_id = %s::uuid "
+        f"AND {_DOCUMENT} @@ to_tsquery('simple'::regconfig, %s) ORDER BY rank DESC, k.title ASC LIMIT %s"
+    )
+
+
 def knowledge_search(
     *, organization_id: Any, text: str, limit: int = 10
 ) -> list[tuple[KnowledgeEntry, float]]:
@@ -93,21 +112,29 @@ def knowledge_search(
     words = _keywords(text)
     if not words:
         return []
+    raw_query = " | ".join(f"{w}:*" for w in words)
+    if rows.enabled() and organization_id is not None:
+        # the context step's search, once per message: written out and prepared (inbox.rows); the document
+        # is the index's expression with its constants in the text, so the `@@` reads `knowledge_search`
+        found = rows.fetchall(
+            _search_sql(), [raw_query, rows.uuid_text(organization_id), raw_query, int(limit)]
+        )
+        return [(rows.build(KnowledgeEntry, row[:-1]), float(row[-1])) for row in found]
     qs = KnowledgeEntry.objects.filter(organization_id=organization_id)
     if connection.vendor == "postgresql":
         from django.contrib.postgres.search import SearchQuery, SearchRank
         from django.db.models import F
 
-        query = SearchQuery(" | ".join(f"{w}:*" for w in words), search_type="raw", config="simple")
+        query = SearchQuery(raw_query, search_type="raw", config="simple")
         # `@@` against the same expression as the GIN index `knowledge_search` (inbox.models): only matching
         # rows are read and ranked, instead of every entry's vector built and ranked per message
-        rows = (
+        ranked = (
             qs.annotate(search=knowledge_vector())
             .filter(search=query)
             .annotate(rank=SearchRank(F("search"), query))
             .order_by("-rank", "title")[:limit]
         )
-        return [(row, float(row.rank)) for row in rows]
+        return [(row, float(row.rank)) for row in ranked]
     # plain fallback (SQLite): count keyword hits in Python over the organization's entries
     scored = []
     for row in qs.only("id", "title", "content")[:2000]:

@@ -12,6 +12,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from inbox.models import AgentAction, InboundMessage
+from owlat.organizations import organization_create
 
 pytestmark = pytest.mark.django_db
 
@@ -102,3 +103,36 @@ def test_knowledge_search_matches_through_the_gin_index(org):
     with connection.cursor() as cursor:
         cursor.execute("SET LOCAL enable_seqscan = off")
     assert "knowledge_search" in qs.explain()
+
+
+def test_the_prepared_knowledge_search_reads_the_gin_index_and_ranks_as_the_orm(org):
+    """inbox.knowledge's written-out search (PostgreSQL): the same hits in the same order with the same ranks as
+    the ORM query it replaces, and its `@@` is the indexed expression (constants in the text, so the index
+    matches a prepared statement's generic plan too)."""
+    from unittest import mock
+
+    from django.db import connection
+
+    from inbox import rows
+    from inbox.knowledge import _DOCUMENT, _search_sql, knowledge_search
+    from inbox.models import KnowledgeEntry
+
+    KnowledgeEntry.objects.create(organization=org, title="Invoices", content="Download them under Billing.")
+    KnowledgeEntry.objects.create(organization=org, title="Billing", content="Every invoice is a PDF.")
+    KnowledgeEntry.objects.create(organization=org, title="Shipping", content="We ship worldwide.")
+    other = organization_create(name="Other", default_from_email="a@other.test", default_from_name="Other")
+    KnowledgeEntry.objects.create(organization=other, title="Invoices", content="Not yours.")
+    text = "Where is my invoice? Billing please"
+    hits = knowledge_search(organization_id=org.pk, text=text)
+    with mock.patch.object(rows, "enabled", return_value=False):
+        orm = knowledge_search(organization_id=org.pk, text=text)  # the ORM query it replaces
+    assert {e.title for e, _ in hits} == {"Invoices", "Billing"}
+    assert [(e.pk, round(r, 6)) for e, r in hits] == [(e.pk, round(r, 6)) for e, r in orm]
+    # the expression alone (the organization filter has its own index, which a tiny table would pick)
+    match = f"{_DOCUMENT} @@ to_tsquery('simple'::regconfig, %s)"
+    assert match in _search_sql()
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute(f"EXPLAIN SELECT k.id FROM inbox_knowledgeentry AS k WHERE {match}", ["invoice:*"])
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert "knowledge_search" in plan
