@@ -111,3 +111,48 @@ class _Executed:
 
         with ClientCursor(self.conn) as cursor:
             return cursor.mogrify(self.sql, self.params).encode()
+
+
+def prepared_models(model: type, where: str, params: Any, *, connection: Any = None) -> list[Any]:
+    """`model`'s rows matching `where` (written-out SQL over its table's columns, e.g. `"automation_id =
+    ANY(%s::uuid[])"`) as instances built as the ORM builds them (every concrete field, each field's database
+    converters applied, `from_db`), read through `prepared_cursor()`: for a hot read whose ORM form costs more
+    to compile and to plan than to run. PostgreSQL only (the `where` is PostgreSQL's); keep the ORM form for
+    other databases. `where` must be one of a few fixed texts (see the module's doc)."""
+    connection = connection or default_connection
+    sql, names, converters = _select_all(model, where)
+    with prepared_cursor(connection) as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    db = connection.alias
+    out = []
+    for row in rows:
+        if converters:
+            row = list(row)
+            for i, chain, expression in converters:
+                value = row[i]
+                if value is not None:
+                    for convert in chain:
+                        value = convert(value, expression, connection)
+                    row[i] = value
+        out.append(model.from_db(db, names, row))
+    return out
+
+
+@functools.cache
+def _select_all(model: type, where: str) -> tuple[str, list[str], list[tuple[int, tuple[Any, ...], Any]]]:
+    """The SELECT of every concrete column of `model` under `where`, the attnames in order, and (position,
+    converters, column expression) of the columns that have database converters, as the ORM's compiler
+    collects them (the backend's, then the field's)."""
+    connection = default_connection
+    qn = connection.ops.quote_name
+    table = model._meta.db_table
+    fields = list(model._meta.concrete_fields)
+    converters = []
+    for i, f in enumerate(fields):
+        col = f.get_col(table)
+        chain = tuple(connection.ops.get_db_converters(col) + f.get_db_converters(connection))
+        if chain:
+            converters.append((i, chain, col))
+    columns = ", ".join(qn(f.column) for f in fields)
+    return f"SELECT {columns} FROM {qn(table)} WHERE {where}", [f.attname for f in fields], converters
