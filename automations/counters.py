@@ -64,8 +64,10 @@ def _insert_deltas(column: str, rows: list[tuple[Any, str, int]]) -> None:
             [AutomationCounterDelta(**{column: pk}, field=name, delta=delta) for pk, name, delta in rows]
         )
         return
+    from owlat.sql import prepared_cursor
+
     table = AutomationCounterDelta._meta.db_table
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:  # two texts (by column): prepared once per connection
         cursor.execute(
             f"INSERT INTO {table} ({column}, field, delta) "
             "SELECT * FROM unnest(%s::uuid[], %s::varchar[], %s::integer[])",

@@ -25,7 +25,7 @@ from types import ModuleType
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from automations.lifecycle import ClaimedStepRun, runs_finish_many, step_runs_claim_due
@@ -39,6 +39,7 @@ from automations.models import AutomationRun, AutomationStatus, AutomationStep, 
 from automations.steps import StepContext, StepOutcome, step_module_for
 from owlat import wakeups
 from owlat.jobs import enqueue
+from owlat.sql import prepared_models
 
 logger = logging.getLogger(__name__)
 
@@ -155,7 +156,7 @@ def execute_claimed(
     automations = {r.automation_id: r.automation for r in runs.values()}
     automation_ids = set(automations)
     steps: dict[Any, dict[int, AutomationStep]] = defaultdict(dict)
-    for s in AutomationStep.objects.filter(automation_id__in=automation_ids):
+    for s in _steps_of(automation_ids):
         steps[s.automation_id][s.step_index] = s
 
     summaries: dict[Any, str] = {}
@@ -240,6 +241,18 @@ def execute_claimed(
         sr = item.claimed.step_run
         summaries[sr.pk] = _retry_or_fail(item.run, sr.pk, item.claimed.attempt, error, now)
     return summaries
+
+
+def _steps_of(automation_ids: set[Any]) -> list[AutomationStep]:
+    """The steps of the batch's automations: on PostgreSQL one prepared statement (the same text every batch:
+    parsed and planned once per connection, no ORM compilation), elsewhere the ORM's query."""
+    if not automation_ids:
+        return []
+    if connection.vendor == "postgresql":
+        return prepared_models(
+            AutomationStep, "automation_id = ANY(%s::uuid[])", [[str(a) for a in automation_ids]]
+        )
+    return list(AutomationStep.objects.filter(automation_id__in=automation_ids))
 
 
 class _NotApplied(Exception):
