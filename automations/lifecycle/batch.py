@@ -68,17 +68,31 @@ def step_runs_claim_due(
     run = AutomationRun._meta.db_table
     delta = AutomationCounterDelta._meta.db_table
     if ids is not None:
-        where, params = "status = %s AND id = ANY(%s::uuid[])", [PENDING, [str(i) for i in ids]]
+        due = (
+            f"SELECT id FROM {sr} WHERE status = %s AND id = ANY(%s::uuid[]) LIMIT %s FOR UPDATE SKIP LOCKED"
+        )
+        params = [PENDING, [str(i) for i in ids], limit]
     else:
-        where, params = "status = %s AND (delay_until IS NULL OR delay_until <= %s)", [PENDING, at]
+        # The two kinds of due rows each through a partial index (steprun_pending_delay) as a plain index scan,
+        # those whose delay has passed first: as one OR the planner takes a bitmap scan, which visits every dead
+        # entry the claimed rows left in the pending indexes since the last vacuum on every claim (a bitmap scan
+        # never marks them dead; an index scan does). The outer LIMIT stops the scans, and the locking, at
+        # `limit` rows.
+        due = (
+            f"SELECT id FROM (SELECT id FROM (SELECT id FROM {sr} WHERE status = %s AND delay_until <= %s "
+            f"LIMIT %s FOR UPDATE SKIP LOCKED) AS came_due UNION ALL SELECT id FROM (SELECT id FROM {sr} "
+            f"WHERE status = %s AND delay_until IS NULL LIMIT %s FOR UPDATE SKIP LOCKED) AS now_due) AS due "
+            f"LIMIT %s"
+        )
+        params = [PENDING, at, limit, PENDING, limit, limit]
     fields = AutomationStepRun._meta.concrete_fields
     qn = connection.ops.quote_name
+    # COALESCE(s.status, …): the guard (redundant with the lock's recheck) is a filter on the primary key's
+    # rows, not a reason to AND the pending partial indexes (and their dead entries) into the scan.
     sql = f"""
         WITH claimed AS (
             UPDATE {sr} AS s SET status = %s, started_at = %s, attempt = 0
-            WHERE s.id = ANY(ARRAY(
-                SELECT id FROM {sr} WHERE {where} LIMIT %s FOR UPDATE SKIP LOCKED
-            )) AND s.status = %s
+            WHERE s.id = ANY(ARRAY({due})) AND COALESCE(s.status, '') = %s
             RETURNING {", ".join(f"s.{qn(f.column)}" for f in fields)}
         ), counted AS (
             UPDATE {run} AS r SET steps_executed = r.steps_executed + 1
@@ -99,7 +113,7 @@ def step_runs_claim_due(
     """
     names = [f.attname for f in fields]
     with connection.cursor() as cursor:  # one statement: atomic on its own
-        cursor.execute(sql, [EXECUTING, at, *params, limit, PENDING, PENDING, EXECUTING])
+        cursor.execute(sql, [EXECUTING, at, *params, PENDING, PENDING, EXECUTING])
         rows = cursor.fetchall()
     db = connection.alias
     n = len(fields)
