@@ -4,9 +4,11 @@ complaint) per organization and sender domain, kept as one `SendingStat` row per
 from __future__ import annotations
 
 import datetime as dt
+import functools
+import uuid
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 
 from owlat.models import SendingStat
@@ -34,6 +36,9 @@ def sending_stats_bump(
         raise ValueError(f"unknown sending stat(s): {', '.join(sorted(unknown))}")
     if not deltas:
         return
+    if connection.vendor == "postgresql":
+        _upsert(organization_id, day, (sender_domain or "").lower(), deltas)
+        return
     key = {"organization_id": organization_id, "day": day, "sender_domain": (sender_domain or "").lower()}
     updates = {k: F(k) + v for k, v in deltas.items()}
     if SendingStat.objects.filter(**key).update(**updates):
@@ -43,3 +48,39 @@ def sending_stats_bump(
             SendingStat.objects.create(**key, **deltas)
     except IntegrityError:  # created concurrently: add to it
         SendingStat.objects.filter(**key).update(**updates)
+
+
+def _upsert(organization_id: Any, day: dt.date, sender_domain: str, deltas: dict[str, int]) -> None:
+    """PostgreSQL: the row created with `deltas` or `deltas` added to it, in one prepared statement (`INSERT …
+    ON CONFLICT (organization, day, sender domain) DO UPDATE`; every delivery job writes it: was an UPDATE, and
+    on a day's first use a savepoint and an INSERT). As before: `updated_at` is set when the row is created
+    (the ORM's `update()` never set it), the other counters gain 0."""
+    from django.utils import timezone
+    from psycopg.types.numeric import Int4
+
+    from owlat.sql import prepared_cursor
+
+    with prepared_cursor() as cursor:
+        cursor.execute(
+            _upsert_sql(),
+            [
+                uuid.uuid4(),
+                str(organization_id),
+                day,
+                sender_domain,
+                *(Int4(deltas.get(name, 0)) for name in STAT_FIELDS),
+                timezone.now(),
+            ],
+        )
+
+
+@functools.cache
+def _upsert_sql() -> str:
+    table = SendingStat._meta.db_table
+    counters = ", ".join(STAT_FIELDS)
+    return (
+        f"INSERT INTO {table} (id, organization_id, day, sender_domain, {counters}, updated_at) "
+        f"VALUES (%s, %s::uuid, %s::date, %s, {', '.join(['%s'] * len(STAT_FIELDS))}, %s) "
+        "ON CONFLICT (organization_id, day, sender_domain) DO UPDATE SET "
+        + ", ".join(f"{name} = {table}.{name} + EXCLUDED.{name}" for name in STAT_FIELDS)
+    )
