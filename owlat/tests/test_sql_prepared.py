@@ -82,3 +82,22 @@ def test_switched_off_it_is_the_plain_cursor(settings):
         cursor.execute("SELECT %s::integer + 40", [2])
         assert cursor.fetchone() == (42,)
     assert not any("+ 40" in s for s in _prepared())
+
+
+@pytest.mark.parametrize("prepared", [True, False])
+def test_prepared_models_builds_the_instances_the_orm_builds(settings, prepared):
+    from owlat.models import OrganizationSettings
+    from owlat.organizations import organization_create, organization_settings
+    from owlat.sql import prepared_models
+
+    settings.OWLAT_PREPARED_STATEMENTS = prepared
+    org = organization_create(name="Owls", default_from_email="hoot@example.com")
+    orm = OrganizationSettings.objects.get(organization_id=org.pk)
+    (row,) = prepared_models(OrganizationSettings, "organization_id = %s", [org.pk])
+    fields = [f.attname for f in OrganizationSettings._meta.concrete_fields]
+    assert [getattr(row, f) for f in fields] == [getattr(orm, f) for f in fields]
+    assert isinstance(row.feature_flags, dict) and not row._state.adding and row._state.db == "default"
+    assert [getattr(organization_settings(str(org.pk)), f) for f in fields] == [
+        getattr(orm, f) for f in fields
+    ]
+    assert prepared_models(OrganizationSettings, "organization_id = %s", [uuid.uuid4()]) == []
