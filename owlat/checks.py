@@ -27,7 +27,9 @@ def autovacuum_warnings(setting: str, alias: str) -> list[checks.CheckMessage]:
 
 
 @checks.register(checks.Tags.database)
-def check_autovacuum(app_configs: Any = None, databases: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+def check_autovacuum(
+    app_configs: Any = None, databases: Any = None, **kwargs: Any
+) -> list[checks.CheckMessage]:
     out: list[checks.CheckMessage] = []
     for alias in databases or ():
         connection = connections[alias]

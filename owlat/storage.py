@@ -57,7 +57,9 @@ class SetStorageParameters(migrations.operations.base.Operation):
         if schema_editor.connection.vendor != "postgresql":
             return
         names = ", ".join(self.parameters)
-        schema_editor.execute(f"ALTER TABLE {self._table(app_label, schema_editor, to_state)} RESET ({names})")
+        schema_editor.execute(
+            f"ALTER TABLE {self._table(app_label, schema_editor, to_state)} RESET ({names})"
+        )
 
     def describe(self) -> str:
         return f"Set storage parameters of {self.model_name} (PostgreSQL only)"
