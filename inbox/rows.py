@@ -4,8 +4,8 @@ Every step task reads its action with the message, the contact and the agent con
 for its routing, claims and completes its action and inserts the next step's row. Built by the ORM, each of
 these statements was compiled again per call (a joined select of four models is ~150 columns to compile) and
 parsed and planned again by PostgreSQL; here the text is built once per process from the models' fields and
-runs prepared (`owlat.sql.prepared_cursor`). The rows are built as the ORM builds them (`Model.from_db` with the
-fields' database converters applied; joined rows cached as `select_related` caches them).
+runs prepared (`owlat.sql.prepared_cursor`). The rows are built as the ORM builds them (`owlat.sql.model_from_row`;
+joined rows cached as `select_related` caches them).
 
 PostgreSQL only: the callers keep their ORM statement for other databases (`enabled()`).
 """
@@ -19,7 +19,7 @@ from typing import Any
 from django.db import connection
 from django.db.models import Model
 
-from owlat.sql import prepared_cursor
+from owlat.sql import model_from_row, prepared_cursor
 
 
 def enabled() -> bool:
@@ -27,19 +27,19 @@ def enabled() -> bool:
 
 
 @functools.cache
-def _columns(model: type[Model]) -> tuple[list[Any], list[str], list[Any]]:
+def _fields(model: type[Model]) -> list[Any]:
     fields = list(model._meta.concrete_fields)
     assert fields[0].primary_key
-    return fields, [f.attname for f in fields], [getattr(f, "from_db_value", None) for f in fields]
+    return fields
 
 
 def width(model: type[Model]) -> int:
-    return len(_columns(model)[0])
+    return len(_fields(model))
 
 
 def select_list(alias: str, model: type[Model]) -> str:
     qn = connection.ops.quote_name
-    return ", ".join(f"{alias}.{qn(f.column)}" for f in _columns(model)[0])
+    return ", ".join(f"{alias}.{qn(f.column)}" for f in _fields(model))
 
 
 def table(model: type[Model]) -> str:
@@ -50,12 +50,7 @@ def build(model: type[Model], values: Any) -> Any:
     """The instance from its columns in `select_list` order (None when the primary key is NULL: no row)."""
     if values[0] is None:
         return None
-    _, names, converters = _columns(model)
-    values = [
-        v if conv is None or v is None else conv(v, None, connection)
-        for v, conv in zip(values, converters, strict=True)
-    ]
-    return model.from_db(connection.alias, names, values)
+    return model_from_row(model, values, connection=connection)
 
 
 def cache_related(obj: Model, name: str, related: Model | None) -> None:
@@ -69,7 +64,7 @@ def uuid_text(value: Any) -> str:
 
 @functools.cache
 def fields_by_attname(model: type[Model]) -> dict[str, Any]:
-    return {f.attname: f for f in _columns(model)[0]}
+    return {f.attname: f for f in _fields(model)}
 
 
 def db_value(model: type[Model], attname: str, value: Any) -> Any:

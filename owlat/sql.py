@@ -115,44 +115,52 @@ class _Executed:
 
 def prepared_models(model: type, where: str, params: Any, *, connection: Any = None) -> list[Any]:
     """`model`'s rows matching `where` (written-out SQL over its table's columns, e.g. `"automation_id =
-    ANY(%s::uuid[])"`) as instances built as the ORM builds them (every concrete field, each field's database
-    converters applied, `from_db`), read through `prepared_cursor()`: for a hot read whose ORM form costs more
-    to compile and to plan than to run. PostgreSQL only (the `where` is PostgreSQL's); keep the ORM form for
-    other databases. `where` must be one of a few fixed texts (see the module's doc)."""
+    ANY(%s::uuid[])"`) as instances built as the ORM builds them (`model_from_row`), read through
+    `prepared_cursor()`: for a hot read whose ORM form costs more to compile and to plan than to run. PostgreSQL
+    only (the `where` is PostgreSQL's); keep the ORM form for other databases. `where` must be one of a few fixed
+    texts (see the module's doc)."""
     connection = connection or default_connection
-    sql, names, converters = _select_all(model, where)
     with prepared_cursor(connection) as cursor:
-        cursor.execute(sql, params)
+        cursor.execute(_select_all(model, where), params)
         rows = cursor.fetchall()
-    db = connection.alias
-    out = []
-    for row in rows:
-        if converters:
-            row = list(row)
-            for i, chain, expression in converters:
-                value = row[i]
-                if value is not None:
-                    for convert in chain:
-                        value = convert(value, expression, connection)
-                    row[i] = value
-        out.append(model.from_db(db, names, row))
-    return out
+    return [model_from_row(model, row, connection=connection) for row in rows]
+
+
+def model_from_row(model: type, values: Any, *, connection: Any = None) -> Any:
+    """The instance of `model` from the values of its concrete columns (in `_meta.concrete_fields` order), built
+    as the ORM builds a fetched row: each column's database converters applied (the backend's, then the
+    field's, as the compiler collects them), then `Model.from_db`."""
+    connection = connection or default_connection
+    names, converters = _model_columns(model)
+    if converters:
+        values = list(values)
+        for i, chain, expression in converters:
+            value = values[i]
+            if value is not None:
+                for convert in chain:
+                    value = convert(value, expression, connection)
+                values[i] = value
+    return model.from_db(connection.alias, names, values)
 
 
 @functools.cache
-def _select_all(model: type, where: str) -> tuple[str, list[str], list[tuple[int, tuple[Any, ...], Any]]]:
-    """The SELECT of every concrete column of `model` under `where`, the attnames in order, and (position,
-    converters, column expression) of the columns that have database converters, as the ORM's compiler
-    collects them (the backend's, then the field's)."""
+def _model_columns(model: type) -> tuple[list[str], list[tuple[int, tuple[Any, ...], Any]]]:
+    """The attnames of `model`'s concrete fields in order, and (position, converters, column expression) of
+    those that have database converters."""
     connection = default_connection
-    qn = connection.ops.quote_name
     table = model._meta.db_table
-    fields = list(model._meta.concrete_fields)
     converters = []
-    for i, f in enumerate(fields):
+    for i, f in enumerate(model._meta.concrete_fields):
         col = f.get_col(table)
         chain = tuple(connection.ops.get_db_converters(col) + f.get_db_converters(connection))
         if chain:
             converters.append((i, chain, col))
-    columns = ", ".join(qn(f.column) for f in fields)
-    return f"SELECT {columns} FROM {qn(table)} WHERE {where}", [f.attname for f in fields], converters
+    return [f.attname for f in model._meta.concrete_fields], converters
+
+
+@functools.cache
+def _select_all(model: type, where: str) -> str:
+    """The SELECT of every concrete column of `model` under `where`."""
+    qn = default_connection.ops.quote_name
+    columns = ", ".join(qn(f.column) for f in model._meta.concrete_fields)
+    return f"SELECT {columns} FROM {qn(model._meta.db_table)} WHERE {where}"
