@@ -21,6 +21,9 @@ and headers — built with the standard `email` package (`email.mime`, the same 
 connection, timed from the first message built to the last acceptance.
 
 Printed: messages/second for both and the ratio system ÷ baseline. Target: ratio ≥ 1.0 (issue 12; was 0.5).
+Also printed (output only): the CPU milliseconds per message of each process over each window — the campaign
+cluster, the sink, the PostgreSQL backends of the benchmark database, this process — and how busy the machine's
+cores were (/proc/stat, every process on the machine, so others' work counts too), to tell what bounds a run.
 Run: `.venv/bin/python bench/delivery_throughput.py` (a few minutes on a 2-core machine).
 """
 
@@ -44,6 +47,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import BASE_DIR, Processes, Sink, free_port, recreate_database, setup_django, write_json
+from measure import cpu_by_pid, cpu_seconds, cpu_since, tree_pids
 
 MIME_POLICY = compat32.clone(linesep="\r\n", max_line_length=None)  # the API the system uses too
 DEFAULT_DB = "postgres://postgres@127.0.0.1:5432/owlat_bench_delivery"
@@ -248,6 +252,51 @@ def _text_of(html: str) -> str:
     return _TEXT_CACHE[html]
 
 
+def machine_ticks() -> tuple[int, int]:
+    """(busy, total) jiffies of all cores so far (/proc/stat's first line; iowait counts as idle)."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+    return sum(fields) - idle, sum(fields)
+
+
+def cpu_usage(roots: dict[str, list[int]]) -> dict:
+    """CPU seconds so far of each named process tree, this process, and (per backend, see measure.cpu_since) the
+    PostgreSQL backends connected to the benchmark database."""
+    from django.db import connection
+
+    out: dict = {name: cpu_seconds(tree_pids(pids)) for name, pids in roots.items()}
+    out["bench process"] = cpu_seconds([os.getpid()])
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+        out["postgres backends"] = cpu_by_pid([row[0] for row in cursor.fetchall()])
+    out["machine"] = machine_ticks()
+    return out
+
+
+def print_cpu(label: str, before: dict, after: dict, messages: int, seconds: float) -> dict:
+    """CPU ms per message of each process between two `cpu_usage` snapshots, and the cores' busy share."""
+    figures: dict[str, float] = {}
+    for name, used in after.items():
+        if name == "machine":
+            continue
+        spent = cpu_since(before[name], used) if isinstance(used, dict) else used - before[name]
+        figures[name] = round(1000 * spent / max(messages, 1), 3)
+    busy = after["machine"][0] - before["machine"][0]
+    total = after["machine"][1] - before["machine"][1]
+    cores = os.cpu_count() or 1
+    parts = ", ".join(f"{name} {ms:.2f}" for name, ms in figures.items())
+    print(
+        f"  CPU ms per message ({label}): {parts}; sum {sum(figures.values()):.2f} "
+        f"= {sum(figures.values()) * messages / 1000 / max(seconds, 1e-9):.2f} cores busy over {seconds:.1f} s; "
+        f"machine (every process): {100 * busy / max(total, 1):.0f} % of {cores} cores",
+        flush=True,
+    )
+    figures["machine_busy_share"] = round(busy / max(total, 1), 3)
+    return figures
+
+
 def main() -> int:
     args = parse_args()
     print(f"Preparing database {args.database} … (load average {os.getloadavg()[0]:.1f})", flush=True)
@@ -286,15 +335,19 @@ def main() -> int:
         print(f"Warm-up: {len(warm_ids)} messages sent", flush=True)
         sink.reset()
 
+        roots = {"campaign cluster": [procs.procs["campaign"].pid], "sink": [sink.proc.pid]}
+        cpu_before = cpu_usage(roots)
         started = time.time()
         enqueue(main_ids)
         _n, _first, last = sink.wait_for(len(main_ids), timeout=args.timeout)
+        cpu_after = cpu_usage(roots)  # up to a poll (50 ms) after the last acceptance
         system_seconds = last - started
         system_rate = len(main_ids) / system_seconds
         print(
             f"System:   {len(main_ids)} messages in {system_seconds:.2f}s = {system_rate:.0f} messages/s",
             flush=True,
         )
+        system_cpu = print_cpu("system", cpu_before, cpu_after, len(main_ids), time.time() - started)
         from delivery.models import EmailSend
 
         campaign_id = EmailSend.objects.get(pk=main_ids[0]).campaign_id
@@ -304,9 +357,13 @@ def main() -> int:
         procs.stop()
 
         sink.reset()
+        roots = {"sink": [sink.proc.pid]}
+        cpu_before, base_started = cpu_usage(roots), time.time()
         base_seconds, base_n = baseline(sink, org, template, topic, contacts)
+        cpu_after = cpu_usage(roots)
         base_rate = base_n / base_seconds
         print(f"Baseline: {base_n} messages in {base_seconds:.2f}s = {base_rate:.0f} messages/s", flush=True)
+        base_cpu = print_cpu("baseline", cpu_before, cpu_after, base_n, time.time() - base_started)
         ratio = system_rate / base_rate
         verdict = "met" if ratio >= TARGET_RATIO else "MISSED"
         print(f"Ratio system/baseline: {ratio:.2f} (target ≥ {TARGET_RATIO}: {verdict})", flush=True)
@@ -324,6 +381,8 @@ def main() -> int:
             "target_ratio": TARGET_RATIO,
             "target_met": ratio >= TARGET_RATIO,
             "duplicates": duplicates,
+            "system_cpu_ms_per_message": system_cpu,
+            "baseline_cpu_ms_per_message": base_cpu,
         }
         write_json(args.json, result)
     finally:
