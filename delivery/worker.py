@@ -38,7 +38,6 @@ from delivery.dispatch import send_provider_attempt
 from delivery.health import provider_health_flush
 from delivery.lifecycle import (
     UNKNOWN_OUTCOME_DEADLINE,
-    WEBHOOK_ENDPOINTS_ATTR,
     ClaimKeeper,
     SendRef,
     claim_lease,
@@ -53,8 +52,7 @@ from delivery.lifecycle import (
     release_claims,
     send_transition,
 )
-from delivery.mail_options import automation_mail_options
-from delivery.models import CampaignSendSettings, SendStatus
+from delivery.models import SendStatus
 from delivery.pacing import Pacer, take_pool_token
 from delivery.pipeline import Recorder, Senders
 from delivery.providers import (
@@ -67,6 +65,7 @@ from delivery.providers import (
     retry_delays_ms,
     smtp_connections,
 )
+from delivery.rounds import SUPPRESSED_CODE, Round, read_round
 
 logger = logging.getLogger(__name__)
 
@@ -90,9 +89,6 @@ BATCH_TIME_BUDGET_SECONDS = 80.0
 # it is younger than this: a backlog of automation
 # mail is drained without a cold start (threads, connections, broker hop) per 100 rows (issue 12).
 DRAIN_SECONDS = 20.0
-SUPPRESSED_CODE = "RECIPIENT_SUPPRESSED"
-SUPPRESSED_MESSAGE = "Recipient suppressed (blocklist) before dispatch"
-UNSUBSCRIBED_MESSAGE = "Recipient unsubscribed before dispatch"
 UNCONFIRMED_CODE = "PROVIDER_ACCEPTANCE_UNCONFIRMED"
 
 
@@ -115,168 +111,6 @@ class BatchSummary:
             f"failed {self.failed}, unknown {self.unknown}, skipped {self.skipped}, released {self.released}, "
             f"retrying {self.retrying}"
         )
-
-
-def _suppressed_sets(rows: list[Any], kind: str) -> tuple[set[str], set[str]]:
-    """(suppressed addresses, unsubscribed contact ids) for the batch (DLV-13, D-11): the blocklist rows of the
-    batch's addresses in one query (a marketing-only reason suppresses only the marketing-scope rows'
-    addresses), the unsubscribed contacts from the contacts loaded with the rows (one more query for
-    campaign rows)."""
-    from owlat.models import Contact
-
-    if not rows:
-        return set(), set()
-    blocked = _blocked_addresses(rows)
-    marketing = [r for r in rows if _marketing_scope(r) and r.contact_id]
-    if kind != "campaign":  # the contact was read with the claimed row a moment ago (`_load_rows`)
-        return blocked, {str(r.contact_id) for r in marketing if r.contact.unsubscribed_at is not None}
-    unsubscribed = {
-        str(pk)
-        for pk in Contact.objects.filter(
-            pk__in=[r.contact_id for r in marketing], unsubscribed_at__isnull=False
-        ).values_list("pk", flat=True)
-    }
-    return blocked, unsubscribed
-
-
-def _blocked_addresses(rows: list[Any]) -> set[str]:
-    """`_blocked_key(row)` of the rows whose address is on their organization's blocklist for the row's scope:
-    any reason for marketing-scope rows, reasons other than the marketing-only ones for the rest (D-11; a job may
-    hold both scopes for one address, and a marketing-only reason then suppresses only the marketing mail). One statement (a blocklist row is unique per organization and address); on PostgreSQL raw SQL
-    built once per process, the ORM form elsewhere."""
-    from owlat.contacts import normalize_email
-    from owlat.models import BlockedEmail
-    from owlat.suppression import MARKETING_ONLY_REASONS
-
-    scopes: dict[tuple[str, str], set[bool]] = {}
-    for row in rows:
-        key = (str(row.organization_id), normalize_email(row.recipient or ""))
-        scopes.setdefault(key, set()).add(_marketing_scope(row))
-    org_ids = sorted({org for org, _ in scopes})
-    emails = sorted({email for _, email in scopes})
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute(_blocked_sql(), [[uuid.UUID(o) for o in org_ids], emails])
-            found = cursor.fetchall()
-    else:
-        found = list(
-            BlockedEmail.objects.filter(organization_id__in=org_ids, email__in=emails).values_list(
-                "organization_id", "email", "reason"
-            )
-        )
-    blocked: set[str] = set()
-    for org_id, email, reason in found:
-        for marketing in scopes.get((str(org_id), email), ()):
-            if marketing or reason not in MARKETING_ONLY_REASONS:
-                blocked.add(_scope_key(org_id, email, marketing))
-    return blocked
-
-
-def _scope_key(organization_id: Any, email: str, marketing: bool) -> str:
-    return f"{organization_id}:{email}:{'marketing' if marketing else 'transactional'}"
-
-
-def _blocked_key(row: Any) -> str:
-    """The key `_blocked_addresses` gives a row: its organization, normalized address and scope."""
-    from owlat.contacts import normalize_email
-
-    return _scope_key(row.organization_id, normalize_email(row.recipient or ""), _marketing_scope(row))
-
-
-@functools.cache
-def _blocked_sql() -> str:
-    from owlat.models import BlockedEmail
-
-    qn = connection.ops.quote_name
-    meta = BlockedEmail._meta
-    org, email, reason = (qn(meta.get_field(n).column) for n in ("organization", "email", "reason"))
-    return (
-        f"SELECT {org}, {email}, {reason} FROM {qn(meta.db_table)} "
-        f"WHERE {org} = ANY(%s::uuid[]) AND {email} = ANY(%s::varchar[])"
-    )
-
-
-def _marketing_scope(row: Any) -> bool:
-    """Campaign and automation mail are marketing (DLV-13, D-11); the rest is transactional scope."""
-    return row.send_kind in ("campaign", "automation")
-
-
-def _load_rows(
-    kind: str, ids: list[str], token: Any, cache: dict[Any, dict[Any, Any]] | None = None
-) -> list[Any]:
-    """The claimed rows with what composing reads. The templates and organizations a batch shares are loaded
-    once each and attached to every row (a join would build them, JSON fields and all, once per row); `cache`
-    keeps them for the job's next rounds. A load of at most RECORD_INLINE_ROWS rows joins them instead (fewer
-    statements for the small jobs a walker keeping up with the API makes). Each row carries
-    `WEBHOOK_ENDPOINTS_ATTR`: whether its organization has an active webhook endpoint (read in this statement,
-    used when its result is recorded). Attachments are read only for the rows that may have some (kind
-    `transactional`; automation mail has none)."""
-    from django.db.models import Exists, OuterRef, prefetch_related_objects
-
-    from owlat.models import Organization, WebhookEndpoint
-    from templates.models import EmailTemplate
-
-    model = model_for(kind)
-    # Whether the row's organization has an active webhook endpoint, read with the rows: the recording's
-    # webhook effect uses it instead of a query of its own per job (delivery.lifecycle.effects).
-    qs = model.objects.filter(pk__in=ids, claim_token=token).annotate(
-        **{
-            WEBHOOK_ENDPOINTS_ATTR: Exists(
-                WebhookEndpoint.objects.filter(organization_id=OuterRef("organization_id"), is_active=True)
-            )
-        }
-    )
-    shared: list[tuple[str, Any]] = [("email_template", EmailTemplate), ("organization", Organization)]
-    if kind != "campaign":
-        from templates.models import TransactionalEmail
-
-        qs = qs.select_related("contact")
-        shared.append(("transactional_email", TransactionalEmail))
-    cache = {} if cache is None else cache
-    joined: set[str] = set()
-    if len(ids) <= RECORD_INLINE_ROWS:
-        # A small job: its few rows' templates and organizations come with the rows (one statement instead of
-        # one more per shared model; built once per row, which for a handful of rows costs less).
-        joined = {name for name, related_model in shared if not cache.get(related_model)}
-        qs = qs.select_related(*joined)
-    rows = list(qs)
-    if kind != "campaign":
-        with_files = [row for row in rows if row.kind == "transactional"]
-        if with_files:
-            prefetch_related_objects(with_files, "attachments")
-    for field_name, related_model in shared:
-        attname = f"{field_name}_id"
-        loaded = cache.setdefault(related_model, {})
-        if field_name in joined:
-            for row in rows:  # joined: kept for the job's next rounds, one instance per pk
-                related = row._state.fields_cache.get(field_name)
-                if related is not None:
-                    loaded.setdefault(related.pk, related)
-        wanted = [pk for pk in {getattr(row, attname) for row in rows} - {None} if pk not in loaded]
-        if wanted:
-            loaded.update(related_model._default_manager.in_bulk(wanted))
-        for row in rows:
-            related = loaded.get(getattr(row, attname))
-            if related is not None:
-                setattr(row, field_name, related)
-    order = {pk: i for i, pk in enumerate(ids)}
-    return sorted(rows, key=lambda r: order.get(str(r.pk), 0))
-
-
-def _round_checks(kind: str, rows: list[Any]) -> tuple[dict[str, Any], set[str], set[str], dict[str, Any]]:
-    """What one round of a job reads for its rows: campaign send settings, the suppressed addresses and
-    unsubscribed contacts (DLV-13, checked again at dispatch) and the automations' mail options."""
-    contexts: dict[str, Any] = {}
-    if kind == "campaign":
-        campaign_ids = {r.campaign_id for r in rows}
-        contexts = {
-            str(c.campaign_id): c for c in CampaignSendSettings.objects.filter(campaign_id__in=campaign_ids)
-        }
-    blocked, unsubscribed = _suppressed_sets(rows, kind)
-    mail_options = automation_mail_options(
-        (r.organization_id, r.automation_id) for r in rows if getattr(r, "kind", None) == "automation"
-    )
-    return contexts, blocked, unsubscribed, mail_options
 
 
 def dispatch_batch(
@@ -345,12 +179,12 @@ def _dispatch_batch(
     if not won:
         return summary
     shared_cache: dict[Any, dict[Any, Any]] = {}
-    rows = _load_rows(kind, won, token, shared_cache)
+    current = read_round(kind, won, token, shared_cache, join=len(won) <= RECORD_INLINE_ROWS)
     pool = "campaign" if kind == "campaign" else "transactional"
     pace = pacer if pacer is not None else Pacer(pool, sleep=sleep)
     if not delivery_configured():
         recorder = Recorder(kind, token, summary, now=now, flush_size=RESULT_FLUSH_SIZE, threaded=False)
-        for row in rows:
+        for row in current.rows:
             recorder.failed(
                 row, error_code="WORKPOOL_FAILED", error_message="No delivery provider configured"
             )
@@ -409,25 +243,23 @@ def _dispatch_batch(
 
         sends_enqueue(kind, rest)
 
-    def run_round(rows: list[Any]) -> bool:
+    def run_round(round_: Round) -> bool:
         """Check, compose, pace and hand off one round's rows; False when the job ran out of time (the rest
         went back to the pool)."""
         nonlocal senders
+        rows = round_.rows
         if threaded and len(rows) > RECORD_INLINE_ROWS:
             recorder.start_thread()
-        contexts, blocked, unsubscribed, mail_options = _round_checks(kind, rows)
         for index, row in enumerate(rows):
             if clock() - started > BATCH_TIME_BUDGET_SECONDS:
                 hand_back(rows[index:])
                 return False
-            if _blocked_key(row) in blocked:
-                recorder.failed(row, error_code=SUPPRESSED_CODE, error_message=SUPPRESSED_MESSAGE)
-                continue
-            if row.contact_id and str(row.contact_id) in unsubscribed and _marketing_scope(row):  # D-11
-                recorder.failed(row, error_code=SUPPRESSED_CODE, error_message=UNSUBSCRIBED_MESSAGE)
+            refusal = round_.refusal(row)
+            if refusal is not None:
+                recorder.failed(row, error_code=SUPPRESSED_CODE, error_message=refusal)
                 continue
             try:
-                message = _compose(row, contexts, mail_options)
+                message = _compose(row, round_.contexts, round_.mail_options)
             except ComposeError as exc:
                 recorder.failed(row, error_code=exc.code, error_message=exc.message)
                 continue
@@ -462,7 +294,7 @@ def _dispatch_batch(
     started = clock()
     failed = False
     try:
-        while run_round(rows) and drain and kind == "transactional":
+        while run_round(current) and drain and kind == "transactional":
             # Drain (issue 12): while the pool has queued rows and the job is young, claim the next group and
             # go on over the same connections, sender threads and recorder, composing it while the previous
             # group is still on the wire, instead of ending the job and starting the next one cold.
@@ -474,7 +306,7 @@ def _dispatch_batch(
             if not more:
                 break
             summary.claimed += len(more)
-            rows = _load_rows(kind, more, token, shared_cache)
+            current = read_round(kind, more, token, shared_cache, join=len(more) <= RECORD_INLINE_ROWS)
         dispatch_ready()
     except BaseException:
         failed = True

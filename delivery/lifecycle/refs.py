@@ -18,7 +18,7 @@ SOFT_BOUNCE_SUPPRESSION_THRESHOLD = 5
 UNKNOWN_OUTCOME_DEADLINE = dt.timedelta(hours=24)  # D-07
 ACTOR = "system:delivery"
 #: Set on a send row by a loader that read, in its own statement, whether the row's organization has an active
-#: webhook endpoint (the worker's `_load_rows`); the webhook effect then needs no query of its own.
+#: webhook endpoint (`delivery.rounds.load_rows`); the webhook effect then needs no query of its own.
 WEBHOOK_ENDPOINTS_ATTR = "org_has_webhook_endpoints"
 
 
