@@ -6,7 +6,7 @@ Setup (not timed): a fresh PostgreSQL database (`--database`, default
 address, one CSS-styled template personalized per recipient (`{{firstName}}`, `{{lastName}}`, `{{email}}`, two
 links), a topic campaign with tracking on, and 20,000 queued campaign send rows created through `create_batch`
 before timing. A loopback SMTP sink (aiosmtpd) runs in its own process; the campaign pool is a real
-`manage.py qcluster` (`Q_CLUSTER_NAME=campaign`, `--workers` processes, default the setting's default of 1) with
+`manage.py qcluster` (`Q_CLUSTER_NAME=campaign`, `--workers` processes, default the setting's default, 2) with
 pacing off (`DELIVERY_CAMPAIGN_RATE=0`) and `DEBUG=0`. A warm-up campaign (`--warmup` rows) is sent and waited
 for first.
 
@@ -73,7 +73,10 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--rows", type=int, default=20_000)
     p.add_argument("--warmup", type=int, default=300)
     p.add_argument(
-        "--workers", type=int, default=1, help="campaign pool worker processes (Q_CAMPAIGN_WORKERS)"
+        "--workers",
+        type=int,
+        default=None,
+        help="campaign pool worker processes (Q_CAMPAIGN_WORKERS; default: the setting's default)",
     )
     p.add_argument("--database", default=DEFAULT_DB)
     p.add_argument("--timeout", type=float, default=900.0)
@@ -308,13 +311,17 @@ def main() -> int:
         "EMAIL_URL": sink.url,
         "DELIVERY_CAMPAIGN_RATE": "0",
         "DELIVERY_TRANSACTIONAL_RATE": "0",
-        "Q_CAMPAIGN_WORKERS": str(args.workers),
+        **({} if args.workers is None else {"Q_CAMPAIGN_WORKERS": str(args.workers)}),
         "Q_POLL": "0.02",
     }
     setup_django(args.database, **extra)
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0, interactive=False)
+    from django.conf import settings
+
+    workers = settings.Q_CLUSTER["ALT_CLUSTERS"]["campaign"]["workers"]
+    print(f"Campaign pool: {workers} worker process(es)", flush=True)
     t = time.monotonic()
     org, template, topic, warm_ids, main_ids, contacts = seed(args.rows, args.warmup)
     print(
@@ -372,7 +379,7 @@ def main() -> int:
         result = {
             "load_average_end": os.getloadavg(),
             "rows": len(main_ids),
-            "workers": args.workers,
+            "workers": workers,
             "system_seconds": system_seconds,
             "system_messages_per_second": system_rate,
             "baseline_seconds": base_seconds,

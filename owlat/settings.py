@@ -254,7 +254,9 @@ Q_CLUSTER = {
     "ALT_CLUSTERS": {
         # D-06: each delivery pool is its own django-q2 queue
         "transactional": {"workers": env.int("Q_TRANSACTIONAL_WORKERS", default=1)},
-        "campaign": {"workers": env.int("Q_CAMPAIGN_WORKERS", default=1)},
+        # two: while one process's job claims and loads its rows or records its last results, the other's
+        # job keeps the SMTP connections busy (issue 12); the pool's rate is global (D-06), not per process
+        "campaign": {"workers": env.int("Q_CAMPAIGN_WORKERS", default=2)},
     },
 }
 if REDIS_URL:

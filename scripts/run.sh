@@ -17,6 +17,7 @@ mkdir -p var
 eval "$(.venv/bin/python scripts/dotenv.py --file .env)"
 export PORT="${PORT:-8000}"
 export Q_WORKERS="${Q_WORKERS:-1}"   # one worker process per queue on a laptop (production default: 2)
+export Q_CAMPAIGN_WORKERS="${Q_CAMPAIGN_WORKERS:-1}"   # likewise for the campaign pool (production default: 2)
 export PYTHONUNBUFFERED=1
 PY=.venv/bin/python
 
