@@ -1,5 +1,5 @@
-"""The helper threads of one pool job (delivery.worker, issue 12): the provider connections' senders and the
-recorder of results.
+"""The helper threads of one pool job (delivery.worker, issue 12): the hand-off marker, the provider connections'
+senders and the recorder of results.
 
 The job's own thread claims, composes and marks the hand-off (D-07: committed before a message goes on the
 wire). Handed-off messages wait in the senders' outbox (at most `outbox` of them) for one of the job's
@@ -13,6 +13,11 @@ transaction on PostgreSQL (a worker) and has more than a few rows (`start_thread
 waits for a result's commit while the connections could be sending. A small job records in its own thread over
 its own connection, without a thread and a new database connection for a handful of results. Inside a caller's transaction (tests, a caller that holds one) a second
 connection would not see the caller's rows, so the recorder runs in the job's thread (`pump`) as before.
+
+Where the recorder has its thread, a job's groups after the first are marked handed off by a `Marker` thread with
+its own database connection, which gives each group to the senders once its mark has committed (D-07 unchanged:
+no message goes on the wire before its row's mark is durable), while the job's thread composes the next group
+instead of waiting for that commit.
 """
 
 from __future__ import annotations
@@ -87,6 +92,49 @@ class Senders:
             thread.join()
 
 
+class Marker:
+    """Hands groups of composed rows off in a thread of its own (`hand_off(group)`: the mark, then the rows to the
+    senders) with its own database connection. `put(group)` waits while `depth` groups wait; `close()` waits for
+    what was put. A failure in the thread is raised by the next `put` or by `close`; the groups after it are not
+    handed off (their rows stay claimed, never on the wire, and are re-driven after the claim lease)."""
+
+    def __init__(self, hand_off: Callable[[list[Any]], None], *, depth: int = 1) -> None:
+        self._hand_off = hand_off
+        self._groups: queue.Queue[list[Any] | None] = queue.Queue(maxsize=depth)
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="owlat-handoff", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        from django.db import connection
+
+        started = time.thread_time()
+        try:
+            while (group := self._groups.get()) is not None:
+                if self.error is None:
+                    try:
+                        self._hand_off(group)
+                    except BaseException as exc:  # kept for the job's thread
+                        self.error = exc
+        finally:
+            connection.close()
+            if profiling.enabled():
+                profiling.thread_cpu("marker", time.thread_time() - started)
+
+    def put(self, group: list[Any]) -> None:
+        if self.error is not None:
+            raise self.error
+        self._groups.put(group)
+
+    def close(self, *, raise_error: bool = True) -> None:
+        """Wait for the groups put (once; later calls only raise), then raise the thread's failure."""
+        if self._thread.is_alive():
+            self._groups.put(None)
+            self._thread.join()
+        if raise_error and self.error is not None:
+            raise self.error
+
+
 class Recorder:
     """Records a job's results (see the module doc). `summary` is the job's `BatchSummary`: the recorder alone
     counts `sent`, `failed`, `unknown`, `retrying` and `errors` in it."""
@@ -119,6 +167,11 @@ class Recorder:
         if self._thread is None:
             self._thread = threading.Thread(target=self._run, name="owlat-record", daemon=True)
             self._thread.start()
+
+    @property
+    def threaded(self) -> bool:
+        """Whether the recorder records from a thread of its own (`start_thread`)."""
+        return self._thread is not None
 
     # -- from any thread --------------------------------------------------------------------------------
 

@@ -54,7 +54,7 @@ from delivery.lifecycle import (
 )
 from delivery.models import SendStatus
 from delivery.pacing import Pacer, take_pool_token
-from delivery.pipeline import Recorder, Senders
+from delivery.pipeline import Marker, Recorder, Senders
 from delivery.providers import (
     AMBIGUOUS_TIMEOUT,
     DispatchError,
@@ -200,8 +200,11 @@ def _dispatch_batch(
     transports: list[Transport] = []
     senders: Senders | None = None
     # Composed rows that took their pacing token, handed off together (one statement, HANDOFF_GROUP rows at
-    # most) just before they go to the connections.
+    # most) just before they go to the connections: by the job's thread, or, once the recorder has its thread,
+    # from the second group on by a marker thread while the job's thread composes the next group.
     ready: list[tuple[Any, Any]] = []
+    marker: Marker | None = None
+    handed_groups = 0
 
     def send(message: Any, transport: Transport) -> tuple[Any, dt.datetime]:
         result = send_provider_attempt(
@@ -214,11 +217,24 @@ def _dispatch_batch(
         return result, now()
 
     def dispatch_ready() -> None:
-        """Mark the ready rows handed off and give them to the connections (or send them here)."""
+        """Hand the ready rows off (`hand_off`), here or through the marker thread."""
+        nonlocal marker, handed_groups
         if not ready:
             return
         group = list(ready)
         ready.clear()
+        handed_groups += 1
+        if marker is None and handed_groups > 1 and senders is not None and recorder.threaded:
+            marker = Marker(hand_off)
+        if marker is not None:
+            marker.put(group)
+        else:
+            hand_off(group)
+        recorder.pump()
+
+    def hand_off(group: list[tuple[Any, Any]]) -> None:
+        """Mark the group's rows handed off (one statement, committed before any goes on the wire; D-07) and
+        give the rows still held to the connections (or send them here)."""
         handed_at = now()
         held = mark_handed_off_many(
             kind, [(str(row.pk), message.message_id) for row, message in group], token, now=handed_at
@@ -232,7 +248,6 @@ def _dispatch_batch(
                 recorder.result(row, send(message, transports[0]), None)
             else:
                 senders.put(row, message)
-        recorder.pump()
 
     def hand_back(rest_rows: list[Any]) -> None:
         """Out of time budget: what took its token goes out, the rest goes back to the pool as a new job."""
@@ -308,11 +323,15 @@ def _dispatch_batch(
             summary.claimed += len(more)
             current = read_round(kind, more, token, shared_cache, join=len(more) <= RECORD_INLINE_ROWS)
         dispatch_ready()
+        if marker is not None:
+            marker.close()  # every group handed off; raises the marker's failure
     except BaseException:
         failed = True
         raise
     finally:
         try:
+            if marker is not None:
+                marker.close(raise_error=False)  # a failed job's groups put are handed off first
             if senders is not None:
                 senders.close()  # what is in the outbox goes out
         finally:
