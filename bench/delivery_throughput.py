@@ -22,7 +22,8 @@ connection, timed from the first message built to the last acceptance.
 
 Printed: messages/second for both and the ratio system ÷ baseline. Target: ratio ≥ 1.0 (issue 12; was 0.5).
 Also printed (output only): the CPU milliseconds per message of each process over each window — the campaign
-cluster, the sink, the PostgreSQL backends of the benchmark database, this process — and how busy the machine's
+cluster, the sink, the PostgreSQL backends of the benchmark database (a backend that ends within the window, such
+as a pool job's helper-thread connection, is left out: an under-count), this process — and how busy the machine's
 cores were (/proc/stat, every process on the machine, so others' work counts too), to tell what bounds a run.
 Run: `.venv/bin/python bench/delivery_throughput.py` (a few minutes on a 2-core machine).
 """
