@@ -6,7 +6,11 @@ No cluster, no SMTP: on the world `automation_throughput.py` builds (a fresh Pos
 `plan` property), `--runs` runs are opened in one transaction (as `walker_alone_at_sizes` in
 `automation_phases.py` does), then `automations.walker_batch.walk` is called in this process in a loop until
 nothing is due. The walk only queues the email send rows (and their transactional pool jobs as broker rows);
-nothing is delivered (`--hop`: `walk_hop`, the walk task's loop, instead of `walk`). A warm-up pass of `--warmup` runs goes first. Printed per step run executed: CPU
+nothing is delivered (`--hop`: `walk_hop`, the walk task's loop, instead of `walk`). With `--stream RATE` the
+measured runs are not opened at once: a child process opens them at RATE events per second, each event its own
+transaction as the events API does, while this process walks them with `walk_hop` as the walk task does (its
+pauses included), so the batches are as large as that stream makes them; printed also: the batch sizes and the
+send rows per transactional job they queued. A warm-up pass of `--warmup` runs goes first. Printed per step run executed: CPU
 milliseconds of this process (`time.process_time`) and of its PostgreSQL backend (`/proc/<backend pid>/stat`,
 10 ms ticks: quote it over thousands of steps) and statements (BEGIN/COMMIT/SAVEPOINT included); with `--sql` the
 statements of one full batch; with `--profile` the functions where the walk spends its time (cProfile, CPU
@@ -24,6 +28,7 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(BASE_DIR))
@@ -44,6 +49,12 @@ def parse_args() -> argparse.Namespace:
     )
     p.add_argument(
         "--hop", action="store_true", help="call the walk task's walk_hop (batches walked on within one task)"
+    )
+    p.add_argument(
+        "--stream",
+        type=float,
+        default=0,
+        help="open the measured runs at this many events/s from a child process while walk_hop walks them",
     )
     p.add_argument("--sql", action="store_true", help="print the statements of one full batch")
     p.add_argument("--profile", action="store_true", help="cProfile a separate pass of --runs runs")
@@ -110,23 +121,73 @@ def main() -> int:
             batches += 1
         return batches
 
+    def stream_runs(label: str, rate: float) -> Any:
+        """A child process opening the runs of `label` at `rate` events/s, one transaction each."""
+        import multiprocessing
+
+        from django.db import connections
+
+        connections.close_all()
+
+        def feed() -> None:
+            ids = list(Contact.objects.filter(email__in=world["emails"][label]).values_list("pk", flat=True))
+            start = time.monotonic()
+            for i, contact_id in enumerate(ids):
+                delay = start + i / rate - time.monotonic()
+                if delay > 0:
+                    time.sleep(delay)
+                with transaction.atomic():
+                    automation_fanout(
+                        TriggerEvent("event_received", org_id, str(contact_id), {"eventName": "bench"})
+                    )
+            connections.close_all()
+
+        child = multiprocessing.get_context("fork").Process(target=feed)
+        child.start()
+        return child
+
+    sizes: list[int] = []
+
+    def walk_stream(child: Any) -> int:
+        batches = 0
+        while True:
+            alive = child.is_alive()
+            summary = walk_hop(limit=limit)
+            for part in summary.split("; "):
+                if part != "nothing due":
+                    batches += 1
+                    sizes.append(int(part.split(" ", 1)[0]))
+            if not alive and summary == "nothing due":
+                return batches
+            if summary == "nothing due":
+                time.sleep(0.01)  # the wake-up a cluster would wait for
+
     open_runs("warm")
     walk_all()
 
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_backend_pid()")
         backend = cursor.fetchone()[0]
-    open_runs("load")
+    if not args.stream:
+        open_runs("load")
     done_before = AutomationStepRun.objects.filter(status="completed").count()
     sends_before = TransactionalSend.objects.count()
     wakes_before = OrmQ.objects.filter(key="default").count()
+    jobs_before = OrmQ.objects.filter(key="transactional").count()
     stats.clear()
+    if args.stream:
+        child = stream_runs("load", args.stream)
+        with connection.cursor() as cursor:  # the connection closed for the fork: its new backend
+            cursor.execute("SELECT pg_backend_pid()")
+            backend = cursor.fetchone()[0]
     pg0 = _backend_cpu_ms(backend)
     t0 = time.process_time()
     with connection.execute_wrapper(counting):
-        batches = walk_all()
+        batches = walk_stream(child) if args.stream else walk_all()
     cpu = 1000 * (time.process_time() - t0)
     pg = _backend_cpu_ms(backend) - pg0
+    if args.stream:
+        child.join()
     steps = AutomationStepRun.objects.filter(status="completed").count() - done_before
     sends = TransactionalSend.objects.count() - sends_before
     running = AutomationRun.objects.filter(status="running").count()
@@ -139,6 +200,15 @@ def main() -> int:
         f"per step: walker CPU {cpu / steps:.3f} ms, PostgreSQL backend CPU {pg / steps:.3f} ms, "
         f"{stats['statements'] / steps:.3f} statements ({stats['statements'] / batches:.1f} per batch)"
     )
+
+    if args.stream:
+        jobs = OrmQ.objects.filter(key="transactional").count() - jobs_before
+        ordered = sorted(sizes)
+        print(
+            f"stream {args.stream:g} events/s: batch sizes p10 {ordered[len(ordered) // 10]}, median "
+            f"{ordered[len(ordered) // 2]}, p90 {ordered[9 * len(ordered) // 10]}, mean {sum(sizes) / len(sizes):.1f}; "
+            f"{jobs} transactional jobs, {sends / max(jobs, 1):.1f} send rows per job"
+        )
 
     if args.sql:
         open_runs("sql")
