@@ -300,6 +300,9 @@ OWLAT_PREPARED_STATEMENTS = env.bool("OWLAT_PREPARED_STATEMENTS", default=True)
 # claim, so that under a steady stream of events batches grow (less CPU per step and per mail, larger delivery
 # jobs); it delays a step already due by at most this. 0 = no pause.
 AUTOMATION_WALK_LINGER_MS = env.float("AUTOMATION_WALK_LINGER_MS", default=100.0)
+# ... and under a fast stream (one that brings at least half a batch of 200 step runs within this) up to this long,
+# as long as a full batch takes to arrive; at most AUTOMATION_WALK_LINGER_MS when this is not above it.
+AUTOMATION_WALK_LINGER_MAX_MS = env.float("AUTOMATION_WALK_LINGER_MAX_MS", default=300.0)
 # Test only (issue 12): the enqueue helper hands every task to django-q2 twice, as a Redis redelivery or a crashed
 # worker would, so tests can prove that every task is duplicate-safe. Ignored outside test mode.
 OWLAT_TEST_DELIVER_TWICE = TESTING and env.bool("OWLAT_TEST_DELIVER_TWICE", default=False)

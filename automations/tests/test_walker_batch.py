@@ -425,6 +425,30 @@ def test_after_a_small_batch_the_walk_pauses_for_the_stream(
     assert pauses == []
 
 
+def test_under_a_fast_stream_the_pause_waits_for_a_full_batch(settings):
+    from automations.walker_batch import _Stream
+
+    # A slow stream (20 step runs per 130 ms, as at 50 events/s): the base pause after each small batch
+    slow = _Stream(200)
+    assert [slow.pause(t * 0.13, 20, t * 0.13 + 0.03) for t in range(5)] == [0.1] * 5
+    # a fast one (100 step runs per 130 ms, 770/s: half a batch within 300 ms): from its second claim on, the
+    # time a full batch takes to arrive (200 / 770 s) less the time the batch took, at most 300 ms
+    fast = _Stream(200)
+    assert fast.pause(0.0, 100, 0.03) == 0  # no rate yet: a batch of 50 or more does not pause, as before
+    assert fast.pause(0.13, 100, 0.16) == pytest.approx(200 / (100 / 0.13) - 0.03)
+    # at 400/s (a batch takes 500 ms to arrive) the pause is the longest, AUTOMATION_WALK_LINGER_MAX_MS
+    steady = _Stream(200)
+    assert [steady.pause(t * 0.1, 40, t * 0.1 + 0.01) for t in range(3)] == [0.1, 0.3, 0.3]
+    # full batches never pause (a backlog)
+    assert steady.pause(0.3, 200, 0.31) == 0
+    # and with the longest pause not above the base one, the base rule alone
+    settings.AUTOMATION_WALK_LINGER_MAX_MS = 100
+    assert steady.pause(0.4, 40, 0.41) == 0.1
+    assert steady.pause(0.5, 60, 0.51) == 0
+    settings.AUTOMATION_WALK_LINGER_MS = 0
+    assert steady.pause(0.6, 40, 0.61) == 0
+
+
 def test_the_walk_task_walks_on_in_one_hop_within_its_budget(make_automation, make_contact, template):
     from automations.tasks import automation_walk_task
     from automations.walker_batch import walk_hop
