@@ -76,6 +76,27 @@ def test_transition_many_writes_one_update_per_edge_and_counts_in_bulk(make_auto
     assert {AutomationStepRun.objects.get(pk=sr.pk).error_message for sr in fail} == {"x"}
 
 
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="prepared statements are PostgreSQL's")
+def test_an_edges_compare_and_set_is_one_prepared_statement_whatever_the_number_of_rows(
+    make_automation, make_contact
+):
+    automation = make_automation([DELAY_1H], status="active")
+    for n in (1, 3, 2):
+        outcomes = STEP_RUNS.transition_many(
+            [Move(sr, "executing") for sr in pending_rows(automation, make_contact, n)], actor="test"
+        )
+        assert [o.applied for o in outcomes] == ["transitioned"] * n
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements WHERE from_sql = false")
+        ours = [
+            row[0] for row in cursor.fetchall() if row[0].startswith('UPDATE "automations_automationsteprun"')
+        ]
+    assert (
+        len(ours) == 1 and "unnest($2::uuid[]" in ours[0]
+    )  # one text for 1, 3 and 2 rows, bound server-side
+    assert funnel(automation)[0] == (0, 6, 0, 0, 0)
+
+
 def test_a_row_moved_since_it_was_read_is_a_conflict_and_counts_nothing(make_automation, make_contact):
     automation = make_automation([DELAY_1H], status="active")
     [a, b] = pending_rows(automation, make_contact, 2)

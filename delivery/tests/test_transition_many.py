@@ -56,3 +56,22 @@ def test_a_given_row_another_writer_moved_is_reduced_again_from_what_it_is_now(m
     assert (row.status, row.error_code, row.provider_message_id) == ("failed", "CONTACT_ERASED", None)
     counters = CampaignSendCounters.objects.get(campaign_id=row.campaign_id)
     assert (counters.sent, counters.failed) == (0, 1)
+
+
+@pytest.mark.django_db
+def test_a_json_column_in_the_patch_is_written_as_the_json_it_is(make_campaign_send):
+    # the set-based runner sends a JSON column as text cast to jsonb (owlat.lifecycle.batch._compare_and_set)
+    rows = [make_campaign_send() for _ in range(2)]
+    at = timezone.now()
+    sent = [Completion(SendRef.of(r), "sent", {"at": at, "provider_message_id": "p"}, obj=r) for r in rows]
+    assert [o.applied for o in send_transition_many(sent)] == ["transitioned"] * 2
+    clicks = [
+        Completion(SendRef.of(r), "clicked", {"at": at, "url": f"https://x.test/{i}"}, obj=r)
+        for i, r in enumerate(rows)
+    ]
+    assert [o.applied for o in send_transition_many(clicks)] == ["transitioned"] * 2
+    for i, row in enumerate(rows):
+        row.refresh_from_db()
+        assert row.status == "clicked" and [link["url"] for link in row.clicked_links] == [
+            f"https://x.test/{i}"
+        ]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import datetime as dt
+import functools
+import json
 from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
@@ -11,6 +13,7 @@ from django.db import connection, models, transaction
 from django.utils import timezone
 
 from owlat.lifecycle.types import Audit, Call, Decision, Move, Outcome
+from owlat.sql import prepared_cursor
 
 
 class SetBasedRunner:
@@ -222,9 +225,10 @@ class SetBasedRunner:
         rows: list[tuple[int, Any, Decision, dict[str, Any]]],
     ) -> set[Any]:
         """Write one edge's rows: `UPDATE … SET state = to, <patch> WHERE pk = … AND state = frm AND <guard>`;
-        returns the pks of the rows written. PostgreSQL: one statement per 500 rows, `FROM (VALUES …)` with
-        typed columns and `RETURNING`; elsewhere (SQLite, whose writers are serialized) one conditional
-        UPDATE per row."""
+        returns the pks of the rows written. PostgreSQL: one statement per 500 rows, `FROM unnest(<one array
+        per column>)` and `RETURNING`, a text fixed per edge whatever the number of rows, run prepared
+        (`owlat.sql.prepared_cursor`: parsed and planned once per connection); elsewhere (SQLite, whose writers
+        are serialized) one conditional UPDATE per row."""
         manager = model._default_manager
         if connection.vendor != "postgresql":
             won: set[Any] = set()
@@ -235,51 +239,39 @@ class SetBasedRunner:
                     won.add(obj.pk)
             return won
         meta = model._meta
-        qn = connection.ops.quote_name
-        table = qn(meta.db_table)
         pk = meta.pk
         state = meta.get_field(self.field)
         patched = [meta.get_field(name) for name in fields]
         guards = [meta.get_field(name) for name in guarded]
-        columns = [qn("pk_")] + [qn(f"p_{f.column}") for f in patched] + [qn(f"g_{f.column}") for f in guards]
-        row_sql = "(" + ", ".join(f"%s::{f.cast_db_type(connection)}" for f in [pk, *patched, *guards]) + ")"
-        assignments = ", ".join(
-            [f"{qn(state.column)} = %s"] + [f"{qn(f.column)} = v.{qn(f'p_{f.column}')}" for f in patched]
-        )
-        conditions = " AND ".join(
-            [f"{table}.{qn(pk.column)} = v.{qn('pk_')}", f"{table}.{qn(state.column)} = %s"]
-            + [f"{table}.{qn(f.column)} IS NOT DISTINCT FROM v.{qn(f'g_{f.column}')}" for f in guards]
-        )
+        sql = _compare_and_set_sql(model, self.field, fields, guarded)
         won = set()
         # A batch's rows often share a patched or guarded value (one timestamp, one note): each distinct
         # (column, value) is prepared once per statement.
         prepared: dict[tuple[str, Any], Any] = {}
 
         def prep(f: models.Field, value: Any) -> Any:
+            if f.get_internal_type() == "JSONField":  # sent as text, cast to jsonb by the statement
+                return None if value is None else json.dumps(value, cls=f.encoder)
             try:
                 return prepared[f.name, value]
             except KeyError:
                 out = prepared[f.name, value] = f.get_db_prep_save(value, connection)
                 return out
-            except TypeError:  # unhashable (a JSON value)
+            except TypeError:  # unhashable
                 return f.get_db_prep_save(value, connection)
 
         for start in range(0, len(rows), 500):
             chunk = rows[start : start + 500]
             prepared.clear()
-            params: list[Any] = [state.get_db_prep_save(to, connection)]
-            for _, obj, decision, patch in chunk:
-                params.append(pk.get_db_prep_value(obj.pk, connection))
-                for f in patched:
-                    params.append(prep(f, patch[f.name]))
-                for f in guards:
-                    params.append(prep(f, decision.guard[f.name]))
-            params.append(state.get_db_prep_save(frm, connection))
-            sql = (
-                f"UPDATE {table} SET {assignments} FROM (VALUES {', '.join([row_sql] * len(chunk))}) "
-                f"AS v({', '.join(columns)}) WHERE {conditions} RETURNING {table}.{qn(pk.column)}"
-            )
-            with connection.cursor() as cursor:
+            arrays: list[list[Any]] = [[pk.get_db_prep_value(obj.pk, connection) for _, obj, _, _ in chunk]]
+            arrays += [[prep(f, patch[f.name]) for _, _, _, patch in chunk] for f in patched]
+            arrays += [[prep(f, decision.guard[f.name]) for _, _, decision, _ in chunk] for f in guards]
+            params = [
+                state.get_db_prep_save(to, connection),
+                *arrays,
+                state.get_db_prep_save(frm, connection),
+            ]
+            with prepared_cursor() as cursor:
                 cursor.execute(sql, params)
                 won.update(pk.to_python(row[0]) for row in cursor.fetchall())
         return won
@@ -311,3 +303,40 @@ class SetBasedRunner:
             else:
                 for obj, kwargs in items:
                     handlers[name](obj, **kwargs)
+
+
+@functools.cache
+def _compare_and_set_sql(
+    model: type[models.Model], field: str, fields: tuple[str, ...], guarded: tuple[str, ...]
+) -> str:
+    """The PostgreSQL compare-and-set of one edge's columns (`SetBasedRunner._compare_and_set`): parameters
+    the new state, one array per column (the primary keys, the patched values, the guarded values; JSON as
+    text) and the from-state."""
+    meta = model._meta
+    qn = connection.ops.quote_name
+    table = qn(meta.db_table)
+    pk = meta.pk
+    state = meta.get_field(field)
+    patched = [meta.get_field(name) for name in fields]
+    guards = [meta.get_field(name) for name in guarded]
+
+    def array_type(f: models.Field) -> str:
+        return "text" if f.get_internal_type() == "JSONField" else f.cast_db_type(connection)
+
+    def value(f: models.Field, alias: str) -> str:
+        cast = "::jsonb" if f.get_internal_type() == "JSONField" else ""
+        return f"v.{qn(alias)}{cast}"
+
+    columns = [qn("pk_")] + [qn(f"p_{f.column}") for f in patched] + [qn(f"g_{f.column}") for f in guards]
+    arrays = ", ".join(f"%s::{array_type(f)}[]" for f in [pk, *patched, *guards])
+    assignments = ", ".join(
+        [f"{qn(state.column)} = %s"] + [f"{qn(f.column)} = {value(f, f'p_{f.column}')}" for f in patched]
+    )
+    conditions = " AND ".join(
+        [f"{table}.{qn(pk.column)} = v.{qn('pk_')}", f"{table}.{qn(state.column)} = %s"]
+        + [f"{table}.{qn(f.column)} IS NOT DISTINCT FROM {value(f, f'g_{f.column}')}" for f in guards]
+    )
+    return (
+        f"UPDATE {table} SET {assignments} FROM unnest({arrays}) AS v({', '.join(columns)}) "
+        f"WHERE {conditions} RETURNING {table}.{qn(pk.column)}"
+    )
