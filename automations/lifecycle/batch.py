@@ -38,7 +38,7 @@ from automations.lifecycle.runs import (
 from automations.models import Automation, AutomationRun, AutomationStep, AutomationStepRun
 from owlat.lifecycle import Move
 from owlat.models import Contact
-from owlat.sql import prepared_cursor
+from owlat.sql import instance_from_values, new_instance, prepared_cursor
 
 
 @dataclass
@@ -111,19 +111,19 @@ def step_runs_claim_due(
         LEFT JOIN {qn(Contact._meta.db_table)} AS c ON c.id = r.contact_id
         LEFT JOIN {qn(Automation._meta.db_table)} AS a ON a.id = r.automation_id
     """
-    names = [f.attname for f in fields]
     with connection.cursor() as cursor:  # one statement: atomic on its own
         cursor.execute(sql, [EXECUTING, at, *params, PENDING, PENDING, EXECUTING])
         rows = cursor.fetchall()
     db = connection.alias
     n = len(fields)
     out = []
+    automations: dict[Any, Automation] = {}  # a batch's runs mostly share one or a few automations
     for row in rows:
         executed = row[n]
-        run = _run_with_claim(db, row[n + 1 :])
+        run = _run_with_claim(db, row[n + 1 :], automations)
         if run is not None and executed is not None:
             run.steps_executed = executed  # the statement's own increment (its reads see the row before it)
-        out.append(ClaimedStepRun(AutomationStepRun.from_db(db, names, row[:n]), 0, executed, run))
+        out.append(ClaimedStepRun(instance_from_values(AutomationStepRun, row[:n], db=db), 0, executed, run))
     return out
 
 
@@ -131,9 +131,11 @@ def step_runs_claim_due(
 _WITH_CLAIM: tuple[tuple[str, type], ...] = (("r", AutomationRun), ("c", Contact), ("a", Automation))
 
 
-def _run_with_claim(db: str, values: tuple) -> AutomationRun | None:
+def _run_with_claim(db: str, values: tuple, automations: dict[Any, Automation]) -> AutomationRun | None:
     """The run, with its contact and automation attached, from the claim statement's joined columns (as
-    `select_related("contact", "automation")` builds them: the fields' database converters applied)."""
+    `select_related("contact", "automation")` builds them: the fields' database converters applied). The
+    automation is built once per claim (`automations`, by id): the runs of one automation share its instance,
+    as the executor uses one per automation anyway (the statement read the row once for all of them)."""
     built: dict[type, Any] = {}
     start = 0
     for _, model in _WITH_CLAIM:
@@ -143,11 +145,17 @@ def _run_with_claim(db: str, values: tuple) -> AutomationRun | None:
         if part[0] is None:  # the primary key: no such row
             built[model] = None
             continue
+        key = part[0]
+        if model is Automation and key in automations:
+            built[model] = automations[key]
+            continue
         part = [
             v if conv is None or v is None else conv(v, None, connection)
             for v, conv in zip(part, converters, strict=True)
         ]
-        built[model] = model.from_db(db, [f.attname for f in fields], part)
+        built[model] = instance_from_values(model, part, db=db)
+        if model is Automation:
+            automations[key] = built[model]
     run = built[AutomationRun]
     if run is None:
         return None
@@ -199,8 +207,10 @@ def _pending_row(
     scheduled_at: dt.datetime,
     delay_until: dt.datetime | None = None,
 ) -> AutomationStepRun:
-    """A new step-run row (created `pending`, the initial status) of `run` at `step`."""
-    return AutomationStepRun(
+    """A new step-run row (created `pending`, the initial status) of `run` at `step` (`owlat.sql.new_instance`:
+    the walker builds one per step run)."""
+    return new_instance(
+        AutomationStepRun,
         organization_id=run.organization_id,
         run_id=run.pk,
         step_id=step.pk,

@@ -18,6 +18,7 @@ from delivery.providers import delivery_configured
 from delivery.services.pools import sends_enqueue, uuid_or_none
 from delivery.services.senders import default_sender
 from owlat.models import Contact
+from owlat.sql import new_instance
 
 
 @dataclass(frozen=True)
@@ -285,32 +286,9 @@ def automation_email_queue_many(requests: Sequence[AutomationEmailRequest]) -> l
 
 
 def _new_send(**values: Any) -> TransactionalSend:
-    """`_automation_send`'s row for the batch variant, built through the model's positional constructor (every
-    other field its default): the keyword constructor costs a tenth of a millisecond per row."""
-    args = [
-        values.pop(name) if name in values else (default() if is_callable else default)
-        for name, is_callable, default in _send_defaults()
-    ]
-    if values:
-        raise TypeError(f"not a TransactionalSend column: {sorted(values)}")
-    return TransactionalSend(*args)
-
-
-@functools.cache
-def _send_defaults() -> tuple[tuple[str, bool, Any], ...]:
-    """(attname, whether `default` is to be called, default) per concrete field, in constructor order: an
-    immutable constant default (a string, number, bool or None) is used as is, any other through the field's
-    `get_default` per row (a fresh uuid, a fresh dict or list)."""
-    out = []
-    for f in TransactionalSend._meta.concrete_fields:
-        value = f.get_default()
-        if type(value) in (str, int, float, bool, type(None)) and not (
-            f.has_default() and callable(f.default)
-        ):
-            out.append((f.attname, False, value))
-        else:
-            out.append((f.attname, True, f.get_default))
-    return tuple(out)
+    """`_automation_send`'s row for the batch variant, built through `owlat.sql.new_instance` (every other field
+    its default): the keyword constructor costs a tenth of a millisecond per row."""
+    return new_instance(TransactionalSend, **values)
 
 
 def _automation_send(
