@@ -18,7 +18,7 @@ from delivery.providers import delivery_configured
 from delivery.services.pools import sends_enqueue, uuid_or_none
 from delivery.services.senders import default_sender
 from owlat.models import Contact
-from owlat.sql import new_instance
+from owlat.sql import new_instance, prepared_cursor, prepared_models
 
 
 @dataclass(frozen=True)
@@ -118,12 +118,11 @@ def automation_email_prepare_many(requests: Sequence[AutomationEmailRequest]) ->
     carries its row (id assigned, not inserted) as `send`: `automation_email_insert_many` writes the rows the
     caller keeps. One result per request, in order."""
     from owlat.contacts import normalize_email
-    from owlat.models import BlockedEmail
-    from templates.models import EmailTemplate
     from templates.rendering import contact_variables, personalize_subject, prepare_template
 
     template_pks = {uuid_or_none(r.email_template_id) for r in requests if r.email_template_id} - {None}
-    templates = {t.pk: t for t in EmailTemplate.objects.filter(pk__in=template_pks)} if template_pks else {}
+    organizations = {str(r.organization_id) for r in requests}
+    templates = {t.pk: t for t in _templates(template_pks, organizations)} if template_pks else {}
     missing = [uuid_or_none(r.contact_id) for r in requests if r.contact is None]
     loaded = {c.pk: c for c in Contact.objects.filter(pk__in=[m for m in missing if m])} if missing else {}
     senders: dict[str, Any] = {}
@@ -133,14 +132,7 @@ def automation_email_prepare_many(requests: Sequence[AutomationEmailRequest]) ->
         for r in requests
         if (c := r.contact or loaded.get(uuid_or_none(r.contact_id))) is not None and (c.email or "").strip()
     }
-    blocked: set[tuple[str, str]] = set()
-    if addresses:
-        blocked = {
-            (str(org), email)
-            for org, email in BlockedEmail.objects.filter(
-                organization_id__in={a[0] for a in addresses}, email__in={a[1] for a in addresses}
-            ).values_list("organization_id", "email")
-        }
+    blocked = _blocked(addresses) if addresses else set()
     out: list[AutomationEmailResult] = []
     for r in requests:
         org = str(r.organization_id)
@@ -208,6 +200,41 @@ def automation_email_prepare_many(requests: Sequence[AutomationEmailRequest]) ->
         )
         out.append(AutomationEmailResult("queued", send_id=str(send.pk), send=send))
     return out
+
+
+def _templates(pks: set[Any], organizations: set[str]) -> list[Any]:
+    """The batch's email templates among `pks` of its organizations: on PostgreSQL one prepared statement (the
+    same text every batch), elsewhere the ORM's query."""
+    from templates.models import EmailTemplate
+
+    if connection.vendor == "postgresql":
+        return prepared_models(
+            EmailTemplate,
+            "id = ANY(%s::uuid[]) AND organization_id = ANY(%s::uuid[])",
+            [[str(pk) for pk in pks], sorted(organizations)],
+        )
+    return list(EmailTemplate.objects.filter(pk__in=pks, organization_id__in=organizations))
+
+
+def _blocked(addresses: set[tuple[str, str]]) -> set[tuple[str, str]]:
+    """(organization id, normalized address) of `addresses` on their organization's suppression list: on
+    PostgreSQL one prepared statement over the unique (organization, email) index, elsewhere the ORM's query."""
+    from owlat.models import BlockedEmail
+
+    organizations, emails = sorted({a[0] for a in addresses}), sorted({a[1] for a in addresses})
+    if connection.vendor == "postgresql":
+        with prepared_cursor() as cursor:
+            cursor.execute(
+                f"SELECT organization_id, email FROM {BlockedEmail._meta.db_table} "
+                "WHERE organization_id = ANY(%s::uuid[]) AND email = ANY(%s::varchar[])",
+                [organizations, emails],
+            )
+            rows = cursor.fetchall()
+    else:
+        rows = BlockedEmail.objects.filter(organization_id__in=organizations, email__in=emails).values_list(
+            "organization_id", "email"
+        )
+    return {(str(org), email) for org, email in rows}
 
 
 def automation_email_insert_many(sends: Sequence[TransactionalSend]) -> int:
