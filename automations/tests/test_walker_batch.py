@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import threading
+import time
 
 import pytest
 from django.db import connection
@@ -401,6 +402,22 @@ def test_events_during_a_walk_queue_no_further_walk(make_automation, make_contac
     assert drain_queue(queue="default")[0].result == "nothing due"
 
 
+class _PausedClock:
+    """The walk's clock for a test: `sleep` records the pause and moves `monotonic` on by it instead of waiting,
+    so the walk sees the time its pauses take (its stream rate, `_Stream`, is measured over it) as it would."""
+
+    def __init__(self) -> None:
+        self.pauses: list[float] = []
+        self.slept = 0.0
+
+    def sleep(self, seconds: float) -> None:
+        self.pauses.append(seconds)
+        self.slept += seconds
+
+    def monotonic(self) -> float:
+        return time.monotonic() + self.slept
+
+
 def test_after_a_small_batch_the_walk_pauses_for_the_stream(
     make_automation, make_contact, template, monkeypatch, settings
 ):
@@ -408,8 +425,9 @@ def test_after_a_small_batch_the_walk_pauses_for_the_stream(
 
     automation = make_automation([email_step(template), condition(), email_step(template)], status="active")
     start_runs(automation, [make_contact() for _ in range(4)])
-    pauses: list[float] = []
-    monkeypatch.setattr(walker_batch.time, "sleep", pauses.append)
+    clock = _PausedClock()
+    pauses = clock.pauses
+    monkeypatch.setattr(walker_batch, "time", clock)
     # batches smaller than WALK_LINGER_BELOW pause before the next claim (three steps: three batches of four)
     assert walker_batch.walk_hop().count("4 step runs") == 3
     assert pauses == [0.1] * 3  # AUTOMATION_WALK_LINGER_MS, 100 by default
