@@ -216,13 +216,37 @@ def automation_fanout(
     # becomes its pending step run at once (runs, step runs and their counters in one statement) and the batched
     # walker is woken once; a run whose automation has no step 0 is left to the start task (which completes it).
     from automations.lifecycle import runs_open_and_start_many
-    from automations.walker import EXECUTE_TASK, _entry_delay
+    from automations.walker import EXECUTE_TASK
     from automations.walker_batch import WALK_TASK
     from owlat.jobs import enqueue
 
     now = now or timezone.now()
+    items = fanout_items(event, _candidates(event) if prefetched is None else prefetched, now=now)
+    # the walker's wake-up (coalesced), by the same statement on PostgreSQL's ORM broker
+    opened, created = runs_open_and_start_many(items, at=now, wake=WALK_TASK)
+    run_ids = [str(run_id) for run_id, _ in opened]
+    for step_run in created:
+        if step_run.delay_until is not None:
+            enqueue(EXECUTE_TASK, str(step_run.run_id), str(step_run.pk), 0, at=step_run.delay_until)
+    started = {step_run.run_id for step_run in created}
+    unstarted = [str(run_id) for run_id, _ in opened if run_id not in started]
+    if unstarted:
+        enqueue("automations.tasks.automation_run_start_task", *unstarted)
+    return run_ids
+
+
+#: What `runs_open_and_start_many` takes per run: (automation id, organization id, contact id, triggered_by,
+#: trigger data, step 0 or None, step 0's due time or None: at once).
+FanoutItem = tuple[Any, Any, Any, str, dict[str, Any] | None, AutomationStep | None, dt.datetime | None]
+
+
+def fanout_items(event: TriggerEvent, candidates: list[_Candidate], *, now: dt.datetime) -> list[FanoutItem]:
+    """The runs `automation_fanout` opens for `event` among its `candidates` (matching, without a running run
+    of the contact, with steps), each with its step 0 and when that is due."""
+    from automations.walker import _entry_delay
+
     items = []
-    for candidate in _candidates(event) if prefetched is None else prefetched:
+    for candidate in candidates:
         matched, trigger_data = trigger_matches(event.kind, candidate.trigger_config, event.data)
         if not matched or candidate.has_running or not candidate.has_steps:
             continue
@@ -241,14 +265,4 @@ def automation_fanout(
                 due,
             )
         )
-    # the walker's wake-up (coalesced), by the same statement on PostgreSQL's ORM broker
-    opened, created = runs_open_and_start_many(items, at=now, wake=WALK_TASK)
-    run_ids = [str(run_id) for run_id, _ in opened]
-    for step_run in created:
-        if step_run.delay_until is not None:
-            enqueue(EXECUTE_TASK, str(step_run.run_id), str(step_run.pk), 0, at=step_run.delay_until)
-    started = {step_run.run_id for step_run in created}
-    unstarted = [str(run_id) for run_id, _ in opened if run_id not in started]
-    if unstarted:
-        enqueue("automations.tasks.automation_run_start_task", *unstarted)
-    return run_ids
+    return items

@@ -34,6 +34,7 @@ from automations.lifecycle.automation import (
 )
 from automations.lifecycle.batch import (
     ClaimedStepRun,
+    RunsOpening,
     runs_finish_many,
     runs_open_and_start_many,
     runs_open_many,
@@ -81,6 +82,7 @@ __all__ = [
     "AutomationLifecycle",
     "ClaimedStepRun",
     "RunLifecycle",
+    "RunsOpening",
     "StepRunLifecycle",
     "automation_activate",
     "automation_pause",

@@ -57,7 +57,8 @@ def event_record(
     create_contact: bool,
     actor: str,
 ) -> EventResult:
-    """Store the event and its `event_received` activity and fan it out (AUT-17); raises ContactNotFound."""
+    """Store the event and its `event_received` activity and fan it out (AUT-17); raises ContactNotFound.
+    Opens its own transaction when the caller has none (the events API's view has none: see `_intake_statement`)."""
     from automations.triggers import automation_fanout, contact_and_candidates
     from owlat.contacts import contact_find_or_create, normalize_email
     from owlat.triggers import fire_trigger
@@ -72,6 +73,13 @@ def event_record(
     )
     if contact_id is None and not create_contact:
         raise ContactNotFound(address)
+    data = {"eventName": event_name, "eventProperties": event_properties}
+    if contact_id is not None:
+        result = _intake_statement(
+            organization_id, contact_id, event_name, event_properties, data, candidates
+        )
+        if result is not None:
+            return result
     with transaction.atomic(savepoint=False):
         created = False
         prefetched = None if contact_id is None else {automation_fanout: candidates}
@@ -85,7 +93,7 @@ def event_record(
             "event_received",
             organization_id=organization_id,
             contact_id=contact_id,
-            data={"eventName": event_name, "eventProperties": event_properties},
+            data=data,
             prefetched=prefetched,
         )
         event_id = _event_insert(
@@ -104,6 +112,66 @@ def event_record(
     )
 
 
+def _intake_statement(
+    organization_id: Any,
+    contact_id: Any,
+    event_name: str,
+    event_properties: dict[str, Any] | None,
+    data: dict[str, Any],
+    candidates: list[Any],
+) -> EventResult | None:
+    """The whole intake of an event for an existing contact as one statement on PostgreSQL (issue 12: the
+    events API's writes were a transaction of four round trips): the runs it opens with their step 0 and the
+    walker's wake-up (`automations.lifecycle.RunsOpening`), the event with their count and its activity — what
+    `fire_trigger` and `_event_insert` write, atomic by being one statement. None (nothing written) when that
+    is not the whole of it: another database, another trigger listener than the fan-out, a run whose step 0 is
+    delayed or missing (a due task or the start task follows), or a wake-up that is not a broker row."""
+    from django.db import connection
+    from django.utils import timezone
+
+    from automations.lifecycle import RunsOpening
+    from automations.triggers import automation_fanout, fanout_items
+    from automations.walker_batch import WALK_TASK
+    from owlat.registry import TriggerEvent, trigger_listeners
+    from owlat.sql import prepared_cursor
+
+    if connection.vendor != "postgresql" or trigger_listeners() != (automation_fanout,):
+        return None
+    now = timezone.now()
+    event = TriggerEvent("event_received", str(organization_id), str(contact_id), data)
+    items = fanout_items(event, candidates, now=now)
+    if any(step is None or due is not None for *_, step, due in items):
+        return None
+    opening = RunsOpening(items, at=now, wake=WALK_TASK) if items else None
+    if opening is not None and not opening.wakes:
+        return None
+    event_id, sql, params = _event_insert_sql(
+        organization_id=organization_id,
+        contact_id=contact_id,
+        event_name=event_name,
+        event_properties=event_properties,
+        triggered="(SELECT count(*) FROM run)" if opening else 0,
+        at=now,
+    )
+    if opening is None:
+        with prepared_cursor() as cursor:
+            cursor.execute(f"WITH {sql}", params)
+        triggered = 0
+    else:
+        with prepared_cursor() if opening.preparable else connection.cursor() as cursor:
+            cursor.execute(
+                f"WITH {opening.ctes}, {sql} RETURNING (SELECT count(*) FROM run)", [*opening.params, *params]
+            )
+            (triggered,) = cursor.fetchone()
+    return EventResult(
+        event_id=event_id,
+        contact_id=str(contact_id),
+        event_name=event_name,
+        triggered_automations=triggered,
+        contact_created=False,
+    )
+
+
 def _event_insert(
     *, organization_id: Any, contact_id: Any, event_name: str, event_properties: Any, triggered: int
 ) -> str:
@@ -111,14 +179,13 @@ def _event_insert(
     from django.db import connection
     from django.utils import timezone
 
-    from owlat.activities import activity_insert_sql, activity_record
+    from owlat.activities import activity_record
     from owlat.models import Event
     from owlat.sql import prepared_cursor
 
-    event_id = new_event_id()
     now = timezone.now()
-    metadata = {"eventId": event_id, "eventName": event_name, "eventProperties": event_properties}
     if connection.vendor != "postgresql":
+        event_id = new_event_id()
         Event.objects.create(
             id=event_id,
             organization_id=organization_id,
@@ -131,24 +198,52 @@ def _event_insert(
             organization_id=organization_id,
             contact_id=contact_id,
             activity_type="event_received",
-            metadata=metadata,
+            metadata={"eventId": event_id, "eventName": event_name, "eventProperties": event_properties},
             at=now,
         )
         return event_id
+    event_id, sql, params = _event_insert_sql(
+        organization_id=organization_id,
+        contact_id=contact_id,
+        event_name=event_name,
+        event_properties=event_properties,
+        triggered=triggered,
+        at=now,
+    )
+    with prepared_cursor() as cursor:
+        cursor.execute(f"WITH {sql}", params)
+    return event_id
+
+
+def _event_insert_sql(
+    *,
+    organization_id: Any,
+    contact_id: Any,
+    event_name: str,
+    event_properties: Any,
+    triggered: int | str,
+    at: Any,
+) -> tuple[str, str, list[Any]]:
+    """The new event's id, and its row with its activity as PostgreSQL text to follow a `WITH` (the `event` CTE,
+    then the activity's INSERT) with its parameters. `triggered`: the count, or an SQL expression giving it."""
+    from owlat.activities import activity_insert_sql
+    from owlat.models import Event
+
+    event_id = new_event_id()
     activity_sql, activity_params = activity_insert_sql(
         organization_id=organization_id,
         contact_id=contact_id,
         activity_type="event_received",
-        metadata=metadata,
-        at=now,
+        metadata={"eventId": event_id, "eventName": event_name, "eventProperties": event_properties},
+        at=at,
     )
+    count = "%s" if isinstance(triggered, int) else triggered
     sql = (
-        f"WITH event AS (INSERT INTO {Event._meta.db_table} "
+        f"event AS (INSERT INTO {Event._meta.db_table} "
         "(id, organization_id, contact_id, event_name, properties, triggered_automations, created_at) "
-        f"VALUES (%s, %s::uuid, %s::uuid, %s, %s::jsonb, %s, %s)) {activity_sql}"
+        f"VALUES (%s, %s::uuid, %s::uuid, %s, %s::jsonb, {count}, %s)) {activity_sql}"
     )
     properties = None if event_properties is None else json.dumps(event_properties)
-    params = [event_id, str(organization_id), str(contact_id), event_name, properties, triggered, now]
-    with prepared_cursor() as cursor:
-        cursor.execute(sql, [*params, *activity_params])
-    return event_id
+    params = [event_id, str(organization_id), str(contact_id), event_name, properties]
+    params += [triggered, at] if isinstance(triggered, int) else [at]
+    return event_id, sql, [*params, *activity_params]

@@ -253,3 +253,136 @@ def test_the_hot_statements_of_an_event_run_prepared(api, org, make_automation, 
     ):
         assert sum(marker in s and "$1" in s for s in prepared) == 1, (marker, prepared)
     assert AutomationRun.objects.count() == 2
+
+
+NOW_STEP = (
+    "condition",
+    {
+        "condition": {"kind": "contact_property", "field": "plan", "operator": "equals", "value": "pro"},
+        "yesBranchStepIndex": None,
+        "noBranchStepIndex": None,
+    },
+)
+
+
+def _written(contact) -> dict:
+    """What an event for `contact` left in the database, without ids and times."""
+    from automations.models import AutomationCounterDelta, AutomationStepRun
+
+    event = Event.objects.get(contact=contact)
+    activity = ContactActivity.objects.get(contact=contact, activity_type="event_received")
+    run = AutomationRun.objects.get(contact=contact)
+    step_run = AutomationStepRun.objects.get(run=run)
+    return {
+        "event": (event.organization_id, event.event_name, event.properties, event.triggered_automations),
+        "activity": (activity.organization_id, {**activity.metadata, "eventId": None}),
+        "activity_event_id": activity.metadata["eventId"] == event.pk,
+        "run": (
+            run.organization_id,
+            run.automation_id,
+            run.status,
+            run.triggered_by,
+            run.trigger_data,
+            run.current_step_index,
+            run.steps_executed,
+            run.next_step_at,
+            run.started_at == step_run.scheduled_at,
+        ),
+        "step_run": (
+            step_run.organization_id,
+            step_run.step_id,
+            step_run.step_index,
+            step_run.step_type,
+            step_run.status,
+            step_run.delay_until,
+            step_run.retry_count,
+            step_run.attempt,
+        ),
+        "deltas": sorted(AutomationCounterDelta.objects.values_list("field", "delta")),
+    }
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="the one-statement intake is PostgreSQL's")
+@pytest.mark.django_db(transaction=True)
+def test_an_event_for_an_existing_contact_is_one_write_statement_without_a_transaction(
+    api, org, make_automation, make_contact
+):
+    # issue 12: the key (with its rate-limit token), the contact with its candidates, then everything the event
+    # writes in one statement in autocommit: no BEGIN/COMMIT round trips, atomic by being one statement
+    from automations.models import AutomationCounterDelta, AutomationStepRun
+
+    make_automation(
+        [NOW_STEP], trigger_type="event_received", trigger_config={"eventName": "go"}, status="active"
+    )
+    jane = make_contact("jane@example.com")
+    make_contact("warm@example.com")
+    api.post("/events", {"email": "warm@example.com", "eventName": "other"})
+
+    count, sql = statements(
+        api, {"email": "jane@example.com", "eventName": "go", "eventProperties": {"n": 1}}
+    )
+    assert count == 3, sql
+    assert not any(s.split()[0].upper() in ("BEGIN", "COMMIT", "SAVEPOINT", "RELEASE") for s in sql), sql
+    [write] = [s for s in sql if "INSERT" in s]
+    for table in ("automationrun", "automationsteprun", "automationcounterdelta", "owlat_event", "activity"):
+        assert table in write, table
+    written = _written(jane)
+    assert written["event"][1:] == ("go", {"n": 1}, 1) and written["activity_event_id"]
+    assert written["run"][2:] == (
+        "running",
+        "event_received",
+        {"eventName": "go", "eventProperties": '{"n":1}'},
+        0,
+        0,
+        None,
+        True,
+    )
+    assert written["step_run"][2:] == (0, "condition", "pending", None, 0, 0)
+    assert sorted(AutomationCounterDelta.objects.values_list("field", "delta")) == [
+        ("entered", 1),
+        ("pending", 1),
+    ]
+    assert AutomationStepRun.objects.filter(run__contact=jane).count() == 1
+    walks = [t for t in queued_tasks() if t.func == "automations.tasks.automation_walk_task"]
+    assert [t.args for t in walks] == [()]
+
+
+def _one_write(ctx) -> bool:
+    return any(
+        "INSERT INTO automations_automationrun" in q["sql"] and "INSERT INTO owlat_event" in q["sql"]
+        for q in ctx.captured_queries
+    )
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="the one-statement intake is PostgreSQL's")
+def test_the_one_statement_intake_writes_what_the_transaction_path_writes(
+    api, org, make_automation, make_contact, monkeypatch
+):
+    # the same event through the one statement and through fire_trigger and _event_insert (taken when another
+    # trigger listener is registered): the same rows, the same answer
+    from automations.models import AutomationCounterDelta
+    from owlat import registry
+
+    make_automation(
+        [NOW_STEP], trigger_type="event_received", trigger_config={"eventName": "go"}, status="active"
+    )
+    one, two = make_contact("one@example.com"), make_contact("two@example.com")
+    body = {"eventName": "go", "eventProperties": {"plan": "pro", "n": 2.5, "ok": True, "none": None}}
+
+    with CaptureQueriesContext(connection) as ctx:
+        first = api.post("/events", {"email": "one@example.com", **body})
+    assert _one_write(ctx)
+    first_written = _written(one)
+    AutomationCounterDelta.objects.all().delete()
+    listeners = [*registry._trigger_listeners, lambda event: []]
+    monkeypatch.setattr(registry, "_trigger_listeners", listeners)
+    with CaptureQueriesContext(connection) as ctx:
+        second = api.post("/events", {"email": "two@example.com", **body})
+    assert not _one_write(ctx)  # the transaction path
+    assert first_written == _written(two)
+    a, b = first.json()["data"], second.json()["data"]
+    assert (a["triggeredAutomations"], a["contactCreated"], a["eventName"]) == (1, False, "go")
+    assert {k: v for k, v in a.items() if k not in ("eventId", "contactId")} == {
+        k: v for k, v in b.items() if k not in ("eventId", "contactId")
+    }
+    assert (a["contactId"], b["contactId"]) == (str(one.pk), str(two.pk))
