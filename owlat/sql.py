@@ -32,6 +32,7 @@ import functools
 from typing import Any
 
 from django.conf import settings
+from django.db import DEFAULT_DB_ALIAS, connections
 from django.db import connection as default_connection
 
 _ALWAYS_ASKED = 2**31  # psycopg prepares only when asked (prepare=True) with a threshold that is not None
@@ -42,7 +43,9 @@ def prepared_cursor(connection: Any = None) -> Any:
     on PostgreSQL; the plain `connection.cursor()` elsewhere or with `OWLAT_PREPARED_STATEMENTS = False`. Use
     it as `connection.cursor()` (`with prepared_cursor() as cursor: cursor.execute(sql, params)`); only for
     statements whose text is one of a few (see the module's doc)."""
-    connection = connection or default_connection
+    # the wrapper itself, not `django.db.connection`: every attribute read through that proxy looks the
+    # thread's connections up again (issue 12: eight lookups a statement)
+    connection = connection or connections[DEFAULT_DB_ALIAS]
     if connection.vendor != "postgresql" or not settings.OWLAT_PREPARED_STATEMENTS:
         return connection.cursor()
     # connection.cursor() without its create_cursor: the health check, the connection, Django's error
@@ -50,19 +53,27 @@ def prepared_cursor(connection: Any = None) -> Any:
     connection.close_if_health_check_failed()
     connection.ensure_connection()
     with connection.wrap_database_errors:
-        cursor = _preparing_cursor_class()(connection.connection)
-        _register_timezone(connection, cursor)
+        pg = connection.connection
+        cursor = _preparing_cursor_class()(pg)
+        _register_timezone(connection, pg, cursor)
         return connection._prepare_cursor(cursor)
 
 
-def _register_timezone(connection: Any, cursor: Any) -> None:
-    """As Django's `create_cursor`: timestamptz values load in the connection's time zone."""
+def _register_timezone(connection: Any, pg: Any, cursor: Any) -> None:
+    """As Django's `create_cursor`: timestamptz values load in the connection's time zone. The check is made
+    once per connection and time zone (issue 12: it was on every statement): while the connection's own loader
+    has the zone, as Django sets it up when it connects, nothing needs registering."""
+    timezone = connection.timezone
+    if connection.__dict__.get("_owlat_tz_checked") == (pg, timezone):
+        return
     from django.db.backends.postgresql.psycopg_any import register_tzloader
     from psycopg.pq import Format
 
-    loader = connection.connection.adapters.get_loader(_timestamptz_oid(), Format.TEXT)
-    if connection.timezone != loader.timezone:
-        register_tzloader(connection.timezone, cursor)
+    loader = pg.adapters.get_loader(_timestamptz_oid(), Format.TEXT)
+    if timezone != loader.timezone:
+        register_tzloader(timezone, cursor)
+    else:
+        connection._owlat_tz_checked = (pg, timezone)
 
 
 @functools.cache
@@ -119,7 +130,7 @@ def prepared_models(model: type, where: str, params: Any, *, connection: Any = N
     `prepared_cursor()`: for a hot read whose ORM form costs more to compile and to plan than to run. PostgreSQL
     only (the `where` is PostgreSQL's); keep the ORM form for other databases. `where` must be one of a few fixed
     texts (see the module's doc)."""
-    connection = connection or default_connection
+    connection = connection or connections[DEFAULT_DB_ALIAS]
     with prepared_cursor(connection) as cursor:
         cursor.execute(_select_all(model, where), params)
         rows = cursor.fetchall()
@@ -130,7 +141,7 @@ def model_from_row(model: type, values: Any, *, connection: Any = None) -> Any:
     """The instance of `model` from the values of its concrete columns (in `_meta.concrete_fields` order), built
     as the ORM builds a fetched row: each column's database converters applied (the backend's, then the
     field's, as the compiler collects them), then `Model.from_db`."""
-    connection = connection or default_connection
+    connection = connection or connections[DEFAULT_DB_ALIAS]
     names, converters = _model_columns(model)
     if converters:
         values = list(values)

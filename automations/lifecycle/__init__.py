@@ -4,7 +4,8 @@
 - `runs`: `AutomationRun.status` (AUT-28) and `AutomationStepRun.status` (AUT-04, AUT-21, AUT-23, AUT-26),
   including the compare-and-set claims of step runs and their per-step counters (AUT-02);
 - `batch`: the set-based writes of the batched walker (the batch claim, completions, failures, finished runs,
-  created and skipped step runs, the advance of runs to their next step).
+  created and skipped step runs, the advance of runs to their next step);
+- `opening`: the runs a trigger firing opens, with their step 0 (AUT-17, set-based).
 
 Everything is re-exported here: `from automations.lifecycle import …` is the public path.
 """
@@ -34,10 +35,7 @@ from automations.lifecycle.automation import (
 )
 from automations.lifecycle.batch import (
     ClaimedStepRun,
-    RunsOpening,
     runs_finish_many,
-    runs_open_and_start_many,
-    runs_open_many,
     step_runs_advance_many,
     step_runs_claim_due,
     step_runs_complete_many,
@@ -45,6 +43,7 @@ from automations.lifecycle.batch import (
     step_runs_fail_many,
     step_runs_skip_many,
 )
+from automations.lifecycle.opening import RunsOpening, runs_open_and_start_many, runs_open_many
 from automations.lifecycle.runs import (
     RUN_EDGES,
     STEP_RUN_EDGES,

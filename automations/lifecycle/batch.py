@@ -5,10 +5,10 @@ runner (`Lifecycle.transition_many`, `Lifecycle.create_many`):
   `UPDATE … WHERE id = ANY(ARRAY(SELECT … FOR UPDATE SKIP LOCKED)) RETURNING` that also counts the execution on
   each run (`steps_executed`, the loop cap of AUT-25) — so two claimers never take the same row;
 - `step_runs_complete_many`, `step_runs_fail_many`, `runs_finish_many`: one compare-and-set per edge;
-- `runs_open_many` (AUT-17's fan-out in one insert);
 - `step_runs_create_many` (pending rows, one insert) and `step_runs_skip_many` (rows created `skipped`, AUT-23).
 
-Counters move through the same delta helpers as the single-row writers (`automations.lifecycle.runs`).
+Counters move through the same delta helpers as the single-row writers (`automations.lifecycle.runs`). The runs
+AUT-17's fan-out opens are in `automations.lifecycle.opening`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import connection
 
 from automations.lifecycle.runs import (
     ACTOR,
@@ -29,7 +29,6 @@ from automations.lifecycle.runs import (
     EXECUTING,
     FAILED,
     PENDING,
-    RUNNING,
     RUNS,
     SKIPPED,
     STEP_RUNS,
@@ -38,7 +37,7 @@ from automations.lifecycle.runs import (
 from automations.models import Automation, AutomationRun, AutomationStep, AutomationStepRun
 from owlat.lifecycle import Move
 from owlat.models import Contact
-from owlat.sql import instance_from_values, new_instance, prepared_cursor
+from owlat.sql import instance_from_values, new_instance
 
 
 @dataclass
@@ -310,200 +309,3 @@ def step_runs_skip_many(
     """AUT-23 for many runs at once: the bypassed steps' rows created through `pending → skipped`."""
     rows = [_pending_row(run, step, scheduled_at=at) for run, steps in items for step in steps]
     return STEP_RUNS.create_many([Move(row, SKIPPED, {"created": True}) for row in rows], actor=ACTOR, at=at)
-
-
-def runs_open_many(
-    items: Sequence[tuple[Any, Any, Any, str, dict[str, Any] | None]],
-    *,
-    at: dt.datetime,
-    next_step_at: dict[Any, dt.datetime | None] | None = None,
-) -> list[tuple[Any, Any]]:
-    """AUT-17 set-based: `running` runs for (automation id, organization id, contact id, triggered_by,
-    trigger_data) in one `INSERT … ON CONFLICT DO NOTHING RETURNING` — the partial unique index decides races
-    (a contact with a running run gets none) without a savepoint per run; each opened run is counted as
-    entered (one delta insert). `next_step_at` (by automation id): the run's first step's due time, when the
-    caller schedules step 0 in the same transaction. Returns (run id, automation id) of the runs opened."""
-    import json
-    import uuid
-
-    from automations.counters import record_run_counts
-
-    if not items:
-        return []
-    table = AutomationRun._meta.db_table
-    rows_sql = ", ".join(
-        ["(%s::uuid, %s::uuid, %s::uuid, %s::uuid, 0, 0, %s, %s, %s, %s::jsonb, %s::timestamptz)"]
-        * len(items)
-    )
-    params: list[Any] = []
-    for automation_id, organization_id, contact_id, triggered_by, trigger_data in items:
-        params += [
-            str(uuid.uuid4()),
-            str(organization_id),
-            str(automation_id),
-            str(contact_id),
-            RUNNING,
-            at,
-            triggered_by,
-            None if trigger_data is None else json.dumps(trigger_data),
-            (next_step_at or {}).get(automation_id),
-        ]
-    sql = (
-        f"INSERT INTO {table} (id, organization_id, automation_id, contact_id, current_step_index, "
-        f"steps_executed, status, started_at, triggered_by, trigger_data, next_step_at) VALUES {rows_sql} "
-        f"ON CONFLICT DO NOTHING RETURNING id, automation_id"
-    )
-    with transaction.atomic(savepoint=False), connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        opened = [(row[0], row[1]) for row in cursor.fetchall()]
-        counts: dict[Any, dict[str, int]] = {}
-        for _, automation_id in opened:
-            counts.setdefault(automation_id, {"entered": 0})["entered"] += 1
-        record_run_counts(counts)
-    return opened
-
-
-def runs_open_and_start_many(
-    items: Sequence[
-        tuple[Any, Any, Any, str, dict[str, Any] | None, AutomationStep | None, dt.datetime | None]
-    ],
-    *,
-    at: dt.datetime,
-    wake: str | None = None,
-) -> tuple[list[tuple[Any, Any]], list[AutomationStepRun]]:
-    """`runs_open_many` and `step_runs_create_many` of their step 0 in one go: for (automation id, organization
-    id, contact id, triggered_by, trigger_data, step 0 or None, step 0's due time or None) the `running` runs
-    (the partial unique index drops a contact's second running run), the `entered` counter deltas, step 0's
-    `pending` step run of each opened run and its counter delta. On PostgreSQL that is one statement (issue 12
-    item 3: data-modifying CTEs, `RunsOpening`; the events API runs it on every call), elsewhere the two
-    functions. Returns (run id, automation id) of the runs opened and the step runs created for them. `wake`:
-    an argument-less task (the walker's walk) woken, coalesced (`owlat.wakeups`), when a step 0 due at once was
-    created; with the ORM broker on PostgreSQL by the same statement."""
-    from owlat import wakeups
-
-    if not items:
-        return [], []
-    if connection.vendor != "postgresql":
-        opened = runs_open_many(
-            [item[:5] for item in items], at=at, next_step_at={item[0]: item[6] for item in items}
-        )
-        first = {item[0]: item for item in items}
-        created = step_runs_create_many(
-            [
-                (
-                    AutomationRun(id=run_id, organization_id=first[a_id][1], automation_id=a_id),
-                    first[a_id][5],
-                    at,
-                    first[a_id][6],
-                )
-                for run_id, a_id in opened
-                if first[a_id][5] is not None
-            ]
-        )
-        if wake is not None and any(row.delay_until is None for row in created):
-            wakeups.wake(wake)
-        return opened, created
-    opening = RunsOpening(items, at=at, wake=wake)
-    with prepared_cursor() if opening.preparable else connection.cursor() as cursor:
-        cursor.execute(f"WITH {opening.ctes} SELECT id, automation_id FROM run", opening.params)
-        opened = [(row[0], row[1]) for row in cursor.fetchall()]
-    created = opening.created(opened)
-    if wake is not None and not opening.wakes and any(row.delay_until is None for row in created):
-        wakeups.wake(wake)
-    return opened, created
-
-
-class RunsOpening:
-    """The PostgreSQL form of `runs_open_and_start_many` as data-modifying CTEs (`v, run, entered, started,
-    step_run, step_pending` and, when `wakes`, `owlat.wakeups.wake_cte`'s), for a statement that adds its own
-    CTEs and ends with a `SELECT … FROM run` (the runs opened: `id, automation_id`): `runs_open_and_start_many`,
-    and the events intake, which writes its event in the same statement (issue 12). `params` follow the
-    statement's text; `created(opened)` gives the step runs of the runs opened."""
-
-    def __init__(
-        self,
-        items: Sequence[
-            tuple[Any, Any, Any, str, dict[str, Any] | None, AutomationStep | None, dt.datetime | None]
-        ],
-        *,
-        at: dt.datetime,
-        wake: str | None = None,
-    ) -> None:
-        import json
-        import uuid
-
-        from automations.models import AutomationCounterDelta
-        from owlat import wakeups
-
-        values: list[str] = []
-        params: list[Any] = []
-        self._pending: dict[Any, AutomationStepRun] = {}
-        for automation_id, organization_id, contact_id, triggered_by, trigger_data, step, due in items:
-            run_id = uuid.uuid4()
-            row = None
-            if step is not None:
-                run = AutomationRun(id=run_id, organization_id=organization_id, automation_id=automation_id)
-                row = self._pending[run_id] = _pending_row(run, step, scheduled_at=at, delay_until=due)
-            values.append(
-                "(%s::uuid, %s::uuid, %s::uuid, %s::uuid, %s, %s::jsonb, %s::timestamptz, "
-                "%s::uuid, %s::uuid, %s::integer, %s)"
-            )
-            params += [
-                str(run_id),
-                str(organization_id),
-                str(automation_id),
-                str(contact_id),
-                triggered_by,
-                None if trigger_data is None else json.dumps(trigger_data),
-                due,
-                None if row is None else str(row.pk),
-                None if row is None else str(row.step_id),
-                None if row is None else row.step_index,
-                None if row is None else row.step_type,
-            ]
-        in_statement = None
-        if wake is not None:
-            in_statement = wakeups.wake_cte(
-                wake, when="EXISTS (SELECT 1 FROM started WHERE next_step_at IS NULL)"
-            )
-        #: whether the statement wakes `wake` itself (else the caller does, `wakeups.wake`, when due at once)
-        self.wakes = in_statement is not None
-        #: one row: the statement's text is always the same (prepare it, `owlat.sql`)
-        self.preparable = len(values) == 1
-        run_table = AutomationRun._meta.db_table
-        step_run_table = AutomationStepRun._meta.db_table
-        delta_table = AutomationCounterDelta._meta.db_table
-        self.ctes = f"""
-            v (id, organization_id, automation_id, contact_id, triggered_by, trigger_data, next_step_at,
-               step_run_id, step_id, step_index, step_type) AS (VALUES {", ".join(values)}),
-            run AS (
-                INSERT INTO {run_table} (id, organization_id, automation_id, contact_id, current_step_index,
-                    steps_executed, status, started_at, triggered_by, trigger_data, next_step_at)
-                SELECT id, organization_id, automation_id, contact_id, 0, 0, %s, %s, triggered_by, trigger_data,
-                       next_step_at FROM v
-                ON CONFLICT DO NOTHING RETURNING id, automation_id
-            ),
-            entered AS (
-                INSERT INTO {delta_table} (automation_id, field, delta)
-                SELECT automation_id, 'entered', count(*) FROM run GROUP BY automation_id
-            ),
-            started AS (
-                SELECT v.* FROM v JOIN run ON run.id = v.id WHERE v.step_run_id IS NOT NULL
-            ),
-            step_run AS (
-                INSERT INTO {step_run_table} (id, organization_id, run_id, step_id, step_index, step_type,
-                    status, scheduled_at, delay_until, retry_count, attempt)
-                SELECT step_run_id, organization_id, id, step_id, step_index, step_type, %s, %s, next_step_at,
-                       0, 0
-                FROM started
-            ),
-            step_pending AS (
-                INSERT INTO {delta_table} (step_id, field, delta)
-                SELECT step_id, %s, count(*) FROM started GROUP BY step_id
-            ){"" if in_statement is None else f", {in_statement[0]}"}
-        """
-        self.params = [*params, RUNNING, at, PENDING, at, PENDING, *(in_statement or ("", []))[1]]
-
-    def created(self, opened: Iterable[tuple[Any, Any]]) -> list[AutomationStepRun]:
-        """The step 0 rows written for the runs `opened` (the statement's (run id, automation id) rows)."""
-        return [self._pending[run_id] for run_id, _ in opened if run_id in self._pending]
