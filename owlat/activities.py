@@ -60,23 +60,22 @@ def activity_insert_sql(
     activity_type: str,
     metadata: dict[str, Any] | None = None,
     at: dt.datetime,
+    contact_sql: str | None = None,
+    source: str = "",
 ) -> tuple[str, list[Any]]:
     """The row `activity_record` writes, as one PostgreSQL `INSERT` and its parameters, for a caller that writes
     it in the same statement as its cause (the events intake, issue 12). Types that set a contact flag are
-    written by `activity_record` only."""
+    written by `activity_record` only. `contact_sql` (then `contact_id` is not used): an SQL expression giving
+    the contact's id, over `source` (e.g. `" FROM c WHERE …"`: the row is written when that gives one)."""
     if activity_type not in ACTIVITY_TYPES or activity_type in _CONTACT_FLAGS:
         raise ValueError(f"activity type {activity_type!r} is written by activity_record")
     sql = (
         f"INSERT INTO {ContactActivity._meta.db_table} "
         "(id, organization_id, contact_id, activity_type, metadata, occurred_at) "
-        "VALUES (%s::uuid, %s::uuid, %s::uuid, %s, %s::jsonb, %s)"
+        f"SELECT %s::uuid, %s::uuid, {contact_sql or '%s::uuid'}, %s::varchar, %s::jsonb, %s::timestamptz{source}"
     )
-    params = [
-        str(uuid.uuid4()),
-        str(organization_id),
-        str(contact_id),
-        activity_type,
-        json.dumps(metadata or {}),
-        at,
-    ]
+    params = [str(uuid.uuid4()), str(organization_id)]
+    if contact_sql is None:
+        params.append(str(contact_id))
+    params += [activity_type, json.dumps(metadata or {}), at]
     return sql, params

@@ -43,7 +43,12 @@ from automations.lifecycle.batch import (
     step_runs_fail_many,
     step_runs_skip_many,
 )
-from automations.lifecycle.opening import RunsOpening, runs_open_and_start_many, runs_open_many
+from automations.lifecycle.opening import (
+    RunsOpening,
+    opening_ctes,
+    runs_open_and_start_many,
+    runs_open_many,
+)
 from automations.lifecycle.runs import (
     RUN_EDGES,
     STEP_RUN_EDGES,
@@ -90,6 +95,7 @@ __all__ = [
     "automation_resume",
     "automation_revert_to_draft",
     "automation_transition",
+    "opening_ctes",
     "run_cancel",
     "run_complete",
     "run_open",

@@ -122,7 +122,8 @@ class RunsOpening:
     """The PostgreSQL form of `runs_open_and_start_many` as data-modifying CTEs (`v, run, entered, started,
     step_run, step_pending` and, when `wakes`, `owlat.wakeups.wake_cte`'s), for a statement that adds its own
     CTEs and ends with a `SELECT … FROM run` (the runs opened: `id, automation_id`): `runs_open_and_start_many`,
-    and the events intake, which writes its event in the same statement (issue 12). `params` follow the
+    and the events intake, which writes its event in the same statement (issue 12; `opening_ctes` when the runs
+    come from a `SELECT` of its own). `params` follow the
     statement's text; `created(opened)` gives the step runs of the runs opened."""
 
     def __init__(
@@ -136,9 +137,6 @@ class RunsOpening:
     ) -> None:
         import json
         import uuid
-
-        from automations.models import AutomationCounterDelta
-        from owlat import wakeups
 
         values: list[str] = []
         params: list[Any] = []
@@ -168,48 +166,11 @@ class RunsOpening:
                 None if step is None else step.step_index,
                 None if step is None else step.step_type,
             ]
-        in_statement = None
-        if wake is not None:
-            in_statement = wakeups.wake_cte(
-                wake, when="EXISTS (SELECT 1 FROM started WHERE next_step_at IS NULL)"
-            )
-        #: whether the statement wakes `wake` itself (else the caller does, `wakeups.wake`, when due at once)
-        self.wakes = in_statement is not None
         #: one row: the statement's text is always the same (prepare it, `owlat.sql`)
         self.preparable = len(values) == 1
-        run_table = AutomationRun._meta.db_table
-        step_run_table = AutomationStepRun._meta.db_table
-        delta_table = AutomationCounterDelta._meta.db_table
-        self.ctes = f"""
-            v (id, organization_id, automation_id, contact_id, triggered_by, trigger_data, next_step_at,
-               step_run_id, step_id, step_index, step_type) AS (VALUES {", ".join(values)}),
-            run AS (
-                INSERT INTO {run_table} (id, organization_id, automation_id, contact_id, current_step_index,
-                    steps_executed, status, started_at, triggered_by, trigger_data, next_step_at)
-                SELECT id, organization_id, automation_id, contact_id, 0, 0, %s, %s, triggered_by, trigger_data,
-                       next_step_at FROM v
-                ON CONFLICT DO NOTHING RETURNING id, automation_id
-            ),
-            entered AS (
-                INSERT INTO {delta_table} (automation_id, field, delta)
-                SELECT automation_id, 'entered', count(*) FROM run GROUP BY automation_id
-            ),
-            started AS (
-                SELECT v.* FROM v JOIN run ON run.id = v.id WHERE v.step_run_id IS NOT NULL
-            ),
-            step_run AS (
-                INSERT INTO {step_run_table} (id, organization_id, run_id, step_id, step_index, step_type,
-                    status, scheduled_at, delay_until, retry_count, attempt)
-                SELECT step_run_id, organization_id, id, step_id, step_index, step_type, %s, %s, next_step_at,
-                       0, 0
-                FROM started
-            ),
-            step_pending AS (
-                INSERT INTO {delta_table} (step_id, field, delta)
-                SELECT step_id, %s, count(*) FROM started GROUP BY step_id
-            ){"" if in_statement is None else f", {in_statement[0]}"}
-        """
-        self.params = [*params, RUNNING, at, PENDING, at, PENDING, *(in_statement or ("", []))[1]]
+        self.ctes, self.params, self.wakes = opening_ctes(
+            f"VALUES {', '.join(values)}", params, at=at, wake=wake
+        )
 
     def created(self, opened: Iterable[tuple[Any, Any]]) -> list[AutomationStepRun]:
         """The step 0 rows written for the runs `opened` (the statement's (run id, automation id) rows)."""
@@ -222,3 +183,54 @@ class RunsOpening:
                 row.pk = step_run_id
                 rows.append(row)
         return rows
+
+
+def opening_ctes(
+    source: str, source_params: list[Any], *, at: dt.datetime, wake: str | None = None
+) -> tuple[str, list[Any], bool]:
+    """The CTEs of `RunsOpening` over the runs `source` gives (a `VALUES` list or a `SELECT` of the columns
+    (id, organization_id, automation_id, contact_id, triggered_by, trigger_data, next_step_at, step_run_id,
+    step_id, step_index, step_type): a run to open and its step 0's row, step_run_id null for none), their
+    parameters (`source_params` first), and whether they wake `wake` (else the caller calls `wakeups.wake` when a
+    step 0 due at once was created: Redis, sync mode)."""
+    from automations.models import AutomationCounterDelta
+    from owlat import wakeups
+
+    in_statement = None
+    if wake is not None:
+        in_statement = wakeups.wake_cte(
+            wake, when="EXISTS (SELECT 1 FROM started WHERE next_step_at IS NULL)"
+        )
+    run_table = AutomationRun._meta.db_table
+    step_run_table = AutomationStepRun._meta.db_table
+    delta_table = AutomationCounterDelta._meta.db_table
+    ctes = f"""
+        v (id, organization_id, automation_id, contact_id, triggered_by, trigger_data, next_step_at,
+           step_run_id, step_id, step_index, step_type) AS ({source}),
+        run AS (
+            INSERT INTO {run_table} (id, organization_id, automation_id, contact_id, current_step_index,
+                steps_executed, status, started_at, triggered_by, trigger_data, next_step_at)
+            SELECT id, organization_id, automation_id, contact_id, 0, 0, %s, %s, triggered_by, trigger_data,
+                   next_step_at FROM v
+            ON CONFLICT DO NOTHING RETURNING id, automation_id
+        ),
+        entered AS (
+            INSERT INTO {delta_table} (automation_id, field, delta)
+            SELECT automation_id, 'entered', count(*) FROM run GROUP BY automation_id
+        ),
+        started AS (
+            SELECT v.* FROM v JOIN run ON run.id = v.id WHERE v.step_run_id IS NOT NULL
+        ),
+        step_run AS (
+            INSERT INTO {step_run_table} (id, organization_id, run_id, step_id, step_index, step_type,
+                status, scheduled_at, delay_until, retry_count, attempt)
+            SELECT step_run_id, organization_id, id, step_id, step_index, step_type, %s, %s, next_step_at, 0, 0
+            FROM started
+        ),
+        step_pending AS (
+            INSERT INTO {delta_table} (step_id, field, delta)
+            SELECT step_id, %s, count(*) FROM started GROUP BY step_id
+        ){"" if in_statement is None else f", {in_statement[0]}"}
+    """
+    params = [*source_params, RUNNING, at, PENDING, at, PENDING, *(in_statement or ("", []))[1]]
+    return ctes, params, in_statement is not None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import secrets
 import string
 import time
@@ -48,6 +47,13 @@ class ContactNotFound(Exception):
     pass
 
 
+#: (organization id, event name) whose last event in this process was written by one statement after the read
+#: (`events_sql.intake_write`): their next one tries the read and the writes as one statement first. Only which
+#: statement runs depends on it, never what is written (each statement reads the automations as they are).
+_ONE_STATEMENT: set[tuple[str, str]] = set()
+_ONE_STATEMENT_MAX = 10_000
+
+
 def event_record(
     *,
     organization_id: Any,
@@ -58,28 +64,56 @@ def event_record(
     actor: str,
 ) -> EventResult:
     """Store the event and its `event_received` activity and fan it out (AUT-17); raises ContactNotFound.
-    Opens its own transaction when the caller has none (the events API's view has none: see `_intake_statement`)."""
+    Opens its own transaction when the caller has none (the events API's view has none): for an existing
+    contact whose runs all start at once, one statement on PostgreSQL (`automations.services.events_sql`)."""
+    from automations.services import events_sql
     from automations.triggers import automation_fanout, contact_and_candidates
     from owlat.contacts import contact_find_or_create, normalize_email
     from owlat.triggers import fire_trigger
 
     address = normalize_email(email)
+    data = {"eventName": event_name, "eventProperties": event_properties}
+    one_statement = events_sql.one_statement_possible()
+    hint = (str(organization_id), event_name)
+    missing = False
+    if one_statement and hint in _ONE_STATEMENT:
+        done = events_sql.intake_statement(
+            organization_id=organization_id,
+            email=address,
+            event_name=event_name,
+            event_properties=event_properties,
+            data=data,
+        )
+        if done is not None and done[0] is not None:
+            return EventResult(done[0], str(done[1]), event_name, done[2], False)
+        missing = done is not None and done[1] is None  # the statement found no such contact
+        if not missing:
+            _ONE_STATEMENT.discard(hint)
     # Issue 12 item 3: no savepoint of our own (the caller's transaction, or one without savepoints), the
     # contact's id read once (the find-or-create only when it is missing), the fan-out before the event row so
     # the row is inserted with its count (no UPDATE after), the runs opened set-based (automations.triggers),
     # the event and its activity in one statement; the contact read with the fan-out's candidate automations.
-    contact_id, candidates = contact_and_candidates(
-        organization_id=organization_id, email=address, kind="event_received"
+    contact_id, candidates = (
+        (None, [])
+        if missing
+        else contact_and_candidates(organization_id=organization_id, email=address, kind="event_received")
     )
     if contact_id is None and not create_contact:
         raise ContactNotFound(address)
-    data = {"eventName": event_name, "eventProperties": event_properties}
-    if contact_id is not None:
-        result = _intake_statement(
-            organization_id, contact_id, event_name, event_properties, data, candidates
+    if one_statement and contact_id is not None:
+        written = events_sql.intake_write(
+            organization_id=organization_id,
+            contact_id=contact_id,
+            event_name=event_name,
+            event_properties=event_properties,
+            data=data,
+            candidates=candidates,
         )
-        if result is not None:
-            return result
+        if written is not None:
+            if len(_ONE_STATEMENT) >= _ONE_STATEMENT_MAX:
+                _ONE_STATEMENT.clear()
+            _ONE_STATEMENT.add(hint)
+            return EventResult(written[0], str(contact_id), event_name, written[1], False)
     with transaction.atomic(savepoint=False):
         created = False
         prefetched = None if contact_id is None else {automation_fanout: candidates}
@@ -112,66 +146,6 @@ def event_record(
     )
 
 
-def _intake_statement(
-    organization_id: Any,
-    contact_id: Any,
-    event_name: str,
-    event_properties: dict[str, Any] | None,
-    data: dict[str, Any],
-    candidates: list[Any],
-) -> EventResult | None:
-    """The whole intake of an event for an existing contact as one statement on PostgreSQL (issue 12: the
-    events API's writes were a transaction of four round trips): the runs it opens with their step 0 and the
-    walker's wake-up (`automations.lifecycle.RunsOpening`), the event with their count and its activity — what
-    `fire_trigger` and `_event_insert` write, atomic by being one statement. None (nothing written) when that
-    is not the whole of it: another database, another trigger listener than the fan-out, a run whose step 0 is
-    delayed or missing (a due task or the start task follows), or a wake-up that is not a broker row."""
-    from django.db import connection
-    from django.utils import timezone
-
-    from automations.lifecycle import RunsOpening
-    from automations.triggers import automation_fanout, fanout_items
-    from automations.walker_batch import WALK_TASK
-    from owlat.registry import TriggerEvent, trigger_listeners
-    from owlat.sql import prepared_cursor
-
-    if connection.vendor != "postgresql" or trigger_listeners() != (automation_fanout,):
-        return None
-    now = timezone.now()
-    event = TriggerEvent("event_received", str(organization_id), str(contact_id), data)
-    items = fanout_items(event, candidates, now=now)
-    if any(step is None or due is not None for *_, step, due in items):
-        return None
-    opening = RunsOpening(items, at=now, wake=WALK_TASK) if items else None
-    if opening is not None and not opening.wakes:
-        return None
-    event_id, sql, params = _event_insert_sql(
-        organization_id=organization_id,
-        contact_id=contact_id,
-        event_name=event_name,
-        event_properties=event_properties,
-        triggered="(SELECT count(*) FROM run)" if opening else 0,
-        at=now,
-    )
-    if opening is None:
-        with prepared_cursor() as cursor:
-            cursor.execute(f"WITH {sql}", params)
-        triggered = 0
-    else:
-        with prepared_cursor() if opening.preparable else connection.cursor() as cursor:
-            cursor.execute(
-                f"WITH {opening.ctes}, {sql} RETURNING (SELECT count(*) FROM run)", [*opening.params, *params]
-            )
-            (triggered,) = cursor.fetchone()
-    return EventResult(
-        event_id=event_id,
-        contact_id=str(contact_id),
-        event_name=event_name,
-        triggered_automations=triggered,
-        contact_created=False,
-    )
-
-
 def _event_insert(
     *, organization_id: Any, contact_id: Any, event_name: str, event_properties: Any, triggered: int
 ) -> str:
@@ -179,6 +153,7 @@ def _event_insert(
     from django.db import connection
     from django.utils import timezone
 
+    from automations.services.events_sql import event_insert_sql
     from owlat.activities import activity_record
     from owlat.models import Event
     from owlat.sql import prepared_cursor
@@ -202,7 +177,7 @@ def _event_insert(
             at=now,
         )
         return event_id
-    event_id, sql, params = _event_insert_sql(
+    event_id, event, activity, params = event_insert_sql(
         organization_id=organization_id,
         contact_id=contact_id,
         event_name=event_name,
@@ -211,39 +186,5 @@ def _event_insert(
         at=now,
     )
     with prepared_cursor() as cursor:
-        cursor.execute(f"WITH {sql}", params)
+        cursor.execute(f"WITH {event} {activity}", params)
     return event_id
-
-
-def _event_insert_sql(
-    *,
-    organization_id: Any,
-    contact_id: Any,
-    event_name: str,
-    event_properties: Any,
-    triggered: int | str,
-    at: Any,
-) -> tuple[str, str, list[Any]]:
-    """The new event's id, and its row with its activity as PostgreSQL text to follow a `WITH` (the `event` CTE,
-    then the activity's INSERT) with its parameters. `triggered`: the count, or an SQL expression giving it."""
-    from owlat.activities import activity_insert_sql
-    from owlat.models import Event
-
-    event_id = new_event_id()
-    activity_sql, activity_params = activity_insert_sql(
-        organization_id=organization_id,
-        contact_id=contact_id,
-        activity_type="event_received",
-        metadata={"eventId": event_id, "eventName": event_name, "eventProperties": event_properties},
-        at=at,
-    )
-    count = "%s" if isinstance(triggered, int) else triggered
-    sql = (
-        f"event AS (INSERT INTO {Event._meta.db_table} "
-        "(id, organization_id, contact_id, event_name, properties, triggered_automations, created_at) "
-        f"VALUES (%s, %s::uuid, %s::uuid, %s, %s::jsonb, {count}, %s)) {activity_sql}"
-    )
-    properties = None if event_properties is None else json.dumps(event_properties)
-    params = [event_id, str(organization_id), str(contact_id), event_name, properties]
-    params += [triggered, at] if isinstance(triggered, int) else [at]
-    return event_id, sql, [*params, *activity_params]
