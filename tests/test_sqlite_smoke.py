@@ -163,3 +163,53 @@ def test_campaign_send_on_sqlite(settings):
         enqueue=False,
     )
     assert again == {str(members[4].pk): again[str(members[4].pk)]} and rows.count() == 5
+
+
+@pytest.mark.django_db
+def test_an_event_starts_an_automation_on_sqlite():
+    # the fan-out's portable path (automations.lifecycle.runs_open_many; PostgreSQL has its own statement):
+    # a run with its step 0 per matching automation, none while the contact's run is running
+    from automations.lifecycle import automation_transition
+    from automations.models import AutomationRun, AutomationStepRun
+    from automations.services import automation_create, event_record
+    from owlat.models import Event
+
+    org = organization_create(name="Smoke")
+    condition = {"kind": "contact_property", "field": "plan", "operator": "equals", "value": "pro"}
+    automation = automation_create(
+        organization_id=org.pk,
+        actor="smoke",
+        name="On go",
+        trigger_type="event_received",
+        trigger_config={"eventName": "go"},
+        steps=[
+            {
+                "stepType": "condition",
+                "config": {"condition": condition, "yesBranchStepIndex": None, "noBranchStepIndex": None},
+            }
+        ],
+    )
+    assert automation_transition(automation_id=automation.pk, to="active", actor="smoke").ok
+    contact, _ = contact_find_or_create(
+        organization_id=org.pk, email="ada@example.com", source="api", actor="smoke"
+    )
+
+    def event():
+        return event_record(
+            organization_id=org.pk,
+            email="ada@example.com",
+            event_name="go",
+            event_properties={"n": 1},
+            create_contact=False,
+            actor="smoke",
+        )
+
+    assert event().triggered_automations == 1
+    run = AutomationRun.objects.get(contact=contact)
+    assert (run.status, run.automation_id, run.trigger_data["eventName"]) == ("running", automation.pk, "go")
+    assert AutomationStepRun.objects.get(run=run).status == "pending"
+    assert event().triggered_automations == 0
+    assert list(Event.objects.filter(contact=contact).values_list("triggered_automations", flat=True)) in (
+        [1, 0],
+        [0, 1],
+    )

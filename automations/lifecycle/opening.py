@@ -27,8 +27,8 @@ def runs_open_many(
     trigger_data) in one `INSERT … ON CONFLICT DO NOTHING RETURNING` — the partial unique index decides races
     (a contact with a running run gets none) without a savepoint per run; each opened run is counted as
     entered (one delta insert). `next_step_at` (by automation id): the run's first step's due time, when the
-    caller schedules step 0 in the same transaction. Returns (run id, automation id) of the runs opened."""
-    import json
+    caller schedules step 0 in the same transaction. Returns (run id, automation id) of the runs opened.
+    Portable (SQLite 3.35+ has both clauses): values through the fields' own conversions, no casts."""
     import uuid
 
     from automations.counters import record_run_counts
@@ -36,22 +36,21 @@ def runs_open_many(
     if not items:
         return []
     table = AutomationRun._meta.db_table
-    rows_sql = ", ".join(
-        ["(%s::uuid, %s::uuid, %s::uuid, %s::uuid, 0, 0, %s, %s, %s, %s::jsonb, %s::timestamptz)"]
-        * len(items)
-    )
+    rows_sql = ", ".join(["(%s, %s, %s, %s, 0, 0, %s, %s, %s, %s, %s)"] * len(items))
+    field = AutomationRun._meta.get_field
+    pk, data_field, time_field = field("id"), field("trigger_data"), field("started_at")
     params: list[Any] = []
     for automation_id, organization_id, contact_id, triggered_by, trigger_data in items:
         params += [
-            str(uuid.uuid4()),
-            str(organization_id),
-            str(automation_id),
-            str(contact_id),
+            pk.get_db_prep_value(uuid.uuid4(), connection),
+            pk.get_db_prep_value(organization_id, connection),
+            pk.get_db_prep_value(automation_id, connection),
+            pk.get_db_prep_value(contact_id, connection),
             RUNNING,
-            at,
+            time_field.get_db_prep_value(at, connection),
             triggered_by,
-            None if trigger_data is None else json.dumps(trigger_data),
-            (next_step_at or {}).get(automation_id),
+            data_field.get_db_prep_value(trigger_data, connection),
+            time_field.get_db_prep_value((next_step_at or {}).get(automation_id), connection),
         ]
     sql = (
         f"INSERT INTO {table} (id, organization_id, automation_id, contact_id, current_step_index, "
@@ -60,7 +59,7 @@ def runs_open_many(
     )
     with transaction.atomic(savepoint=False), connection.cursor() as cursor:
         cursor.execute(sql, params)
-        opened = [(row[0], row[1]) for row in cursor.fetchall()]
+        opened = [(pk.to_python(row[0]), pk.to_python(row[1])) for row in cursor.fetchall()]
         counts: dict[Any, dict[str, int]] = {}
         for _, automation_id in opened:
             counts.setdefault(automation_id, {"entered": 0})["entered"] += 1
