@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from inbox.models import AgentConfig, ConversationThread, InboundMessage, ProcessingStatus
 from owlat.contacts import contact_find_or_create, is_valid_email, normalize_email
+from owlat.limits import LimitExceeded
 
 P = ProcessingStatus
 AUTH_RESULTS = ("pass", "fail", "softfail", "neutral", "none", "temperror", "permerror")
@@ -29,11 +30,15 @@ _SUBJECT_PREFIX = re.compile(r"^\s*((re|fw|fwd|aw|wg|sv|antw)\s*(\[\d+\])?\s*:\s
 _MSGID = re.compile(r"<[^<>\s]+>")
 
 
-class MessageTooLarge(ValueError):
+class MessageTooLarge(LimitExceeded):
+    """An inbound message over `INBOX_MAX_MESSAGE_BYTES` (owlat.limits)."""
+
     def __init__(self, size: int) -> None:
         limit = settings.INBOX_MAX_MESSAGE_BYTES
-        super().__init__(f"Message is too large: {size} bytes (limit {limit} bytes)")
-        self.size, self.limit = size, limit
+        super().__init__(
+            field="Message", limit=limit, actual=size, unit="bytes", setting="INBOX_MAX_MESSAGE_BYTES"
+        )
+        self.size = size
 
 
 class InvalidMessage(ValueError):

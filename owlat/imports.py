@@ -118,6 +118,15 @@ def _normalize_header(name: str) -> str:
 
 def _map_header(header: list[str]) -> tuple[dict[int, str], dict[int, str]]:
     """→ ({column index: contact field}, {column index: property key}). Raises ImportFileError."""
+    from owlat.limits import CONTACT_PROPERTIES
+
+    limit = CONTACT_PROPERTIES.max_keys
+    too_many = (
+        f"The file has {{}} custom property columns; a contact can have at most {limit} "
+        "(CONTACT_PROPERTIES_MAX_KEYS)."
+    )
+    if len(header) > limit + len(KNOWN_COLUMNS):  # before any per-column work
+        raise ImportFileError(too_many.format(f"at least {len(header) - len(KNOWN_COLUMNS)}"))
     fields: dict[int, str] = {}
     properties: dict[int, str] = {}
     seen: dict[str, int] = {}
@@ -146,6 +155,8 @@ def _map_header(header: list[str]) -> tuple[dict[int, str], dict[int, str]]:
             properties[index] = name
     if "email" not in fields.values():
         raise ImportFileError('The file has no "email" column.')
+    if len(properties) > limit:
+        raise ImportFileError(too_many.format(len(properties)))
     return fields, properties
 
 
@@ -160,7 +171,13 @@ def _is_timezone(name: str) -> bool:
 def validate_row(line: int, values: dict[str, str], properties: dict[str, str]) -> ImportRow | RowError:
     """Check one row (already split into contact fields and custom properties)."""
     from owlat.contacts import is_valid_email, normalize_email
+    from owlat.limits import CONTACT_PROPERTIES, json_size
 
+    size = json_size(properties) if properties else 0
+    if size > CONTACT_PROPERTIES.max_bytes:
+        return RowError(
+            line, f"custom properties are too large: {size} bytes (at most {CONTACT_PROPERTIES.max_bytes})"
+        )
     for name, value in (*values.items(), *properties.items()):
         if "\x00" in value:  # PostgreSQL cannot store it: refuse the row, naming the column
             return RowError(line, f"{name} contains a NUL byte")
@@ -201,8 +218,10 @@ def _records(text: Iterable[str]) -> Iterator[tuple[int, list[str]]]:
         yield start, values
 
 
-def contact_import_validate(text: Iterable[str]) -> Validation:
-    """Read every record and validate it. Raises ImportFileError when the file as a whole is unusable."""
+def contact_import_validate(text: Iterable[str], *, max_rows: int | None = None) -> Validation:
+    """Read every record and validate it. Raises ImportFileError when the file as a whole is unusable, or has
+    more than `max_rows` records after the header (None: no limit) — raised on the first record over the
+    limit, before anything is imported."""
     records = _records(text)
     try:
         first = next(records, None)
@@ -216,6 +235,11 @@ def contact_import_validate(text: Iterable[str]) -> Validation:
         seen_emails: dict[str, int] = {}
         for line, values in records:
             result.total += 1
+            if max_rows is not None and result.total > max_rows:
+                raise ImportFileError(
+                    f"The file has more than {max_rows} rows (IMPORT_MAX_ROWS): split it into smaller "
+                    "files, or ask the installation's operator to run manage.py import_contacts."
+                )
             if len(values) > len(header):
                 result.errors.append(
                     RowError(line, f"has {len(values)} values but the header has {len(header)} columns")

@@ -145,6 +145,21 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 15 * 1024 * 1024  # API-05: 15 MiB bodies
 API_ALLOWED_ORIGINS = env.list("API_ALLOWED_ORIGINS", default=[])
 API_RATE_LIMIT_PER_SECOND = env.float("API_RATE_LIMIT_PER_SECOND", default=10.0)  # API-04
 API_RATE_LIMIT_BURST = env.float("API_RATE_LIMIT_BURST", default=15.0)
+# Input limits (owlat/limits.py): refused with 400 (413 on the raw inbound endpoint) naming the field and the
+# limit, before any per-key work.
+CONTACT_PROPERTIES_MAX_KEYS = env.int("CONTACT_PROPERTIES_MAX_KEYS", default=200)
+CONTACT_PROPERTIES_MAX_BYTES = env.int("CONTACT_PROPERTIES_MAX_BYTES", default=64 * 1024)
+EVENT_PROPERTIES_MAX_KEYS = env.int("EVENT_PROPERTIES_MAX_KEYS", default=200)
+EVENT_PROPERTIES_MAX_BYTES = env.int("EVENT_PROPERTIES_MAX_BYTES", default=64 * 1024)
+TRANSACTIONAL_DATA_MAX_KEYS = env.int("TRANSACTIONAL_DATA_MAX_KEYS", default=500)
+TRANSACTIONAL_DATA_MAX_BYTES = env.int("TRANSACTIONAL_DATA_MAX_BYTES", default=256 * 1024)
+IMPORT_MAX_BYTES = env.int("IMPORT_MAX_BYTES", default=15 * 1024 * 1024)
+IMPORT_MAX_ROWS = env.int("IMPORT_MAX_ROWS", default=100_000)
+FILE_UPLOAD_HANDLERS = [
+    "owlat.uploads.UploadLimitHandler",  # stops reading uploads past IMPORT_MAX_BYTES
+    "django.core.files.uploadhandler.MemoryFileUploadHandler",
+    "django.core.files.uploadhandler.TemporaryFileUploadHandler",
+]
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["owlat.api.authentication.ApiKeyAuthentication"],

@@ -214,3 +214,80 @@ def test_malformed_content_length_is_400(org, length):
         assert error_of(response)["data"]["field"] == "Content-Length"
     else:  # no length: an empty body
         assert error_of(response)["message"] == "Invalid JSON in request body"
+
+
+# --- limits (owlat/limits.py): 400 naming the field and the limit, before any per-key work -------------------
+
+
+def limited(response, field, limit, unit):
+    error = bad(response, field)
+    assert error["data"]["limit"] == limit and error["data"]["unit"] == unit, error
+    assert str(limit) in error["message"]
+    return error
+
+
+def test_twenty_thousand_contact_properties_are_refused_before_any_per_key_work(api, settings):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    # the report's payload: 20,000 properties (1.2 MB); one key would also fail its own check (too long), but the
+    # count is checked first and no property is looked at, let alone written
+    properties = {f"p{i}": "x" * 50 for i in range(20_000)}
+    properties["k" * 101] = 1
+    with CaptureQueriesContext(connection) as refused_early:  # a refusal that needs no database
+        bad(api.post("/contacts", {"email": "not-an-address"}), "email")
+    with CaptureQueriesContext(connection) as queries:
+        response = api.post("/contacts", {"email": "a@example.com", "properties": properties})
+    limited(response, "properties", settings.CONTACT_PROPERTIES_MAX_KEYS, "keys")
+    assert len(queries) <= len(refused_early)  # the key's lookup and its rate limit, nothing per key
+    assert not Contact.objects.exists()
+
+
+def test_contact_properties_over_the_size_limit_are_refused(api, settings):
+    settings.CONTACT_PROPERTIES_MAX_BYTES = 1000
+    response = api.post("/contacts", {"email": "a@example.com", "properties": {"bio": "x" * 1000}})
+    limited(response, "properties", 1000, "bytes")
+    assert not Contact.objects.exists()
+    assert api.post("/contacts", {"email": "a@example.com", "properties": {"bio": "x" * 900}}).status_code == 201
+
+
+def test_contact_update_is_limited_like_create(api, settings):
+    settings.CONTACT_PROPERTIES_MAX_KEYS = 3
+    assert api.post("/contacts", {"email": "a@example.com"}).status_code == 201
+    response = api.put("/contacts/a@example.com", {"properties": {f"k{i}": i for i in range(4)}})
+    limited(response, "properties", 3, "keys")
+
+
+def test_a_fourteen_megabyte_event_property_is_refused(api):
+    response = api.post(
+        "/events",
+        {"email": "a@example.com", "eventName": "e", "eventProperties": {"blob": "x" * (14 * 1024 * 1024)}},
+    )
+    limited(response, "eventProperties", 64 * 1024, "bytes")
+
+
+def test_event_properties_over_the_key_limit_are_refused(api, settings):
+    settings.EVENT_PROPERTIES_MAX_KEYS = 2
+    body = {"email": "a@example.com", "eventName": "e", "eventProperties": {"a": 1, "b": 2, "c": 3}}
+    limited(api.post("/events", body), "eventProperties", 2, "keys")
+
+
+def test_transactional_data_variables_over_their_limits_are_refused(api, welcome, settings):
+    settings.TRANSACTIONAL_DATA_MAX_KEYS = 2
+    body = {"email": "a@example.com", "slug": "welcome", "dataVariables": {"a": 1, "b": 2, "name": "x"}}
+    limited(api.post("/transactional", body), "dataVariables", 2, "keys")
+    settings.TRANSACTIONAL_DATA_MAX_KEYS = 500
+    body["dataVariables"] = {"name": "x" * (300 * 1024)}
+    limited(api.post("/transactional", body), "dataVariables", 256 * 1024, "bytes")
+    assert not TransactionalSend.objects.exists()
+
+
+def test_an_inbound_message_over_the_limit_is_refused_naming_its_largest_part(org, settings):
+    settings.INBOX_MAX_MESSAGE_BYTES = 2000
+    inbox = ApiClient(make_key(org, ["inbox:write"])[1])
+    body = {"messageId": "<m1@example.com>", "from": "a@example.com", "to": "s@acme.test"}
+    response = inbox.post("/inbox/messages", {**body, "textBody": "x", "htmlBody": "<p>" + "x" * 2000})
+    limited(response, "htmlBody", 2000, "bytes")
+    headers = {f"x-h{i}": "v" * 20 for i in range(200)}  # many headers: measured as a whole, not one by one
+    limited(inbox.post("/inbox/messages", {**body, "headers": headers}), "headers", 2000, "bytes")
+    assert inbox.post("/inbox/messages", {**body, "textBody": "x" * 1000}).status_code == 201

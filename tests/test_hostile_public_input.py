@@ -150,3 +150,73 @@ def test_trigger_event_name_is_validated_like_events(name):
         "event_received",
         {"eventName": "signup"},
     )
+
+
+# --- CSV import limits (owlat/limits.py): refused naming the limit, nothing imported --------------------------
+
+
+@pytest.fixture
+def importer(db, client, django_user_model):
+    from owlat.models import Membership
+
+    org = make_org()
+    user = django_user_model.objects.create_user(username="owner", password="pw", is_staff=True)
+    Membership.objects.create(user=user, organization=org, role="owner")
+    client.force_login(user)
+    return client
+
+
+def _upload(text: str):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    return SimpleUploadedFile("contacts.csv", text.encode(), content_type="text/csv")
+
+
+IMPORT_URL = "/admin/owlat/contact/import/"
+
+
+def test_an_import_over_the_size_limit_is_refused_by_its_declared_length(importer, settings):
+    settings.IMPORT_MAX_BYTES = 100
+    csv_text = "email,first_name\n" + "".join(f"user{i}@example.com,Name{i}\n" for i in range(5000))
+    html = importer.post(IMPORT_URL, {"file": _upload(csv_text), "mode": "upsert"}).content.decode()
+    assert "The file is larger than" in html and "100 bytes, IMPORT_MAX_BYTES" in html
+    assert not Contact.objects.exists()
+
+
+def test_an_import_over_the_row_limit_is_refused_before_any_row_is_imported(importer, settings):
+    settings.IMPORT_MAX_ROWS = 3
+    csv_text = "email\n" + "".join(f"user{i}@example.com\n" for i in range(4))
+    html = importer.post(IMPORT_URL, {"file": _upload(csv_text), "mode": "upsert"}).content.decode()
+    assert "more than 3 rows (IMPORT_MAX_ROWS)" in html
+    assert not Contact.objects.exists()
+    csv_text = "email\n" + "".join(f"user{i}@example.com\n" for i in range(3))
+    assert "3 created" in importer.post(IMPORT_URL, {"file": _upload(csv_text), "mode": "upsert"}).content.decode()
+
+
+def test_an_import_with_more_property_columns_than_a_contact_may_have_is_refused(importer, settings):
+    settings.CONTACT_PROPERTIES_MAX_KEYS = 2
+    csv_text = "email,a,b,c\nada@example.com,1,2,3\n"
+    html = importer.post(IMPORT_URL, {"file": _upload(csv_text), "mode": "upsert"}).content.decode()
+    assert "3 custom property columns; a contact can have at most 2 (CONTACT_PROPERTIES_MAX_KEYS)" in html
+    assert not Contact.objects.exists()
+
+
+def test_an_import_row_whose_properties_are_too_large_is_listed_not_imported(importer, settings):
+    settings.CONTACT_PROPERTIES_MAX_BYTES = 100
+    csv_text = f"email,bio\nada@example.com,{'x' * 200}\ngrace@example.com,short\n"
+    html = importer.post(IMPORT_URL, {"file": _upload(csv_text), "mode": "upsert"}).content.decode()
+    assert "Line 2: custom properties are too large" in html and "(at most 100)" in html
+    assert list(Contact.objects.values_list("email", flat=True)) == ["grace@example.com"]
+
+
+def test_the_upload_handler_stops_reading_past_the_limit(settings):
+    from django.core.files.uploadhandler import StopUpload
+
+    from owlat.uploads import UploadLimitHandler
+
+    settings.IMPORT_MAX_BYTES = 10
+    handler = UploadLimitHandler()
+    assert handler.receive_data_chunk(b"x" * 10, 0) == b"x" * 10
+    with pytest.raises(StopUpload) as info:
+        handler.receive_data_chunk(b"x", 10)
+    assert info.value.connection_reset

@@ -30,10 +30,12 @@ from owlat.api.fields import (
     StrictBooleanField,
     StringField,
     TimestampField,
+    check_object_limit,
     json_value_problem,
 )
 from owlat.api.serializers import EmailAddressField, SearchField
 from owlat.event_names import EVENT_NAME_MESSAGE, EVENT_NAME_PATTERN, is_valid_event_name
+from owlat.limits import EVENT_PROPERTIES
 
 EVENT_PROPERTY_MESSAGE = "eventProperties values must be strings, numbers, booleans or null"
 READ_ONLY_KEYS = (
@@ -229,13 +231,15 @@ class StepReorderSerializer(InputSerializer):
             "nullable": True,
             "oneOf": [{"type": "string"}, {"type": "number"}, {"type": "boolean"}],
         },
-        "description": "Data about the event: strings, numbers, booleans or null.",
+        "description": "Data about the event: strings, numbers, booleans or null; at most "
+        "EVENT_PROPERTIES_MAX_KEYS keys (200) and EVENT_PROPERTIES_MAX_BYTES of JSON (64 KiB).",
     }
 )
 class EventPropertiesField(serializers.Field):
     def to_internal_value(self, data: Any) -> dict[str, Any]:
         if not isinstance(data, dict):
             raise serializers.ValidationError("eventProperties must be an object")
+        check_object_limit(data, field=self.field_name, limit=EVENT_PROPERTIES)
         for key, value in data.items():
             if value is not None and not isinstance(value, str | int | float | bool):
                 raise serializers.ValidationError({key: [EVENT_PROPERTY_MESSAGE]})

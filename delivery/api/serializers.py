@@ -12,8 +12,15 @@ from rest_framework import serializers
 
 from delivery.services import AttachmentInput
 from owlat import outbound
-from owlat.api.fields import InputSerializer, StringField, TimestampField, json_value_problem
+from owlat.api.fields import (
+    InputSerializer,
+    StringField,
+    TimestampField,
+    check_object_limit,
+    json_value_problem,
+)
 from owlat.api.serializers import EmailAddressField, LanguageField
+from owlat.limits import TRANSACTIONAL_DATA
 
 MAX_ATTACHMENTS = 10
 MAX_ATTACHMENT_BYTES = 10 * 1024 * 1024
@@ -25,13 +32,15 @@ FILENAME_MAX, CONTENT_TYPE_MAX, URL_MAX = 255, 200, 2000
     {
         "type": "object",
         "additionalProperties": {"oneOf": [{"type": "string"}, {"type": "number"}, {"type": "boolean"}]},
-        "description": "Values for the template's `{{variables}}`: strings, numbers, booleans or null.",
+        "description": "Values for the template's `{{variables}}`: strings, numbers, booleans or null; at "
+        "most TRANSACTIONAL_DATA_MAX_KEYS keys (500) and TRANSACTIONAL_DATA_MAX_BYTES of JSON (256 KiB).",
     }
 )
 class DataVariablesField(serializers.Field):
     def to_internal_value(self, data: Any) -> dict[str, Any]:
         if not isinstance(data, dict):
             raise serializers.ValidationError("dataVariables must be an object")
+        check_object_limit(data, field=self.field_name, limit=TRANSACTIONAL_DATA)
         for key, value in data.items():
             if value is not None and not isinstance(value, str | bool | int | float):
                 raise serializers.ValidationError({key: [SCALAR_MESSAGE]})

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -76,6 +77,30 @@ def _with_from(
     return dict([*items[:index], ("from", field), *items[index:]])
 
 
+#: the parts of an ingested message whose size counts toward INBOX_MAX_MESSAGE_BYTES
+SIZED_PARTS = ("textBody", "htmlBody", "subject", "headers", "attachments")
+
+
+def check_message_size(data: Any) -> None:
+    """400 naming the largest part and the limit when the message is over `INBOX_MAX_MESSAGE_BYTES`; measured
+    before any field (or header) is validated."""
+    from owlat.api.errors import invalid_input
+    from owlat.limits import json_size
+
+    if not isinstance(data, dict):
+        return
+    sizes = {
+        name: (len(value.encode("utf-8", "surrogatepass")) if isinstance(value, str) else json_size(value))
+        for name in SIZED_PARTS
+        if (value := data.get(name)) is not None
+    }
+    total, limit = sum(sizes.values()), settings.INBOX_MAX_MESSAGE_BYTES
+    if total > limit:
+        largest = max(sizes, key=sizes.__getitem__)
+        message = f"The message is too large: {total} bytes (at most {limit} bytes)"
+        raise invalid_input(message, field=largest, data={"limit": limit, "unit": "bytes"})
+
+
 class MessageIngestSerializer(serializers.Serializer):
     """An inbound email, for integrations without an MTA webhook."""
 
@@ -95,6 +120,10 @@ class MessageIngestSerializer(serializers.Serializer):
     attachments = InboundAttachmentSerializer(many=True, required=False)
     receivedAt = TimestampField(required=False, help_text="Default: now.")
     authentication = AuthenticationSerializer(required=False)
+
+    def to_internal_value(self, data: Any) -> Any:
+        check_message_size(data)
+        return super().to_internal_value(data)
 
     def get_fields(self) -> dict[str, serializers.Field]:
         return _with_from(

@@ -108,7 +108,9 @@ class MessageListView(InboxView):
         try:
             result = message_receive(organization_id=self.organization_id, parsed=parsed, actor=self.actor)
         except MessageTooLarge as exc:
-            raise invalid_input(str(exc), field="textBody") from None
+            raise invalid_input(
+                str(exc), field="textBody", data={"limit": exc.limit, "unit": "bytes"}
+            ) from None
         except InvalidMessage as exc:
             raise invalid_input(str(exc), field=exc.field) from None
         out = MessageSerializer(result.message).data

@@ -114,6 +114,21 @@ def _string_problem(value: str, path: str) -> tuple[str, str] | None:
     return None
 
 
+def check_object_limit(value: Any, *, field: str, limit: Any) -> None:
+    """400 naming `field` and the limit (`data.limit`, `data.unit`) when the object `value` is over `limit` (an
+    `owlat.limits.ObjectLimit`). Called first in a field's validation, before any per-key work; the error is the
+    envelope's own (not a `ValidationError`), so no per-key validation of the same object runs after it."""
+    from owlat.api.errors import invalid_input
+    from owlat.limits import LimitExceeded, check_object
+
+    try:
+        check_object(value, field=field, limit=limit)
+    except LimitExceeded as exc:
+        raise invalid_input(
+            exc.describe(), field=field, data={"limit": exc.limit, "unit": exc.unit}
+        ) from None
+
+
 def check_json_value(value: Any, path: str) -> None:
     """Raise a `ValidationError` naming `path.to.value` when `value` cannot be stored as `jsonb`."""
     problem = json_value_problem(value, path)

@@ -18,6 +18,7 @@ from owlat.api.fields import (
     StrictIntegerField,
     StringField,
     TimestampField,
+    check_object_limit,
     json_value_problem,
 )
 from owlat.conditions.language import (
@@ -28,6 +29,7 @@ from owlat.conditions.language import (
     PROPERTY_OPERATORS,
     TOPIC_OPERATORS,
 )
+from owlat.limits import CONTACT_PROPERTIES
 
 NAME_MAX = 200
 LANGUAGE_RE = re.compile(r"^[a-z]{2}(-[a-z]{2,3})?$", re.IGNORECASE)
@@ -94,7 +96,8 @@ class TimezoneField(StringField):
             "oneOf": [{"type": "string"}, {"type": "number"}, {"type": "boolean"}],
         },
         "nullable": True,
-        "description": "Custom properties: keys of 1–100 characters, values strings, numbers, booleans or null.",
+        "description": "Custom properties: keys of 1–100 characters, values strings, numbers, booleans or null; "
+        "at most CONTACT_PROPERTIES_MAX_KEYS keys (200) and CONTACT_PROPERTIES_MAX_BYTES of JSON (64 KiB).",
     }
 )
 class ContactPropertiesField(serializers.Field):
@@ -103,6 +106,7 @@ class ContactPropertiesField(serializers.Field):
     def to_internal_value(self, data: Any) -> dict[str, Any]:
         if not isinstance(data, dict):
             raise serializers.ValidationError("properties must be an object")
+        check_object_limit(data, field=self.field_name, limit=CONTACT_PROPERTIES)
         for key, value in data.items():
             if not key or len(key) > 100:
                 raise serializers.ValidationError({key: ["properties keys must be 1 to 100 characters"]})

@@ -7,6 +7,7 @@ import io
 from typing import Any
 
 from django import forms
+from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
@@ -16,12 +17,30 @@ from owlat.forms.conditions import topic_queryset
 from owlat.forms.nested import styled
 from owlat.imports import MODES, ImportFileError, contact_import_run, contact_import_validate
 
-MAX_UPLOAD_BYTES = 15 * 1024 * 1024
 MAX_ERRORS_SHOWN = 200
 MODE_LABELS = {
     "upsert": "add new contacts, leave existing ones as they are",
     "merge": "add new contacts and fill empty fields of existing ones",
 }
+
+
+#: the multipart envelope around the file (boundaries, the other fields) allowed on top of IMPORT_MAX_BYTES
+FORM_OVERHEAD_BYTES = 64 * 1024
+
+
+def too_large_message() -> str:
+    limit = settings.IMPORT_MAX_BYTES
+    return (
+        f"The file is larger than {limit // (1024 * 1024) or 1} MB ({limit} bytes, IMPORT_MAX_BYTES): split it, "
+        "or ask the installation's operator to run manage.py import_contacts."
+    )
+
+
+def declared_length(request: HttpRequest) -> int:
+    try:
+        return int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        return 0
 
 
 class ContactImportForm(forms.Form):
@@ -46,10 +65,8 @@ class ContactImportForm(forms.Form):
 
     def clean_file(self) -> list[str]:
         upload = self.cleaned_data["file"]
-        if upload.size > MAX_UPLOAD_BYTES:
-            raise forms.ValidationError(
-                "The file is larger than 15 MB: split it, or use manage.py import_contacts."
-            )
+        if upload.size > settings.IMPORT_MAX_BYTES:
+            raise forms.ValidationError(too_large_message())
         try:
             text = upload.read().decode("utf-8-sig")
         except UnicodeDecodeError:
@@ -67,17 +84,24 @@ def contact_import_view(model_admin: Any, request: HttpRequest) -> HttpResponse:
         raise PermissionDenied("Choose an organization first.")
     if not tenancy.allows("imports:manage"):
         raise PermissionDenied("Only owners and admins can import contacts.")
-    form = ContactImportForm(request.POST or None, request.FILES or None, organization_id=org.pk)
+    # refused by its declared length before the upload is used (owlat.uploads stops reading it past the limit)
+    limit = settings.IMPORT_MAX_BYTES + FORM_OVERHEAD_BYTES
+    refused = request.method == "POST" and declared_length(request) > limit
+    if refused:
+        form = ContactImportForm(organization_id=org.pk)
+    else:
+        form = ContactImportForm(request.POST or None, request.FILES or None, organization_id=org.pk)
     context: dict[str, Any] = {
         **model_admin.admin_site.each_context(request),
         "title": "Import contacts from CSV",
         "opts": model_admin.model._meta,
         "form": form,
         "organization": org,
+        "upload_refused": too_large_message() if refused else "",
     }
     if request.method == "POST" and form.is_valid():
         try:
-            validation = contact_import_validate(form.cleaned_data["file"])
+            validation = contact_import_validate(form.cleaned_data["file"], max_rows=settings.IMPORT_MAX_ROWS)
         except ImportFileError as exc:
             form.add_error("file", str(exc))
         else:
