@@ -248,7 +248,9 @@ def test_contact_properties_over_the_size_limit_are_refused(api, settings):
     response = api.post("/contacts", {"email": "a@example.com", "properties": {"bio": "x" * 1000}})
     limited(response, "properties", 1000, "bytes")
     assert not Contact.objects.exists()
-    assert api.post("/contacts", {"email": "a@example.com", "properties": {"bio": "x" * 900}}).status_code == 201
+    assert (
+        api.post("/contacts", {"email": "a@example.com", "properties": {"bio": "x" * 900}}).status_code == 201
+    )
 
 
 def test_contact_update_is_limited_like_create(api, settings):

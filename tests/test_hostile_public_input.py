@@ -190,7 +190,10 @@ def test_an_import_over_the_row_limit_is_refused_before_any_row_is_imported(impo
     assert "more than 3 rows (IMPORT_MAX_ROWS)" in html
     assert not Contact.objects.exists()
     csv_text = "email\n" + "".join(f"user{i}@example.com\n" for i in range(3))
-    assert "3 created" in importer.post(IMPORT_URL, {"file": _upload(csv_text), "mode": "upsert"}).content.decode()
+    assert (
+        "3 created"
+        in importer.post(IMPORT_URL, {"file": _upload(csv_text), "mode": "upsert"}).content.decode()
+    )
 
 
 def test_an_import_with_more_property_columns_than_a_contact_may_have_is_refused(importer, settings):
