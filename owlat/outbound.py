@@ -3,8 +3,8 @@
 A tenant-entered URL (a customer webhook endpoint, a transactional attachment URL, a future fetch) may only
 reach a *public* address. The guard refuses loopback, private (RFC 1918, unique-local), link-local (which
 includes the cloud metadata address 169.254.169.254), shared, multicast, unspecified and reserved addresses —
-IPv4-mapped IPv6 addresses are judged by their IPv4 address — and the app's own host (`SITE_URL`'s host and
-port, and the names in `ALLOWED_HOSTS`). It checks twice:
+IPv6 addresses that embed IPv4 addresses (IPv4-mapped, NAT64, 6to4, Teredo) are judged by those too — and the
+app's own host (`SITE_URL`'s host and port, and the names in `ALLOWED_HOSTS`). It checks twice:
 
 * **At save time** — `validate_outbound_url` is a Django validator (a model field's `validators=[...]`, a form
   field, a DRF serializer field), so a bad URL answers a form/field error naming the field. It resolves the host
@@ -80,14 +80,54 @@ def resolve(host: str, port: int) -> list[str]:
     return list(seen)
 
 
+#: IPv6 ranges that embed an IPv4 address, which is what the packet reaches in the end: NAT64's well-known
+#: prefix (RFC 6052; the IPv4 in the last 32 bits), NAT64's local-use /96 at the start of 64:ff9b:1::/48 (RFC 8215),
+#: 6to4 (RFC 3056, bits 16–48) and Teredo (RFC 4380: the server's IPv4 and the client's, inverted).
+NAT64_WELL_KNOWN = ipaddress.IPv6Network("64:ff9b::/96")
+NAT64_LOCAL_USE = ipaddress.IPv6Network("64:ff9b:1::/48")
+NAT64_LOCAL_USE_96 = ipaddress.IPv6Network("64:ff9b:1::/96")
+#: refused whatever they embed: IPv4-compatible addresses (::a.b.c.d, deprecated by RFC 4291) and site-local
+#: addresses (fec0::/10, deprecated by RFC 3879), both of which Python's `is_global` counts as global.
+NEVER_PUBLIC_V6 = (ipaddress.IPv6Network("::/96"), ipaddress.IPv6Network("fec0::/10"))
+
+
+def embedded_ipv4(ip: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address] | None:
+    """The IPv4 addresses an IPv6 address carries (IPv4-mapped, NAT64, 6to4, Teredo), [] when it carries none, or
+    None when it is in a range whose embedding cannot be known (a local-use NAT64 prefix longer than /96's)."""
+    if ip.ipv4_mapped is not None:
+        return [ip.ipv4_mapped]
+    if ip in NAT64_WELL_KNOWN or ip in NAT64_LOCAL_USE_96:
+        return [ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)]
+    if ip in NAT64_LOCAL_USE:
+        return None
+    if ip.sixtofour is not None:
+        return [ip.sixtofour]
+    if ip.teredo is not None:
+        return list(ip.teredo)
+    return []
+
+
 def is_public_address(address: str) -> bool:
-    """True for a globally routable unicast address; False for loopback, private, link-local, reserved, …"""
+    """True for a globally routable unicast address; False for loopback, private, link-local, reserved, … An
+    IPv6 address that embeds IPv4 addresses (IPv4-mapped, NAT64, 6to4, Teredo) is public only when every
+    embedded address is too (and the IPv6 address itself, except the IPv4-mapped and NAT64 forms, which are
+    judged by their IPv4 alone)."""
     try:
         ip = ipaddress.ip_address(address.split("%", 1)[0])
     except ValueError:
         return False
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
+    if isinstance(ip, ipaddress.IPv6Address):
+        if any(ip in network for network in NEVER_PUBLIC_V6):
+            return False
+        embedded = embedded_ipv4(ip)
+        if embedded is None or not all(_is_public(v4) for v4 in embedded):
+            return False
+        if ip.ipv4_mapped is not None or ip in NAT64_WELL_KNOWN or ip in NAT64_LOCAL_USE_96:
+            return True
+    return _is_public(ip)
+
+
+def _is_public(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
     return ip.is_global and not ip.is_multicast
 
 

@@ -51,13 +51,39 @@ def dns(monkeypatch):
         "::ffff:127.0.0.1",
         "::ffff:169.254.169.254",
         "not-an-ip",
+        # IPv4 embedded in IPv6: NAT64 (well-known and local-use prefixes), 6to4, Teredo
+        "64:ff9b::7f00:1",  # NAT64 of 127.0.0.1
+        "64:ff9b::a9fe:a9fe",  # NAT64 of 169.254.169.254
+        "64:ff9b::c0a8:1",  # NAT64 of 192.168.0.1
+        "64:ff9b:1::7f00:1",  # local-use NAT64 /96 of 127.0.0.1
+        "64:ff9b:1::a00:1",  # local-use NAT64 /96 of 10.0.0.1
+        "64:ff9b:1:7f00:0:100::",  # local-use NAT64 with a longer prefix: the embedding cannot be known
+        "2002:7f00:1::",  # 6to4 of 127.0.0.1
+        "2002:a9fe:a9fe::1",  # 6to4 of 169.254.169.254
+        "2002:a00:1::1",  # 6to4 of 10.0.0.1
+        "2001:0:4136:e378:8000:63bf:80ff:fffe",  # Teredo, client 127.0.0.1 (inverted in the last 32 bits)
+        "2001:0:7f00:1::1",  # Teredo, server 127.0.0.1
+        "2001:0:5db8:d822:8000:63bf:a2ff:2c50",  # Teredo of public addresses: Teredo is never global
+        "::7f00:1",  # IPv4-compatible (deprecated) 127.0.0.1
+        "::5db8:d822",  # IPv4-compatible, even of a public address
+        "fec0::1",  # site-local (deprecated)
     ],
 )
 def test_non_public_addresses(address):
     assert not outbound.is_public_address(address)
 
 
-@pytest.mark.parametrize("address", [PUBLIC, "2606:2800:220:1:248:1893:25c8:1946", "::ffff:93.184.216.34"])
+@pytest.mark.parametrize(
+    "address",
+    [
+        PUBLIC,
+        "2606:2800:220:1:248:1893:25c8:1946",
+        "::ffff:93.184.216.34",
+        "64:ff9b::5db8:d822",  # NAT64 of 93.184.216.34
+        "64:ff9b:1::5db8:d822",  # local-use NAT64 /96 of 93.184.216.34
+        "2002:5db8:d822::1",  # 6to4 of 93.184.216.34
+    ],
+)
 def test_public_addresses(address):
     assert outbound.is_public_address(address)
 
@@ -73,6 +99,9 @@ def test_public_addresses(address):
         "http://2130706433/",  # 127.0.0.1 as one number
         "http://0x7f.1/",
         "http://[::ffff:127.0.0.1]/",
+        "http://[64:ff9b::7f00:1]/",
+        "http://[2002:7f00:1::]/",
+        "http://[2001:0:4136:e378:8000:63bf:80ff:fffe]/",
         "http://127.0.0.1:8000/api/v1/contacts",
     ],
 )
