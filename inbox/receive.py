@@ -19,12 +19,13 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from inbox.authresults import RESULTS, AuthenticationResults, parse_authentication_results
 from inbox.models import AgentConfig, ConversationThread, InboundMessage, ProcessingStatus
 from owlat.contacts import contact_find_or_create, is_valid_email, normalize_email
 from owlat.limits import LimitExceeded
 
 P = ProcessingStatus
-AUTH_RESULTS = ("pass", "fail", "softfail", "neutral", "none", "temperror", "permerror")
+AUTH_RESULTS = RESULTS  # the API's `authentication` enum (settings' ENUM_NAME_OVERRIDES names it here)
 START_TASK = "inbox.tasks.message_start_task"
 _SUBJECT_PREFIX = re.compile(r"^\s*((re|fw|fwd|aw|wg|sv|antw)\s*(\[\d+\])?\s*:\s*)+", re.IGNORECASE)
 _MSGID = re.compile(r"<[^<>\s]+>")
@@ -63,6 +64,8 @@ class ParsedMessage:
     headers: dict[str, str] = field(default_factory=dict)
     attachments: list[dict[str, Any]] = field(default_factory=list)
     authentication: dict[str, str | None] = field(default_factory=dict)
+    #: the installation's MTA's results in full (mail parsed by `parse_raw`); None when a client gave them
+    auth_results: AuthenticationResults | None = None
     received_at: dt.datetime | None = None
 
 
@@ -81,15 +84,6 @@ def parse_address(value: str) -> tuple[str, str]:
     if not addr or not is_valid_email(addr):
         raise InvalidMessage("from", f'Unsupported or invalid sender address: "{value}"')
     return name.strip(), normalize_email(addr)
-
-
-def _auth_results(header: str) -> dict[str, str | None]:
-    out: dict[str, str | None] = {"spf": None, "dkim": None, "dmarc": None}
-    for key in out:
-        m = re.search(rf"\b{key}\s*=\s*([a-z]+)", header or "", re.IGNORECASE)
-        if m and m.group(1).lower() in AUTH_RESULTS:
-            out[key] = m.group(1).lower()
-    return out
 
 
 def parse_raw(raw: bytes) -> ParsedMessage:
@@ -131,8 +125,9 @@ def parse_raw(raw: bytes) -> ParsedMessage:
         references=(str(msg.get("References")) if msg.get("References") else None),
         headers=headers,
         attachments=attachments,
-        authentication=_auth_results(str(msg.get("Authentication-Results", "") or "")),
     )
+    results = parse_authentication_results(str(v) for v in msg.get_all("Authentication-Results", []))
+    parsed.authentication, parsed.auth_results = results.summary(), results
     date = msg.get("Date")
     if date:
         try:

@@ -422,6 +422,9 @@ SAFE_BROWSING_URL = env.str(
 SAFE_BROWSING_TIMEOUT_SECONDS = env.float("SAFE_BROWSING_TIMEOUT_SECONDS", default=5.0)
 SAFE_BROWSING_CACHE_SECONDS = env.int("SAFE_BROWSING_CACHE_SECONDS", default=1800)
 INBOX_MAX_MESSAGE_BYTES = env.int("INBOX_MAX_MESSAGE_BYTES", default=10 * 1024 * 1024)
+# The authserv-id(s) your MTA writes into Authentication-Results (RFC 8601; comma-separated): only those fields
+# are read, and without one the mail counts as unauthenticated (inbox/authresults.py). Empty: none is trusted.
+INBOX_AUTHSERV_ID = env.list("INBOX_AUTHSERV_ID", default=[])
 INBOX_STEP_LEASE_SECONDS = env.int("INBOX_STEP_LEASE_SECONDS", default=300)
 # AGT-02 step 7 pipeline-start limits (per sender per minute / burst, global per minute / burst); 0 = lifted (D-17)
 INBOX_START_RATE_PER_SENDER = env.float("INBOX_START_RATE_PER_SENDER", default=10.0)
