@@ -425,9 +425,10 @@ class AgentConfigAdmin(TenantModelAdmin):
 @admin.register(KnowledgeEntry)
 class KnowledgeEntryAdmin(TenantModelAdmin):
     manage_permission = "organization:manage"
-    list_display = ("title", "source", "updated_at")
+    list_display = ("title", "is_internal", "source", "updated_at")
+    list_filter = ("is_internal",)
     search_fields = ("title", "content")
-    fields = ("title", "content", "source")
+    fields = ("title", "content", "is_internal", "source")
 
 
 from inbox import admin_breakers, admin_provider, admin_rules  # noqa: E402,F401 - their screens (AGT-20, 28, 17)

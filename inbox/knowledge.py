@@ -101,14 +101,16 @@ def _search_sql() -> str:
         f"SELECT {rows.select_list('k', KnowledgeEntry)}, "
         f"ts_rank({_DOCUMENT}, to_tsquery('simple'::regconfig, %s)) AS rank "
         f"FROM {rows.table(KnowledgeEntry)} AS k WHERE k.organization_id = %s::uuid "
+        "AND (%s::boolean OR NOT k.is_internal) "
         f"AND {_DOCUMENT} @@ to_tsquery('simple'::regconfig, %s) ORDER BY rank DESC, k.title ASC LIMIT %s"
     )
 
 
 def knowledge_search(
-    *, organization_id: Any, text: str, limit: int = 10
+    *, organization_id: Any, text: str, limit: int = 10, include_internal: bool = True
 ) -> list[tuple[KnowledgeEntry, float]]:
-    """Entries of the organization ranked against `text` (any keyword may match)."""
+    """Entries of the organization ranked against `text` (any keyword may match); without `include_internal`,
+    none marked internal."""
     words = _keywords(text)
     if not words:
         return []
@@ -117,10 +119,13 @@ def knowledge_search(
         # the context step's search, once per message: written out and prepared (inbox.rows); the document
         # is the index's expression with its constants in the text, so the `@@` reads `knowledge_search`
         found = rows.fetchall(
-            _search_sql(), [raw_query, rows.uuid_text(organization_id), raw_query, int(limit)]
+            _search_sql(),
+            [raw_query, rows.uuid_text(organization_id), bool(include_internal), raw_query, int(limit)],
         )
         return [(rows.build(KnowledgeEntry, row[:-1]), float(row[-1])) for row in found]
     qs = KnowledgeEntry.objects.filter(organization_id=organization_id)
+    if not include_internal:
+        qs = qs.filter(is_internal=False)
     if connection.vendor == "postgresql":
         from django.contrib.postgres.search import SearchQuery, SearchRank
         from django.db.models import F
@@ -137,7 +142,7 @@ def knowledge_search(
         return [(row, float(row.rank)) for row in ranked]
     # plain fallback (SQLite): count keyword hits in Python over the organization's entries
     scored = []
-    for row in qs.only("id", "title", "content")[:2000]:
+    for row in qs.only("id", "title", "content", "is_internal")[:2000]:
         hay = f"{row.title}\n{row.content}".lower()
         hits = sum(1 for w in words if w in hay)
         if hits:

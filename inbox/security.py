@@ -22,7 +22,8 @@ PATTERN_CONFIDENCE = 0.85
 SMUGGLING_CONFIDENCE = 0.8
 GUARD_THRESHOLD = 0.8
 GUARD_WINDOW = 8000
-GUARD_MAX_WINDOWS = 4
+#: consecutive guard windows share this many characters, so no phrase is cut in two unseen
+GUARD_OVERLAP = 400
 
 #: AGT-13 (1): phrasings of prompt injection.
 INJECTION_PATTERNS = [
@@ -409,8 +410,15 @@ GUARD_PROMPT = (
 )
 
 
+def guard_windows(sample: str) -> list[str]:
+    """The whole sample in windows of GUARD_WINDOW characters overlapping by GUARD_OVERLAP: the guard reads all of
+    it (the caller bounds the sample to what the model may see)."""
+    step = GUARD_WINDOW - GUARD_OVERLAP
+    return [sample[i : i + GUARD_WINDOW] for i in range(0, max(len(sample) - GUARD_OVERLAP, 1), step)]
+
+
 def guard_check(sample: str, calls: Any, organization_id: Any = None) -> tuple[bool, float, str | None, bool]:
-    """AGT-13 (4): the guard model over windows of the stripped sample. Fails open.
+    """AGT-13 (4): the guard model over every window of the stripped sample (`guard_windows`). Fails open.
 
     Returns (flagged, confidence, reason, unavailable)."""
     from inbox import llm
@@ -420,8 +428,7 @@ def guard_check(sample: str, calls: Any, organization_id: Any = None) -> tuple[b
     if not llm.llm_configured(organization_id):
         return False, 0.0, None, True
     flagged, best, reason, unavailable = False, 0.0, None, False
-    windows = [sample[i : i + GUARD_WINDOW] for i in range(0, len(sample), GUARD_WINDOW)][:GUARD_MAX_WINDOWS]
-    for window in windows:
+    for window in guard_windows(sample):
         try:
             res = llm.chat(
                 "guard",

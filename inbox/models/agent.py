@@ -74,13 +74,20 @@ class AgentConfig(models.Model):
 
 
 class KnowledgeEntry(models.Model):
-    """AGT-16 knowledge for context retrieval (PostgreSQL full-text search, plain fallback on SQLite)."""
+    """AGT-16 knowledge for context retrieval (PostgreSQL full-text search, plain fallback on SQLite).
+    `is_internal` entries reach only drafts that cannot be auto-sent (inbox.steps.context, inbox.steps.route)."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE)
     title = models.CharField(max_length=300)
     content = models.TextField()
     source = models.CharField(max_length=500, blank=True, default="")
+    is_internal = models.BooleanField(
+        "internal (staff only)",
+        default=False,
+        help_text="Facts for your team, not for customers (escalation rules, account notes, internal prices). "
+        "Used only in drafts that a person reviews: never in a reply that can be sent automatically.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

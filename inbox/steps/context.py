@@ -8,7 +8,7 @@ from typing import Any
 from inbox import rows
 from inbox.models import InboundMessage
 from inbox.models import ProcessingStatus as P
-from inbox.security import visible_body
+from inbox.security import html_to_visible_text, visible_body
 from inbox.steps import Route, StepContext
 from owlat.models import ContactActivity
 
@@ -18,10 +18,34 @@ CHARS_PER_TOKEN = 4
 BUDGET_TOKENS = 4000
 COMPACT_LIMIT_TOKENS = 12000
 KEEP_CHARS = 16000
+HISTORY_CHARS = 2000
+
+
+#: the most of the current message's text a briefing can carry: every tier keeps at most KEEP_CHARS
+CURRENT_MAX_CHARS = KEEP_CHARS
+
+
+def current_body(m: InboundMessage) -> str:
+    return visible_body(m.text_body, m.html_body)[:CURRENT_MAX_CHARS]
 
 
 def _current(m: InboundMessage) -> str:
-    return f"From: {m.from_email}\nSubject: {m.subject}\n\n{visible_body(m.text_body, m.html_body)}"
+    return f"From: {m.from_email}\nSubject: {m.subject}\n\n{current_body(m)}"
+
+
+def guard_sample(m: InboundMessage, history: list[str]) -> str:
+    """Everything sender-written that the briefing can carry — the sender's and the contact's names, the subject,
+    the current message (and its HTML alternative's visible text), the thread history's excerpts — for the scan's
+    guard, which reads all of it (`inbox.security.guard_windows`). Knowledge, files and activities are ours."""
+    contact = m.contact
+    names = [m.from_name] + (
+        [contact.first_name or "", contact.last_name or ""] if contact is not None else []
+    )
+    parts = [" ".join(n for n in names if n), m.subject, current_body(m)]
+    if m.text_body and m.html_body:
+        parts.append(html_to_visible_text(m.html_body)[:CURRENT_MAX_CHARS])
+    parts += history
+    return "\n".join(p for p in parts if p and p.strip())
 
 
 def _recent_activities(contact_id: Any, organization_id: Any) -> list[tuple[str, Any]]:
@@ -39,17 +63,28 @@ def _recent_activities(contact_id: Any, organization_id: Any) -> list[tuple[str,
     )
 
 
-def _thread_history(m: InboundMessage) -> list[InboundMessage]:
-    """The thread's five latest other messages of the organization, newest first."""
+def thread_history(m: InboundMessage) -> list[InboundMessage]:
+    """The thread's five latest other messages from the same contact, newest first, none held in quarantine:
+    another sender's mail never reaches this contact's draft. The security scan guards exactly these too."""
+    if m.thread_id is None or m.contact_id is None:
+        return []
     if rows.enabled():
         found = rows.fetchall(
             _history_sql(),
-            [rows.uuid_text(m.thread_id), rows.uuid_text(m.organization_id), rows.uuid_text(m.pk)],
+            [
+                rows.uuid_text(m.thread_id),
+                rows.uuid_text(m.organization_id),
+                rows.uuid_text(m.contact_id),
+                rows.uuid_text(m.pk),
+            ],
         )
         return [rows.build(InboundMessage, row) for row in found]
     return list(
-        InboundMessage.objects.filter(thread_id=m.thread_id, organization_id=m.organization_id)
+        InboundMessage.objects.filter(
+            thread_id=m.thread_id, organization_id=m.organization_id, contact_id=m.contact_id
+        )
         .exclude(pk=m.pk)
+        .exclude(processing_status=P.QUARANTINED)
         .order_by("-received_at")[:5]
     )
 
@@ -58,9 +93,24 @@ def _thread_history(m: InboundMessage) -> list[InboundMessage]:
 def _history_sql() -> str:
     return (
         f"SELECT {rows.select_list('m', InboundMessage)} FROM {rows.table(InboundMessage)} AS m "
-        "WHERE m.thread_id = %s::uuid AND m.organization_id = %s::uuid AND NOT (m.id = %s::uuid) "
+        "WHERE m.thread_id = %s::uuid AND m.organization_id = %s::uuid AND m.contact_id = %s::uuid "
+        f"AND NOT (m.id = %s::uuid) AND m.processing_status <> '{P.QUARANTINED.value}' "
         "ORDER BY m.received_at DESC LIMIT 5"
     )
+
+
+def history_excerpt(h: InboundMessage) -> str:
+    """One earlier message as the briefing shows it (and the guard reads it)."""
+    return (
+        f"From: {h.from_email} Date: {h.received_at:%Y-%m-%d %H:%M} Subject: {h.subject}\n"
+        f"{visible_body(h.text_body, h.html_body)[:HISTORY_CHARS]}"
+    )
+
+
+def may_use_internal_knowledge(config: Any) -> bool:
+    """Knowledge marked internal enters only a draft that cannot be sent automatically (auto-reply off, or shadow
+    mode); the route step refuses to auto-send a draft grounded on it all the same."""
+    return config is None or not config.is_auto_reply_enabled or config.shadow_mode
 
 
 def execute(ctx: StepContext, input: dict[str, Any]) -> dict[str, Any]:
@@ -85,20 +135,18 @@ def execute(ctx: StepContext, input: dict[str, Any]) -> dict[str, Any]:
         sections.append(
             "Recent activity:\n" + "\n".join(f"- {t} at {at:%Y-%m-%d %H:%M}" for t, at in activities)
         )
-    history = []
-    if m.thread_id:
-        history = _thread_history(m)
+    # the earlier messages exactly as the security scan read them (it hands their excerpts over, oldest first):
+    # the guard has seen every character of history the drafter sees
+    history = [str(h) for h in input.get("guardedHistory") or []]
     if history:
-        sections.append(
-            "Thread history:\n"
-            + "\n\n".join(
-                f"From: {h.from_email} Date: {h.received_at:%Y-%m-%d %H:%M} Subject: {h.subject}\n"
-                f"{visible_body(h.text_body, h.html_body)[:2000]}"
-                for h in reversed(history)
-            )
-        )
+        sections.append("Thread history:\n" + "\n\n".join(history))
     current = _current(m)
-    hits = knowledge_search(organization_id=m.organization_id, text=f"{m.subject}\n{current}", limit=10)
+    hits = knowledge_search(
+        organization_id=m.organization_id,
+        text=f"{m.subject}\n{current}",
+        limit=10,
+        include_internal=may_use_internal_knowledge(ctx.config),
+    )
     if hits:
         sections.append("Knowledge:\n" + "\n\n".join(f"[{e.title}]\n{e.content[:1500]}" for e, _ in hits))
     files = related_files(
@@ -132,7 +180,15 @@ def execute(ctx: StepContext, input: dict[str, Any]) -> dict[str, Any]:
     }
     if hits:
         coverage["topScore"] = round(hits[0][1], 4)
-    grounding = [{"type": "knowledge", "id": str(e.pk), "title": e.title} for e, _ in hits]
+    grounding = [
+        {
+            "type": "knowledge",
+            "id": str(e.pk),
+            "title": e.title,
+            **({"internal": True} if e.is_internal else {}),
+        }
+        for e, _ in hits
+    ]
     grounding += [{"type": "file", "id": f.id, "title": f.title} for f in files]
     ctx.record = {"context_tier": tier, "context_coverage": coverage, "grounding_sources": grounding}
     return {"briefing": briefing, "tier": tier, "coverage": coverage}

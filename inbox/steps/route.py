@@ -44,6 +44,15 @@ def authenticated_sender(message: InboundMessage) -> bool:
     return message.dkim_result == "pass" or message.dmarc_result == "pass"
 
 
+def uses_internal_knowledge(message: InboundMessage) -> bool:
+    """The context gave the draft an entry marked internal (staff only)."""
+    return any(
+        source.get("type") == "knowledge" and source.get("internal")
+        for source in message.grounding_sources or []
+        if isinstance(source, dict)
+    )
+
+
 def decide(
     message: InboundMessage,
     config: AgentConfig,
@@ -66,6 +75,12 @@ def decide(
         )
     if not config.is_auto_reply_enabled:
         return "human_review", "Auto-reply is disabled. Routing to human review.", score
+    if uses_internal_knowledge(message):
+        return (
+            "human_review",
+            "The draft draws on internal knowledge, which is never sent automatically. Routing to human review.",
+            score,
+        )
     if score < threshold:
         return (
             "human_review",

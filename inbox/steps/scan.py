@@ -9,13 +9,15 @@ from django.core.exceptions import ObjectDoesNotExist
 from inbox.models import ProcessingStatus as P
 from inbox.security import (
     INJECTION_CONFIDENCE_THRESHOLD,
+    PATTERN_CONFIDENCE,
     content_hash,
+    find_injection,
     guard_check,
-    html_to_visible_text,
     message_urls,
     scan,
 )
 from inbox.steps import Route, StepContext
+from inbox.steps.context import guard_sample, history_excerpt, thread_history
 from inbox.url_reputation import enabled as url_reputation_enabled
 from inbox.url_reputation import unsafe_urls
 
@@ -35,17 +37,24 @@ def execute(ctx: StepContext, input: dict[str, Any]) -> dict[str, Any]:
     if unsafe:
         result.phishing_detected = True
         result.phishing_reasons.append(f"unsafe link (Safe Browsing): {unsafe[0][:100]}")
+    # the earlier messages the briefing will carry, oldest first: scanned here with this one, and handed to the
+    # context step as read (so nothing reaches the drafter that the guard has not seen)
+    history = [history_excerpt(h) for h in reversed(thread_history(m))]
+    for excerpt in history:
+        hit = find_injection(excerpt)
+        if hit and not result.injection_detected:
+            result.flag("prompt_injection:thread_history", PATTERN_CONFIDENCE, hit)
     if not result.injection_detected and not result.phishing_detected:
-        # 4. the guard model sees only stripped content, and only when nothing above already flagged it
-        sample = "\n".join(
-            p for p in (m.subject, _strip_text(m.text_body), html_to_visible_text(m.html_body or "")) if p
-        )
+        # 4. the guard model reads all the stripped, sender-written text the drafter can see, and only when
+        # nothing above already flagged it
+        sample = guard_sample(m, history)
         flagged, confidence, reason, unavailable = guard_check(sample, ctx.calls, m.organization_id)
         result.guard_unavailable = unavailable
         if flagged:
             result.flag("llm_prompt_injection", confidence, reason or "guard model")
     return {
         "flags": result.as_flags(ctx.now.isoformat()),
+        "guardedHistory": history,
         "released": released,
         "pipelineEnabled": pipeline_enabled(
             m.organization_id, ctx.stored_flags if ctx.stored_flags is not None else _loaded_flags(m)
@@ -65,12 +74,6 @@ def _loaded_flags(m: Any) -> dict[str, Any] | None:
         return {}
 
 
-def _strip_text(text: str | None) -> str:
-    from inbox.security import strip_invisible_chars
-
-    return strip_invisible_chars(text or "")
-
-
 def route(output: dict[str, Any], input: dict[str, Any], ctx: StepContext) -> Route:
     flags = output["flags"]
     dangerous = (
@@ -83,5 +86,8 @@ def route(output: dict[str, Any], input: dict[str, Any], ctx: StepContext) -> Ro
     if not output.get("pipelineEnabled", True):
         return Route.done()
     return Route.transition(
-        P.CLASSIFYING, {"security_flags": flags, "context_tier": None}, next_step="context_retrieval"
+        P.CLASSIFYING,
+        {"security_flags": flags, "context_tier": None},
+        next_step="context_retrieval",
+        next_input={"guardedHistory": output.get("guardedHistory") or []},
     )
