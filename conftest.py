@@ -60,3 +60,13 @@ def _no_analytics_by_default(settings):
     reset_client()
     yield
     reset_client()
+
+
+@pytest.fixture(autouse=True)
+def _no_remembered_lookup_throttle():
+    """The failed-lookup throttle remembers blocked clients per process (owlat.lookup_throttle); the shared bucket
+    rolls back with each test, so the memory must not outlive it either."""
+    yield
+    from owlat.lookup_throttle import forget
+
+    forget()

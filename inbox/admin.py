@@ -401,13 +401,73 @@ class AgentConfigAdmin(TenantModelAdmin):
     def inbound_endpoint(self, obj: AgentConfig) -> str:
         if not obj.pk:
             return "—"
-        return f"/inbound/raw/{obj.inbound_secret}"
+        from inbox.configuration import inbound_secret_hint
+
+        return format_html(
+            "<code>POST /inbound/raw</code> with the header <code>Authorization: Bearer &lt;inbound secret&gt;</code> "
+            "(or HTTP basic auth with the secret as password). Secret: <code>{}</code> — only owners see it in "
+            "full and can rotate it.",
+            inbound_secret_hint(obj.inbound_secret),
+        )
+
+    @admin.display(description="inbound secret (owners only)")
+    def inbound_secret_revealed(self, obj: AgentConfig) -> str:
+        if not obj.pk:
+            return "—"
+        url = reverse("admin:inbox_agentconfig_rotate_secret", args=[obj.pk])
+        return format_html(
+            '<code>{}</code> · <a href="{}">Rotate inbound secret…</a>', obj.inbound_secret, url
+        )
+
+    def _may_see_secret(self, request: HttpRequest) -> bool:
+        return self.tenancy(request).allows("inbox:secret")
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None):
+        fields = list(super().get_readonly_fields(request, obj))
+        return [*fields, "inbound_secret_revealed"] if self._may_see_secret(request) else fields
 
     def get_fields(self, request: HttpRequest, obj: Any = None):
-        fields = [f for f in super().get_fields(request, obj) if f not in ("shadow_mode",)]
+        hidden = ("shadow_mode", "inbound_secret_revealed")
+        fields = [f for f in super().get_fields(request, obj) if f not in hidden]
         idx = fields.index("is_auto_reply_enabled") + 1 if "is_auto_reply_enabled" in fields else len(fields)
         fields.insert(idx, "shadow_mode")
+        if obj is not None and self._may_see_secret(request):
+            fields.insert(fields.index("inbound_endpoint") + 1, "inbound_secret_revealed")
         return fields
+
+    def get_urls(self):
+        return [
+            path(
+                "<path:object_id>/rotate-secret/",
+                self.admin_site.admin_view(self.rotate_secret_view),
+                name="inbox_agentconfig_rotate_secret",
+            ),
+            *super().get_urls(),
+        ]
+
+    def rotate_secret_view(self, request: HttpRequest, object_id: str):
+        """Owners only: GET asks for confirmation (the old secret stops working at once), POST rotates and shows
+        the new secret once."""
+        from django.template.response import TemplateResponse
+
+        from inbox.configuration import inbound_secret_rotate
+
+        obj = self.get_object(request, object_id)
+        if obj is None or not self.has_view_permission(request, obj):
+            raise PermissionDenied
+        if not self._may_see_secret(request):
+            raise PermissionDenied("Only owners can rotate the inbound secret.")
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Rotate the inbound secret?",
+            "opts": self.model._meta,
+            "original": obj,
+            "back": reverse("admin:inbox_agentconfig_change", args=[obj.pk]),
+        }
+        if request.method == "POST":  # shown on this page, not in a message (those travel in a cookie)
+            secret = inbound_secret_rotate(organization_id=obj.organization_id, actor=self.actor(request))
+            context.update(title="New inbound secret", new_secret=secret)
+        return TemplateResponse(request, "admin/inbox/agentconfig/rotate_secret.html", context)
 
     def save_model(self, request: HttpRequest, obj: AgentConfig, form: Any, change: bool) -> None:
         if not change:

@@ -136,6 +136,31 @@ def agent_config_update(
     return config, cancelled
 
 
+def inbound_secret_rotate(*, organization_id: Any, actor: str) -> str:
+    """A new inbound secret for the raw endpoint; the old one stops working at once. Audited (not the secret)."""
+    from inbox.models.agent import _inbound_secret
+
+    with transaction.atomic():
+        agent_config_get(organization_id)
+        config = AgentConfig.objects.select_for_update().get(organization_id=organization_id)
+        config.inbound_secret = _inbound_secret()
+        config.save(update_fields=["inbound_secret", "updated_at"])
+        audit_write(
+            organization_id=organization_id,
+            actor=actor,
+            action="inbox.inbound_secret_rotated",
+            resource="agent_config",
+            resource_id=str(config.pk),
+            details={},
+        )
+    return config.inbound_secret
+
+
+def inbound_secret_hint(secret: str) -> str:
+    """The secret as anyone may see it: its prefix and last four characters."""
+    return f"{secret[:4]}…{secret[-4:]}" if len(secret) > 12 else "…"
+
+
 # --- handling rules (AGT-17 [orig]) ------------------------------------------------------------------------
 
 RULE_FIELDS = ("name", "match", "value", "action", "category", "position", "is_active")

@@ -1,12 +1,17 @@
 """Inbound mail entry points outside `/api/v1` (AGT-02): the raw RFC 5322 endpoint for an MTA, authenticated by
-the organization's inbound secret, and django-anymail's inbound webhooks (its own signature/basic-auth checks),
-whose `inbound` signal is the library's extension point."""
+the organization's inbound secret in the Authorization header (failed guesses throttled per client,
+owlat.lookup_throttle), and django-anymail's inbound webhooks (its own signature/basic-auth checks), whose
+`inbound` signal is the library's extension point."""
 
 from __future__ import annotations
 
+import base64
+import binascii
 import logging
 from typing import Any
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
@@ -21,13 +26,52 @@ def _error(status: int, category: str, message: str, **extra: Any) -> JsonRespon
     return JsonResponse({"error": {"category": category, "message": message, **extra}}, status=status)
 
 
+def inbound_secret_from_request(request: HttpRequest) -> str | None:
+    """The inbound secret of `Authorization: Bearer <secret>`, or the password of HTTP basic auth (any user name:
+    for MTAs and relays that can only put credentials in the URL, `https://owlat:<secret>@host/inbound/raw`)."""
+    header = (request.META.get("HTTP_AUTHORIZATION") or "").strip()
+    scheme, _, value = header.partition(" ")
+    value = value.strip()
+    if scheme.lower() == "bearer" and value:
+        return value
+    if scheme.lower() == "basic" and value:
+        try:
+            decoded = base64.b64decode(value, validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError):
+            return None
+        return decoded.partition(":")[2] or None
+    return None
+
+
+def _config_for_secret(secret: str | None) -> AgentConfig | None:
+    if not secret or len(secret) > 128:
+        return None
+    return AgentConfig.objects.filter(inbound_secret=secret).only("organization_id").first()
+
+
 @csrf_exempt
 @require_POST
-def raw_inbound(request: HttpRequest, token: str) -> JsonResponse:
-    """`POST /inbound/raw/<token>`: the body is one RFC 5322 message (Content-Type `message/rfc822`)."""
-    config = AgentConfig.objects.filter(inbound_secret=token).only("organization_id").first()
+def raw_inbound(request: HttpRequest) -> JsonResponse:
+    """`POST /inbound/raw` with `Authorization: Bearer <inbound secret>` (or basic auth, the secret as password):
+    the body is one RFC 5322 message (Content-Type `message/rfc822`). The secret never travels in the URL, so
+    access logs do not carry it."""
+    from owlat.lookup_throttle import lookup_failed, lookup_refused
+
+    wait = lookup_refused(request)
+    if wait:
+        return _throttled(wait)
+    config = _config_for_secret(inbound_secret_from_request(request))
     if config is None:
-        return _error(401, "unauthenticated", "Invalid inbound token")
+        wait = lookup_failed(request)
+        if wait:
+            return _throttled(wait)
+        response = _error(
+            401,
+            "unauthenticated",
+            "Invalid inbound secret. Send it as: Authorization: Bearer <inbound secret>",
+        )
+        response["WWW-Authenticate"] = 'Bearer realm="inbound", Basic realm="inbound"'
+        return response
     try:
         length = int(request.META.get("CONTENT_LENGTH") or 0)
     except ValueError:
@@ -43,6 +87,15 @@ def raw_inbound(request: HttpRequest, token: str) -> JsonResponse:
         )
     except MessageTooLarge as exc:
         return _error(413, "payload_too_large", str(exc), field="body", limit=exc.limit)
+    except RequestDataTooBig:
+        limit = settings.INBOX_MAX_MESSAGE_BYTES
+        return _error(
+            413,
+            "payload_too_large",
+            f"Message is too large (at most {limit} bytes)",
+            field="body",
+            limit=limit,
+        )
     except InvalidMessage as exc:
         return _error(400, "validation", str(exc), field=exc.field)
     m = result.message
@@ -56,6 +109,30 @@ def raw_inbound(request: HttpRequest, token: str) -> JsonResponse:
             }
         },
         status=201 if result.created else 200,
+    )
+
+
+def _throttled(wait: int) -> JsonResponse:
+    response = _error(
+        429,
+        "rate_limited",
+        f"Too many failed attempts from this address. Retry in {wait} s.",
+        retryAfter=wait,
+    )
+    response["Retry-After"] = str(wait)
+    return response
+
+
+@csrf_exempt
+def raw_inbound_legacy(request: HttpRequest, token: str) -> JsonResponse:
+    """The former `POST /inbound/raw/<secret>`: refused without looking at the secret — a secret in a URL ends up
+    in access logs, so the answer says to rotate it and send it in the Authorization header."""
+    return _error(
+        410,
+        "gone",
+        "The inbound secret no longer goes in the URL: POST to /inbound/raw with the header "
+        "'Authorization: Bearer <inbound secret>'. The secret in this URL may be in access logs: rotate it "
+        "(admin → Inbox → Agent configuration → Rotate inbound secret).",
     )
 
 

@@ -29,6 +29,7 @@ PERMISSIONS: dict[str, frozenset[str]] = {
         _ADMINS,
     ),
     "organization:delete": _OWNER,
+    "inbox:secret": _OWNER,  # see and rotate the raw inbound endpoint's secret
     **dict.fromkeys(("emails:test", "knowledge:read", "chat:participate"), _ALL),
 }
 

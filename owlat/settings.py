@@ -145,6 +145,11 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 15 * 1024 * 1024  # API-05: 15 MiB bodies
 API_ALLOWED_ORIGINS = env.list("API_ALLOWED_ORIGINS", default=[])
 API_RATE_LIMIT_PER_SECOND = env.float("API_RATE_LIMIT_PER_SECOND", default=10.0)  # API-04
 API_RATE_LIMIT_BURST = env.float("API_RATE_LIMIT_BURST", default=15.0)
+# Failed API-key and inbound-secret lookups per client address (owlat/lookup_throttle.py): past the burst, 429
+# with Retry-After; 0 lifts it. Behind proxies set TRUSTED_PROXY_COUNT (X-Forwarded-For entries they add).
+AUTH_FAILURE_RATE_PER_MINUTE = env.float("AUTH_FAILURE_RATE_PER_MINUTE", default=10.0)
+AUTH_FAILURE_BURST = env.float("AUTH_FAILURE_BURST", default=20.0)
+TRUSTED_PROXY_COUNT = env.int("TRUSTED_PROXY_COUNT", default=env.int("AXES_PROXY_COUNT", default=0))
 # Input limits (owlat/limits.py): refused with 400 (413 on the raw inbound endpoint) naming the field and the
 # limit, before any per-key work.
 CONTACT_PROPERTIES_MAX_KEYS = env.int("CONTACT_PROPERTIES_MAX_KEYS", default=200)
@@ -495,7 +500,9 @@ SILENCED_SYSTEM_CHECKS = [] if AXES_ENABLED else ["axes.W003"]  # the backend is
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    # secrets (inbound secrets, API keys) are blanked in every line the console writes (owlat/logredact.py)
+    "filters": {"redact_secrets": {"()": "owlat.logredact.RedactSecretsFilter"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["redact_secrets"]}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
     "loggers": {
         "django-q": {"level": env.str("Q_LOG_LEVEL", default="WARNING")},

@@ -127,18 +127,20 @@ def test_size_limit(receive, settings):
 def test_raw_endpoint(org, settings):
     token = AgentConfig.objects.get_or_create(organization=org)[0].inbound_secret
     client = Client()
-    url = f"/inbound/raw/{token}"
-    r = client.post(url, data=RAW, content_type="message/rfc822")
+    url, auth = "/inbound/raw", {"HTTP_AUTHORIZATION": f"Bearer {token}"}
+    r = client.post(url, data=RAW, content_type="message/rfc822", **auth)
     assert r.status_code == 201, r.content
     assert r.json()["data"]["messageId"] == "<abc123@example.com>"
-    r2 = client.post(url, data=RAW, content_type="message/rfc822")
+    r2 = client.post(url, data=RAW, content_type="message/rfc822", **auth)
     assert r2.status_code == 200 and r2.json()["data"]["duplicate"] is True
-    assert client.post("/inbound/raw/wrong", data=RAW, content_type="message/rfc822").status_code == 401
-    bad = client.post(url, data=b"Subject: hi\n\nno sender", content_type="message/rfc822")
+    wrong = client.post(url, data=RAW, content_type="message/rfc822", HTTP_AUTHORIZATION="Bearer inb_wrong")
+    assert wrong.status_code == 401 and "Authorization: Bearer" in wrong.json()["error"]["message"]
+    bad = client.post(url, data=b"Subject: hi\n\nno sender", content_type="message/rfc822", **auth)
     assert bad.status_code == 400 and bad.json()["error"]["field"] == "from"
     settings.INBOX_MAX_MESSAGE_BYTES = 50
-    big = client.post(url, data=RAW, content_type="message/rfc822")
+    big = client.post(url, data=RAW, content_type="message/rfc822", **auth)
     assert big.status_code == 413 and "too large" in big.json()["error"]["message"]
+    assert big.json()["error"]["field"] == "body" and big.json()["error"]["limit"] == 50
 
 
 def test_anymail_inbound_signal_reaches_the_receive_path(org, settings):

@@ -12,14 +12,26 @@ from rest_framework.request import Request
 from owlat.api import auth
 from owlat.api.errors import ApiError
 from owlat.api.throttling import RATE_STATE_ATTR, TAKE_WITH_AUTH_ATTR
+from owlat.lookup_throttle import lookup_failed, lookup_refused
 from owlat.models import ApiKey
+
+
+class LookupsThrottled(exceptions.Throttled):
+    """429 for a client whose failed key lookups are over `AUTH_FAILURE_*` (owlat.lookup_throttle)."""
+
+    def __init__(self, wait: int) -> None:
+        super().__init__(wait)
+        self.detail = exceptions.ErrorDetail(
+            f"Too many invalid API keys from this address. Retry in {wait} s.", code=self.default_code
+        )
 
 
 class ApiKeyAuthentication(BaseAuthentication):
     """`Authorization: Bearer lm_live_…` (or the bare key). Every `/api/v1` endpoint but health needs one.
 
     A request without a usable header is refused here (401 "Missing or invalid Authorization header…")
-    rather than left anonymous: no endpoint accepts anonymous callers. `request.user` and `request.auth`
+    rather than left anonymous: no endpoint accepts anonymous callers. A client with too many keys that matched
+    nothing is answered 429 before any lookup (owlat.lookup_throttle). `request.user` and `request.auth`
     are both the `ApiKey`.
     """
 
@@ -27,6 +39,9 @@ class ApiKeyAuthentication(BaseAuthentication):
 
     def authenticate(self, request: Request) -> tuple[ApiKey, ApiKey]:
         django_request = request._request
+        wait = lookup_refused(django_request)  # too many failed lookups from this client: no lookup at all
+        if wait:
+            raise LookupsThrottled(wait)
         try:
             if getattr(django_request, TAKE_WITH_AUTH_ATTR, False):
                 # the view's rate-limit throttle runs next: take its token in the lookup's statement
@@ -35,6 +50,10 @@ class ApiKeyAuthentication(BaseAuthentication):
             else:
                 key = auth.authenticate_request(django_request)
         except ApiError as exc:
+            if exc.message == auth.INVALID_KEY:  # a lookup that found no key (not a malformed header)
+                wait = lookup_failed(django_request)
+                if wait:
+                    raise LookupsThrottled(wait) from exc
             raise exceptions.AuthenticationFailed(exc.message) from exc
         return key, key
 
