@@ -137,14 +137,15 @@ def raw_inbound_legacy(request: HttpRequest, token: str) -> JsonResponse:
 
 
 def organization_for_recipients(recipients: list[str]) -> Any:
-    """The organization owning a recipient's domain (its registered sending domains)."""
-    from owlat.models import Domain
+    """The organization that verified a recipient's domain (a pending or failed registration proves nothing: any
+    organization can register any name, and only one can verify it)."""
+    from owlat.models import Domain, DomainStatus
 
     domains = {r.rsplit("@", 1)[-1].lower() for r in recipients if "@" in r}
     if not domains:
         return None
     return (
-        Domain.objects.filter(domain__in=domains)
+        Domain.objects.filter(domain__in=domains, status=DomainStatus.VERIFIED)
         .order_by("created_at")
         .values_list("organization_id", flat=True)
         .first()

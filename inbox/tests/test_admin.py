@@ -83,7 +83,7 @@ def test_agent_configuration_form(staff, org, make_message):
     message_transition(message_id=auto.pk, to="approved", input={"source": "auto", "send_delay_ms": 60000})
     url = reverse("admin:inbox_agentconfig_change", args=[config.pk])
     html = staff.get(url).content.decode()
-    assert "/inbound/raw/" in html and "Monday" in html
+    assert "/inbound/raw</code>" in html and "Authorization: Bearer" in html and "Monday" in html
     data = {
         "organization": org.pk,
         "confidence_threshold": "0.9",

@@ -46,6 +46,21 @@ class DomainForm(forms.ModelForm):
             raise ValidationError("Enter a domain name such as mail.example.com (no @, no http://).")
         return value
 
+    def clean(self) -> dict[str, Any]:
+        from owlat.domains.verification import claimed_message, domain_claimed_elsewhere
+
+        data = super().clean()
+        organization = data.get("organization")
+        organization_id = organization.pk if organization is not None else self.instance.organization_id
+        name = data.get("domain")
+        if (
+            name
+            and organization_id
+            and domain_claimed_elsewhere(domain=name, organization_id=organization_id)
+        ):
+            self.add_error("domain", claimed_message(name))
+        return data
+
 
 @admin.register(Domain)
 class DomainAdmin(TenantModelAdmin):

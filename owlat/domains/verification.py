@@ -1,7 +1,8 @@
 """Sending-domain verification (DOM-12, issue 11 item 1): register a domain (token, first DKIM key, the records
 to publish), check it against DNS now (admin "Check now", `manage.py verify_domains`, the cron re-check), the
 audited staff override for local setups, and the 24 h stale warning. Every status change goes through
-`owlat.domains.lifecycle`."""
+`owlat.domains.lifecycle`. A domain name is verified by one organization at most: a check or an override that would
+verify a name another organization holds verified is refused (`claimed_elsewhere`)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from owlat.domains import checks, keys
@@ -24,6 +25,47 @@ from owlat.models import Domain
 logger = logging.getLogger(__name__)
 
 CRON_ACTOR = "system:domain-recheck"
+
+
+CLAIMED = "claimed_elsewhere"
+
+
+def claimed_message(name: str) -> str:
+    return (
+        f"{name} is verified by another organization on this installation; a domain can be verified by one "
+        "organization only. If the domain is yours, ask platform staff to look into it."
+    )
+
+
+def domain_claimed_elsewhere(*, domain: str, organization_id: Any) -> bool:
+    """Another organization has this domain name verified."""
+    return (
+        Domain.objects.filter(domain=domain, status=VERIFIED)
+        .exclude(organization_id=organization_id)
+        .exists()
+    )
+
+
+def _verify_unless_claimed(locked: Domain, to: str, *, actor: str, input: dict[str, Any]) -> Outcome:
+    """`domain_transition`, except that a move to `verified` of a name another organization has verified is
+    refused (`claimed_elsewhere`) — also when the two race (the unique constraint `uniq_verified_domain`)."""
+    refused = Outcome(
+        ok=False,
+        reason=CLAIMED,
+        message=claimed_message(locked.domain),
+        from_state=locked.status,
+        to_state=locked.status,
+        object_id=locked.pk,
+    )
+    if to == VERIFIED and locked.status != VERIFIED:
+        if domain_claimed_elsewhere(domain=locked.domain, organization_id=locked.organization_id):
+            return refused
+        try:
+            with transaction.atomic():
+                return domain_transition(locked, to, actor=actor, input=input)
+        except IntegrityError:
+            return refused
+    return domain_transition(locked, to, actor=actor, input=input)
 
 
 def _records(domain: Domain) -> list[dict[str, str]]:
@@ -71,7 +113,7 @@ def domain_check(domain: Domain, *, actor: str) -> Outcome:
         stamped = {k: {**v, "checkedAt": now.isoformat()} for k, v in results.items() if k in current}
         verdict = checks.verdict(records, stamped)
         to = check_target(locked.status, verdict, locked.verification_overridden_at is not None)
-        return domain_transition(
+        return _verify_unless_claimed(
             locked,
             to,
             actor=actor,
@@ -96,7 +138,10 @@ def domain_override(domain: Domain, *, actor: str, reason: str = "") -> Outcome:
     """Platform staff only (the caller checks): mark verified without DNS, for local setups; audited."""
     if domain.status == REGISTERING:
         domain_register(domain, actor=actor)
-    return domain_transition(domain, VERIFIED, actor=actor, input={"event": "override", "reason": reason})
+        domain.refresh_from_db()
+    return _verify_unless_claimed(
+        domain, VERIFIED, actor=actor, input={"event": "override", "reason": reason}
+    )
 
 
 def domain_rotate_dkim(domain: Domain, *, actor: str) -> tuple[Outcome, str]:

@@ -41,7 +41,13 @@ class Domain(FSMModelMixin, models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["organization", "domain"], name="uniq_org_domain")]
+        constraints = [
+            models.UniqueConstraint(fields=["organization", "domain"], name="uniq_org_domain"),
+            # a domain is verified by one organization only (others may have it pending: DNS decides)
+            models.UniqueConstraint(
+                fields=["domain"], condition=models.Q(status="verified"), name="uniq_verified_domain"
+            ),
+        ]
 
     def __str__(self) -> str:
         return self.domain
