@@ -223,3 +223,26 @@ def test_the_upload_handler_stops_reading_past_the_limit(settings):
     with pytest.raises(StopUpload) as info:
         handler.receive_data_chunk(b"x", 10)
     assert info.value.connection_reset
+
+
+# --- the raw inbound endpoint's size limit --------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_raw_inbound_mail_over_the_size_limit_is_413_naming_the_limit(settings):
+    from inbox.models import AgentConfig, InboundMessage
+
+    settings.INBOX_MAX_MESSAGE_BYTES = 1000
+    org = make_org()
+    secret = AgentConfig.objects.get_or_create(organization=org)[0].inbound_secret
+    raw = (
+        b"From: a@example.com\r\nTo: s@acme.test\r\nMessage-ID: <big@example.com>\r\nSubject: x\r\n\r\n"
+        + b"x" * 2000
+    )
+    response = Client().post(
+        "/inbound/raw", data=raw, content_type="message/rfc822", HTTP_AUTHORIZATION=f"Bearer {secret}"
+    )
+    assert response.status_code == 413
+    error = response.json()["error"]
+    assert error["field"] == "body" and error["limit"] == 1000 and "1000 bytes" in error["message"]
+    assert not InboundMessage.objects.exists()
