@@ -416,7 +416,9 @@ class AgentConfigAdmin(TenantModelAdmin):
             return "—"
         url = reverse("admin:inbox_agentconfig_rotate_secret", args=[obj.pk])
         return format_html(
-            '<code>{}</code> · <a href="{}">Rotate inbound secret…</a>', obj.inbound_secret, url
+            '<code>{}</code> · <a href="{}" class="text-primary-600 underline">Rotate inbound secret…</a>',
+            obj.inbound_secret,
+            url,
         )
 
     def _may_see_secret(self, request: HttpRequest) -> bool:

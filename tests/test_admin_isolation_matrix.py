@@ -123,7 +123,7 @@ EXPECTED: dict[str, tuple[frozenset[str], frozenset[str], tuple[str, ...], tuple
     "inbox.InboundMessage": (ALL, NOBODY, ("inbox_inboundmessage_verb",), ()),
     "inbox.ReviewQueueMessage": (ALL, NOBODY, ("inbox_reviewqueuemessage_verb",), ()),
     "inbox.QuarantinedMessage": (ALL, NOBODY, ("inbox_quarantinedmessage_verb",), ()),
-    "inbox.AgentConfig": (ALL, MANAGERS, (), ()),
+    "inbox.AgentConfig": (ALL, MANAGERS, ("inbox_agentconfig_rotate_secret",), ()),
     "inbox.KnowledgeEntry": (ALL, MANAGERS, (), ()),
     "inbox.CircuitBreaker": (ALL, NOBODY, ("inbox_circuitbreaker_close",), ()),
     "inbox.LlmProviderSetting": (ALL, MANAGERS, (), ()),
@@ -680,6 +680,7 @@ CUSTOM_OBJECT_URLS: dict[str, frozenset[str]] = {
     "inbox_reviewqueuemessage_verb": MANAGERS_S,
     "inbox_quarantinedmessage_verb": MANAGERS_S,
     "inbox_circuitbreaker_close": MANAGERS_S,
+    "inbox_agentconfig_rotate_secret": OWNER_S,  # inbox:secret
     "auth_user_password_change": S,  # users are platform staff's (not in RULES: no member reaches the screen)
 }
 
