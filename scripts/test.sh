@@ -11,6 +11,12 @@ started=$(date +%s)
 source scripts/venv.sh
 ensure_venv dev
 
+if git rev-parse --git-dir >/dev/null 2>&1; then
+  git config core.hooksPath scripts/hooks # the commit-msg hook: `area: what changed`, at most 72 characters
+  echo "== commit messages"
+  scripts/check_commit_messages.sh
+fi
+
 source scripts/postgres.sh
 trap pg_cleanup EXIT
 ensure_postgres # exports DATABASE_URL
