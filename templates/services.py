@@ -14,6 +14,7 @@ from django.db import transaction
 
 from owlat.audit import audit_write
 from owlat.inuse import register_template_in_use, template_in_use  # noqa: F401  (re-exported)
+from templates.content import RENDER_INPUTS, content_render
 from templates.models import EmailTemplate
 
 EDITABLE = (
@@ -49,9 +50,11 @@ def template_test_send(**kwargs: Any) -> Any:
 
 def email_template_create(*, organization_id: Any, actor: str, fields: dict[str, Any]) -> EmailTemplate:
     with transaction.atomic():
-        template = EmailTemplate.objects.create(
+        template = EmailTemplate(
             organization_id=organization_id, **{k: v for k, v in fields.items() if k in EDITABLE}
         )
+        content_render(template)
+        template.save(force_insert=True)
         audit_write(
             organization_id=organization_id,
             actor=actor,
@@ -70,6 +73,8 @@ def email_template_update(*, template: EmailTemplate, actor: str, changes: dict[
     with transaction.atomic():
         for key in changed:
             setattr(template, key, changes[key])
+        if RENDER_INPUTS.intersection(changed):
+            changed = list(dict.fromkeys([*changed, *content_render(template)]))
         template.save(update_fields=[*changed, "updated_at"])
         audit_write(
             organization_id=template.organization_id,
