@@ -264,3 +264,6 @@ class TransactionalEmailAdmin(TemplateAdminMixin, TenantModelAdmin):
     readonly_fields = (*TemplateAdminMixin.readonly_fields, "translations_json")
     main_fields = ("slug", "name", "status", "subject", "html_content", "plain_text_content")
     json_fields = ("translations_json", "html_translations_json")
+
+
+from templates import admin_images  # noqa: E402, F401  (the image library's admin)
