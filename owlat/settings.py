@@ -140,6 +140,7 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "static"
 # The block editor's browser libraries, installed from npm by scripts/editor_assets.sh (never committed)
+(VAR_DIR / "editor-assets").mkdir(exist_ok=True)
 STATICFILES_DIRS = [("editor", VAR_DIR / "editor-assets")]
 
 # --- Template image library (templates.images) ----------------------------------------------------------

@@ -9,7 +9,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 started=$(date +%s)
 source scripts/venv.sh
+source scripts/editor_assets.sh
 ensure_venv dev
+mkdir -p var
+ensure_editor_assets
 
 source scripts/postgres.sh
 trap pg_cleanup EXIT

@@ -14,6 +14,7 @@ from django.urls import path, reverse
 
 from owlat.admin_tenancy import TenantModelAdmin, get_tenancy
 from owlat.models import Contact
+from templates.admin_editor import BlockContentFormMixin, editor_preview_response
 from templates.admin_forms import (
     HTML,
     SUBJECT,
@@ -24,6 +25,7 @@ from templates.admin_forms import (
     requested_languages,
     translation_field,
 )
+from templates.blocks import is_block_document
 from templates.lifecycle import email_template_set_status, transactional_email_set_status
 from templates.models import EmailTemplate, TransactionalEmail
 from templates.rendering import contact_variables, render_template, resolve_language
@@ -64,17 +66,26 @@ class TemplateAdminMixin:
     main_fields: tuple[str, ...] = ()
     json_fields: tuple[str, ...] = ("html_translations_json",)
 
+    def content_fieldsets(self, request: HttpRequest, obj: Any) -> list[tuple[str | None, dict[str, Any]]]:
+        """The fields of the content itself (the block editor's for email templates)."""
+        return [(None, {"fields": self.main_fields})]
+
+    def uses_blocks(self, obj: Any) -> bool:
+        return False
+
     def get_fieldsets(self, request: HttpRequest, obj: Any = None):
         languages = requested_languages(request.POST if request.method == "POST" else None, obj)
         fieldsets: list[tuple[str | None, dict[str, Any]]] = [
-            (None, {"fields": self.main_fields}),
+            *self.content_fieldsets(request, obj),
             ("Languages", {"fields": ("default_language", "supported_languages")}),
         ]
+        blocks = self.uses_blocks(obj)
         for lang in languages:
+            fields = (translation_field(lang, SUBJECT),) if blocks else None
             fieldsets.append(
                 (
                     f"Translation: {language_name(lang)} ({lang})",
-                    {"fields": (translation_field(lang, SUBJECT), translation_field(lang, HTML))},
+                    {"fields": fields or (translation_field(lang, SUBJECT), translation_field(lang, HTML))},
                 )
             )
         if obj is not None:
@@ -243,15 +254,69 @@ class TemplateAdminMixin:
         self._set_status(request, queryset, "draft")
 
 
+class EmailTemplateForm(BlockContentFormMixin, TemplateLanguagesForm):
+    pass
+
+
 @admin.register(EmailTemplate)
 class EmailTemplateAdmin(TemplateAdminMixin, TenantModelAdmin):
+    """Block templates are edited in the block editor (templates.admin_editor); HTML templates as HTML, with a
+    switch that converts them to blocks. A new template starts from a starter layout, or from raw HTML."""
+
     kind = "email"
+    form = EmailTemplateForm
     list_display = ("name", "subject", "type", "status", "default_language", "updated_at")
     list_filter = ("status", "type")
     search_fields = ("name", "subject")
     readonly_fields = (*TemplateAdminMixin.readonly_fields, "content_json", "translations_json")
     main_fields = ("name", "type", "status", "subject", "preview_text", "html_content", "plain_text_content")
     json_fields = ("content_json", "translations_json", "html_translations_json")
+    head_fields = ("name", "type", "status", "subject", "preview_text")
+
+    def uses_blocks(self, obj: Any) -> bool:
+        return obj is None or is_block_document(obj.content)
+
+    def content_fieldsets(self, request: HttpRequest, obj: Any) -> list[tuple[str | None, dict[str, Any]]]:
+        head = tuple(f for f in self.head_fields if obj is not None or f != "status")
+        if obj is None:
+            return [
+                (None, {"fields": head}),
+                (
+                    "Content",
+                    {"fields": ("content", "block_translations"), "classes": ("owlat-editor-fieldset",)},
+                ),
+                (
+                    "Or write raw HTML instead (power users)",
+                    {"fields": ("html_content", "plain_text_content"), "classes": ("collapse",)},
+                ),
+            ]
+        if is_block_document(obj.content):
+            return [
+                (None, {"fields": head}),
+                (
+                    "Content",
+                    {"fields": ("content", "block_translations"), "classes": ("owlat-editor-fieldset",)},
+                ),
+                ("Plain text", {"fields": ("plain_text_content",), "classes": ("collapse",)}),
+            ]
+        return [(None, {"fields": (*head, "html_content", "plain_text_content", "convert_to_blocks")})]
+
+    def get_urls(self):
+        return [
+            path(
+                "editor-preview/",
+                self.admin_site.admin_view(self.editor_preview_view),
+                name="templates_emailtemplate_editor_preview",
+            ),
+            *super().get_urls(),
+        ]
+
+    def editor_preview_view(self, request: HttpRequest):
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        return editor_preview_response(request)
 
 
 @admin.register(TransactionalEmail)

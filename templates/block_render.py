@@ -75,6 +75,8 @@ def _component(block: dict[str, Any], width: int) -> str:
         )
         return f"<mj-text{attrs}>{block['html']}</mj-text>"
     if kind == "image":
+        if not block["src"]:
+            return ""  # not chosen yet (the preview warns)
         img_width = min(block["width"] or width, width)
         attrs = _attrs(
             src=block["src"],
@@ -216,6 +218,8 @@ def _block_text(block: dict[str, Any]) -> list[str]:
     if kind == "text":
         return [html_to_text(block["html"])]
     if kind == "image":
+        if not block["src"]:
+            return []
         alt = block["alt"].strip()
         if block["href"]:
             return [f"{alt or 'Image'} ({block['href']})"]

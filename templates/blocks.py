@@ -118,7 +118,7 @@ class TextBlock(_Block):
 class ImageBlock(_Block):
     type: Literal["image"]
     imageId: str | None = Field(None, max_length=40, description="An image of the library (its id)")
-    src: Annotated[str, Field(max_length=2000)] = Field(description="The image's https:// address")
+    src: str = Field("", max_length=2000, description="The image's https:// address (empty: not chosen yet)")
     alt: str = Field("", max_length=500)
     href: Link | None = None
     width: int | None = Field(None, ge=16, le=600, description="Pixels; empty: the full width")
@@ -128,7 +128,7 @@ class ImageBlock(_Block):
     @field_validator("src")
     @classmethod
     def _src(cls, value: str) -> str:
-        if not re.match(r"^https?://[^\s<>\"']+$", value.strip()):
+        if value.strip() and not re.match(r"^https?://[^\s<>\"']+$", value.strip()):
             raise ValueError("must be an https:// image address (pick one from the image library)")
         return value.strip()
 
