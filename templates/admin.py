@@ -28,7 +28,7 @@ from templates.admin_forms import (
 from templates.blocks import is_block_document
 from templates.lifecycle import email_template_set_status, transactional_email_set_status
 from templates.models import EmailTemplate, TransactionalEmail
-from templates.rendering import contact_variables, render_template, resolve_language
+from templates.rendering import resolve_language
 
 
 def _languages(template: Any) -> list[str]:
@@ -124,6 +124,11 @@ class TemplateAdminMixin:
                 name="{}_{}_preview".format(*info),
             ),
             path(
+                "<path:object_id>/preview/frame/",
+                self.admin_site.admin_view(self.preview_frame_view),
+                name="{}_{}_preview_frame".format(*info),
+            ),
+            path(
                 "<path:object_id>/set-status/",
                 self.admin_site.admin_view(self.set_status_view),
                 name="{}_{}_set_status".format(*info),
@@ -142,15 +147,14 @@ class TemplateAdminMixin:
             raise Http404("Template not found")
         return obj
 
-    def preview_view(self, request: HttpRequest, object_id: str):
-        obj = self._object(request, object_id)
-        contact = None
-        contact_id = request.GET.get("contact")
+    def _preview_inputs(self, request: HttpRequest, obj: Any) -> tuple[Any, Any, str]:
         contacts = Contact.objects.filter(
             organization_id=obj.organization_id, deleted_at__isnull=True
         ).order_by("email")
+        contact = None
+        contact_id = request.GET.get("contact")
         if contact_id is None:
-            # A real contact by default (issue 8): the sample data ("Hi !") is one choice away.
+            # A real contact by default: the sample data is one choice away.
             contact = contacts.exclude(email__isnull=True).first()
         elif contact_id:
             try:
@@ -160,21 +164,48 @@ class TemplateAdminMixin:
         language = (
             request.GET.get("language") or (contact.language if contact else None) or obj.default_language
         )
-        variables = contact_variables(contact) if contact else {"email": "", "firstName": "", "lastName": ""}
-        rendered = render_template(obj, variables=variables, language=language)
+        return contacts, contact, language
+
+    def preview_view(self, request: HttpRequest, object_id: str):
+        """The real message for a contact (or sample data) and language: subject, sender, preheader, footer with
+        working links, desktop and mobile widths side by side, dark mode, plain text and warnings."""
+        from templates.preview import template_preview
+
+        obj = self._object(request, object_id)
+        contacts, contact, language = self._preview_inputs(request, obj)
+        preview = template_preview(obj, contact=contact, language=language)
+        query = request.GET.copy()
+        query["contact"] = str(contact.pk) if contact else ""
+        query["language"] = language
+        info = self.model._meta.app_label, self.model._meta.model_name
+        frame = reverse("admin:{}_{}_preview_frame".format(*info), args=[obj.pk])
+        dark = request.GET.get("dark") == "1"
         context = {
             **self.admin_site.each_context(request),
             "title": f"Preview: {obj}",
             "opts": self.model._meta,
             "original": obj,
-            "rendered": rendered,
+            "preview": preview,
+            "rendered": preview.rendered,
             "requested_language": language,
             "resolved_language": resolve_language(obj, language),
             "languages": _languages(obj),
             "contacts": contacts[:200],
             "contact": contact,
+            "dark": dark,
+            "frame_url": f"{frame}?{query.urlencode()}{'&dark=1' if dark else ''}",
         }
         return TemplateResponse(request, "admin/templates/preview.html", context)
+
+    def preview_frame_view(self, request: HttpRequest, object_id: str):
+        """The previewed message itself, as a sandboxed document the preview page frames."""
+        from templates.admin_editor import sandboxed
+        from templates.preview import dark_mode, template_preview
+
+        obj = self._object(request, object_id)
+        _contacts, contact, language = self._preview_inputs(request, obj)
+        markup = template_preview(obj, contact=contact, language=language).html
+        return sandboxed(dark_mode(markup) if request.GET.get("dark") == "1" else markup)
 
     def send_test_view(self, request: HttpRequest, object_id: str):
         obj = self._object(request, object_id)

@@ -48,6 +48,23 @@ def template_test_send(**kwargs: Any) -> Any:
     return _test_senders[0](**kwargs)
 
 
+# The real unsubscribe and preference links of a contact are delivery's (signed tokens): it registers a maker.
+_link_makers: list[Callable[..., dict[str, str]]] = []
+
+
+def register_recipient_links(fn: Callable[..., dict[str, str]]) -> Callable[..., dict[str, str]]:
+    """`fn(*, organization_id, contact_id) -> {"unsubscribeUrl": …, "preferencesUrl": …}`."""
+    _link_makers[:] = [fn]
+    return fn
+
+
+def recipient_links(*, organization_id: Any, contact_id: Any) -> dict[str, str]:
+    """A contact's working unsubscribe and preference links ({} without a contact or a delivery layer)."""
+    if contact_id is None or not _link_makers:
+        return {}
+    return _link_makers[0](organization_id=organization_id, contact_id=contact_id)
+
+
 def email_template_create(*, organization_id: Any, actor: str, fields: dict[str, Any]) -> EmailTemplate:
     with transaction.atomic():
         template = EmailTemplate(
