@@ -4,7 +4,6 @@ in the local outbox. Screenshots under var/screenshots/ (the editor one is also 
 
 from __future__ import annotations
 
-import io
 import shutil
 from pathlib import Path
 
