@@ -18,9 +18,10 @@ class DeliveryConfig(AppConfig):
         from delivery.erasure import send_rows_erase
 
         register_contact_erasure_hook(send_rows_erase)
-        from templates.services import register_test_sender
+        from templates.services import register_recipient_links, register_test_sender
 
         register_test_sender(services.test_email_send)
+        register_recipient_links(services.recipient_links)
         from delivery import webhooks  # noqa: F401 - connects the anymail tracking receiver
         from delivery.tasks import reap_stuck_sends_task
         from owlat.registry import register_sweep

@@ -33,6 +33,7 @@ from templates.rendering import contact_variables, prepare_template, prepared_us
 UNSUBSCRIBE_VARIABLE = "unsubscribeUrl"
 PREFERENCES_VARIABLE = "preferencesUrl"
 VIEW_IN_BROWSER_VARIABLE = "viewInBrowserUrl"
+POSTAL_ADDRESS_VARIABLE = "postalAddress"  # a block template's footer places the address itself
 
 
 class ComposeError(Exception):
@@ -212,7 +213,10 @@ def compose_campaign(send: Any, ctx: Any, *, postal_address: str = "") -> Outgoi
         UNSUBSCRIBE_VARIABLE: unsubscribe or "",
         PREFERENCES_VARIABLE: preferences or "",
         VIEW_IN_BROWSER_VARIABLE: ctx.view_in_browser_url or "",
+        POSTAL_ADDRESS_VARIABLE: postal_address,
     }
+    if prepared_uses(prepared, POSTAL_ADDRESS_VARIABLE):
+        postal_address = ""  # once: the template's footer has it
     rendered = render_prepared(prepared, variables)
     subject = send.personalized_subject or rendered.subject
     # CMP-27: the archive link, unless the template places `{{viewInBrowserUrl}}` itself (never tracked)
@@ -312,11 +316,18 @@ def compose_transactional(
             unsubscribe, preferences = _contact_links(
                 send, with_preferences=uses_preferences or (kind == "automation" and options.footer)
             )
-            links = {UNSUBSCRIBE_VARIABLE: unsubscribe or "", PREFERENCES_VARIABLE: preferences or ""}
+            links = {
+                UNSUBSCRIBE_VARIABLE: unsubscribe or "",
+                PREFERENCES_VARIABLE: preferences or "",
+                POSTAL_ADDRESS_VARIABLE: postal_address,
+            }
             if kind == "automation":
                 variables.update(links)
             else:  # the API caller's own data variables win
                 variables = {**links, **variables}
+        if prepared_uses(prepared, POSTAL_ADDRESS_VARIABLE):
+            variables.setdefault(POSTAL_ADDRESS_VARIABLE, postal_address)
+            postal_address = ""  # once: the template's footer has it
         rendered = render_prepared(prepared, variables)
         if not rendered.html.strip():
             raise ComposeError("TEMPLATE_NO_CONTENT", "Email template has no HTML content")

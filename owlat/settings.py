@@ -139,6 +139,38 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "static"
+# The block editor's browser libraries, installed from npm by scripts/editor_assets.sh (never committed)
+(VAR_DIR / "editor-assets").mkdir(exist_ok=True)
+STATICFILES_DIRS = [("editor", VAR_DIR / "editor-assets")]
+
+# --- Template image library (templates.images) ----------------------------------------------------------
+# Images are stored through Django's storage API: files under MEDIA_ROOT by default, an S3-compatible bucket
+# with IMAGE_STORAGE=s3 (django-storages; AWS_STORAGE_BUCKET_NAME, AWS_S3_ENDPOINT_URL, AWS_S3_REGION_NAME and
+# the AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY credentials). Either way mail links them from SITE_URL/img/….
+MEDIA_ROOT = env.path("MEDIA_ROOT", default=str(VAR_DIR / "media"))
+IMAGE_STORAGE = env.str("IMAGE_STORAGE", default="local")
+if IMAGE_STORAGE not in ("local", "s3"):
+    raise ImproperlyConfigured("IMAGE_STORAGE must be local or s3.")
+STORAGES = {
+    "default": (
+        {
+            "BACKEND": "storages.backends.s3.S3Storage",
+            "OPTIONS": {
+                "bucket_name": env.str("AWS_STORAGE_BUCKET_NAME", default=""),
+                "endpoint_url": env.str("AWS_S3_ENDPOINT_URL", default="") or None,
+                "region_name": env.str("AWS_S3_REGION_NAME", default="") or None,
+                "default_acl": None,
+                "querystring_auth": True,
+                "file_overwrite": False,
+            },
+        }
+        if IMAGE_STORAGE == "s3"
+        else {"BACKEND": "django.core.files.storage.FileSystemStorage"}
+    ),
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+IMAGE_UPLOAD_MAX_BYTES = env.int("IMAGE_UPLOAD_MAX_BYTES", default=5 * 1024 * 1024)
+IMAGE_MAX_PIXELS = env.int("IMAGE_MAX_PIXELS", default=25_000_000)
 
 # --- API ------------------------------------------------------------------------------------------------
 DATA_UPLOAD_MAX_MEMORY_SIZE = 15 * 1024 * 1024  # API-05: 15 MiB bodies
@@ -161,7 +193,7 @@ TRANSACTIONAL_DATA_MAX_BYTES = env.int("TRANSACTIONAL_DATA_MAX_BYTES", default=2
 IMPORT_MAX_BYTES = env.int("IMPORT_MAX_BYTES", default=15 * 1024 * 1024)
 IMPORT_MAX_ROWS = env.int("IMPORT_MAX_ROWS", default=100_000)
 FILE_UPLOAD_HANDLERS = [
-    "owlat.uploads.UploadLimitHandler",  # stops reading uploads past IMPORT_MAX_BYTES
+    "owlat.uploads.UploadLimitHandler",  # stops reading uploads past IMPORT_MAX_BYTES / IMAGE_UPLOAD_MAX_BYTES
     "django.core.files.uploadhandler.MemoryFileUploadHandler",
     "django.core.files.uploadhandler.TemporaryFileUploadHandler",
 ]

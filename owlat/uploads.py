@@ -1,8 +1,9 @@
 """The upload cap: Django streams uploaded files to disk without any size limit (`DATA_UPLOAD_MAX_MEMORY_SIZE`
 counts form fields only), and the CSRF check parses the upload before any view runs. This handler, first in
 `FILE_UPLOAD_HANDLERS`, stops reading a request's files once they pass the largest upload a form of ours takes
-(`IMPORT_MAX_BYTES`, the CSV import): the rest of the body is not read, nothing more is written, and the view
-sees the upload as missing (the import view refuses it first, by its declared length, naming the limit)."""
+(`IMPORT_MAX_BYTES`, the CSV import, or `IMAGE_UPLOAD_MAX_BYTES`, the template image library, whichever is larger):
+the rest of the body is not read, nothing more is written, and the view sees the upload as missing (each view
+refuses an upload over its own limit first, naming it)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from django.core.files.uploadhandler import FileUploadHandler, StopUpload
 
 
 def upload_max_bytes() -> int:
-    return int(settings.IMPORT_MAX_BYTES)
+    return max(int(settings.IMPORT_MAX_BYTES), int(getattr(settings, "IMAGE_UPLOAD_MAX_BYTES", 0) or 0))
 
 
 class UploadLimitHandler(FileUploadHandler):

@@ -7,9 +7,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/venv.sh
+source scripts/editor_assets.sh
 ensure_venv
 
 mkdir -p var
+ensure_editor_assets
 # .env: written on the first run (a random SECRET_KEY, DEBUG=1, EMAIL_PROVIDER=local — D-09: mail is stored for
 # the admin to show —, SITE_URL, DATABASE_URL), reused later; manage.py in any terminal reads the same file.
 # The environment wins over .env for this run.

@@ -9,7 +9,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 started=$(date +%s)
 source scripts/venv.sh
+source scripts/editor_assets.sh
 ensure_venv dev
+mkdir -p var
+ensure_editor_assets
+
+if git rev-parse --git-dir >/dev/null 2>&1; then
+  git config core.hooksPath scripts/hooks # the commit-msg hook: `area: what changed`, at most 72 characters
+  echo "== commit messages"
+  scripts/check_commit_messages.sh
+fi
 
 source scripts/postgres.sh
 trap pg_cleanup EXIT

@@ -14,6 +14,7 @@ from django.urls import path, reverse
 
 from owlat.admin_tenancy import TenantModelAdmin, get_tenancy
 from owlat.models import Contact
+from templates.admin_editor import BlockContentFormMixin, editor_preview_response
 from templates.admin_forms import (
     HTML,
     SUBJECT,
@@ -24,9 +25,10 @@ from templates.admin_forms import (
     requested_languages,
     translation_field,
 )
+from templates.blocks import is_block_document
 from templates.lifecycle import email_template_set_status, transactional_email_set_status
 from templates.models import EmailTemplate, TransactionalEmail
-from templates.rendering import contact_variables, render_template, resolve_language
+from templates.rendering import resolve_language
 
 
 def _languages(template: Any) -> list[str]:
@@ -64,17 +66,26 @@ class TemplateAdminMixin:
     main_fields: tuple[str, ...] = ()
     json_fields: tuple[str, ...] = ("html_translations_json",)
 
+    def content_fieldsets(self, request: HttpRequest, obj: Any) -> list[tuple[str | None, dict[str, Any]]]:
+        """The fields of the content itself (the block editor's for email templates)."""
+        return [(None, {"fields": self.main_fields})]
+
+    def uses_blocks(self, obj: Any) -> bool:
+        return False
+
     def get_fieldsets(self, request: HttpRequest, obj: Any = None):
         languages = requested_languages(request.POST if request.method == "POST" else None, obj)
         fieldsets: list[tuple[str | None, dict[str, Any]]] = [
-            (None, {"fields": self.main_fields}),
+            *self.content_fieldsets(request, obj),
             ("Languages", {"fields": ("default_language", "supported_languages")}),
         ]
+        blocks = self.uses_blocks(obj)
         for lang in languages:
+            fields = (translation_field(lang, SUBJECT),) if blocks else None
             fieldsets.append(
                 (
                     f"Translation: {language_name(lang)} ({lang})",
-                    {"fields": (translation_field(lang, SUBJECT), translation_field(lang, HTML))},
+                    {"fields": fields or (translation_field(lang, SUBJECT), translation_field(lang, HTML))},
                 )
             )
         if obj is not None:
@@ -113,6 +124,11 @@ class TemplateAdminMixin:
                 name="{}_{}_preview".format(*info),
             ),
             path(
+                "<path:object_id>/preview/frame/",
+                self.admin_site.admin_view(self.preview_frame_view),
+                name="{}_{}_preview_frame".format(*info),
+            ),
+            path(
                 "<path:object_id>/set-status/",
                 self.admin_site.admin_view(self.set_status_view),
                 name="{}_{}_set_status".format(*info),
@@ -131,15 +147,14 @@ class TemplateAdminMixin:
             raise Http404("Template not found")
         return obj
 
-    def preview_view(self, request: HttpRequest, object_id: str):
-        obj = self._object(request, object_id)
-        contact = None
-        contact_id = request.GET.get("contact")
+    def _preview_inputs(self, request: HttpRequest, obj: Any) -> tuple[Any, Any, str]:
         contacts = Contact.objects.filter(
             organization_id=obj.organization_id, deleted_at__isnull=True
         ).order_by("email")
+        contact = None
+        contact_id = request.GET.get("contact")
         if contact_id is None:
-            # A real contact by default (issue 8): the sample data ("Hi !") is one choice away.
+            # A real contact by default: the sample data is one choice away.
             contact = contacts.exclude(email__isnull=True).first()
         elif contact_id:
             try:
@@ -149,21 +164,48 @@ class TemplateAdminMixin:
         language = (
             request.GET.get("language") or (contact.language if contact else None) or obj.default_language
         )
-        variables = contact_variables(contact) if contact else {"email": "", "firstName": "", "lastName": ""}
-        rendered = render_template(obj, variables=variables, language=language)
+        return contacts, contact, language
+
+    def preview_view(self, request: HttpRequest, object_id: str):
+        """The real message for a contact (or sample data) and language: subject, sender, preheader, footer with
+        working links, desktop and mobile widths side by side, dark mode, plain text and warnings."""
+        from templates.preview import template_preview
+
+        obj = self._object(request, object_id)
+        contacts, contact, language = self._preview_inputs(request, obj)
+        preview = template_preview(obj, contact=contact, language=language)
+        query = request.GET.copy()
+        query["contact"] = str(contact.pk) if contact else ""
+        query["language"] = language
+        info = self.model._meta.app_label, self.model._meta.model_name
+        frame = reverse("admin:{}_{}_preview_frame".format(*info), args=[obj.pk])
+        dark = request.GET.get("dark") == "1"
         context = {
             **self.admin_site.each_context(request),
             "title": f"Preview: {obj}",
             "opts": self.model._meta,
             "original": obj,
-            "rendered": rendered,
+            "preview": preview,
+            "rendered": preview.rendered,
             "requested_language": language,
             "resolved_language": resolve_language(obj, language),
             "languages": _languages(obj),
             "contacts": contacts[:200],
             "contact": contact,
+            "dark": dark,
+            "frame_url": f"{frame}?{query.urlencode()}{'&dark=1' if dark else ''}",
         }
         return TemplateResponse(request, "admin/templates/preview.html", context)
+
+    def preview_frame_view(self, request: HttpRequest, object_id: str):
+        """The previewed message itself, as a sandboxed document the preview page frames."""
+        from templates.admin_editor import sandboxed
+        from templates.preview import dark_mode, template_preview
+
+        obj = self._object(request, object_id)
+        _contacts, contact, language = self._preview_inputs(request, obj)
+        markup = template_preview(obj, contact=contact, language=language).html
+        return sandboxed(dark_mode(markup) if request.GET.get("dark") == "1" else markup)
 
     def send_test_view(self, request: HttpRequest, object_id: str):
         obj = self._object(request, object_id)
@@ -243,15 +285,69 @@ class TemplateAdminMixin:
         self._set_status(request, queryset, "draft")
 
 
+class EmailTemplateForm(BlockContentFormMixin, TemplateLanguagesForm):
+    pass
+
+
 @admin.register(EmailTemplate)
 class EmailTemplateAdmin(TemplateAdminMixin, TenantModelAdmin):
+    """Block templates are edited in the block editor (templates.admin_editor); HTML templates as HTML, with a
+    switch that converts them to blocks. A new template starts from a starter layout, or from raw HTML."""
+
     kind = "email"
+    form = EmailTemplateForm
     list_display = ("name", "subject", "type", "status", "default_language", "updated_at")
     list_filter = ("status", "type")
     search_fields = ("name", "subject")
     readonly_fields = (*TemplateAdminMixin.readonly_fields, "content_json", "translations_json")
     main_fields = ("name", "type", "status", "subject", "preview_text", "html_content", "plain_text_content")
     json_fields = ("content_json", "translations_json", "html_translations_json")
+    head_fields = ("name", "type", "status", "subject", "preview_text")
+
+    def uses_blocks(self, obj: Any) -> bool:
+        return obj is None or is_block_document(obj.content)
+
+    def content_fieldsets(self, request: HttpRequest, obj: Any) -> list[tuple[str | None, dict[str, Any]]]:
+        head = tuple(f for f in self.head_fields if obj is not None or f != "status")
+        if obj is None:
+            return [
+                (None, {"fields": head}),
+                (
+                    "Content",
+                    {"fields": ("content", "block_translations"), "classes": ("owlat-editor-fieldset",)},
+                ),
+                (
+                    "Or write raw HTML instead (power users)",
+                    {"fields": ("html_content", "plain_text_content"), "classes": ("collapse",)},
+                ),
+            ]
+        if is_block_document(obj.content):
+            return [
+                (None, {"fields": head}),
+                (
+                    "Content",
+                    {"fields": ("content", "block_translations"), "classes": ("owlat-editor-fieldset",)},
+                ),
+                ("Plain text", {"fields": ("plain_text_content",), "classes": ("collapse",)}),
+            ]
+        return [(None, {"fields": (*head, "html_content", "plain_text_content", "convert_to_blocks")})]
+
+    def get_urls(self):
+        return [
+            path(
+                "editor-preview/",
+                self.admin_site.admin_view(self.editor_preview_view),
+                name="templates_emailtemplate_editor_preview",
+            ),
+            *super().get_urls(),
+        ]
+
+    def editor_preview_view(self, request: HttpRequest):
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        return editor_preview_response(request)
 
 
 @admin.register(TransactionalEmail)
@@ -264,3 +360,6 @@ class TransactionalEmailAdmin(TemplateAdminMixin, TenantModelAdmin):
     readonly_fields = (*TemplateAdminMixin.readonly_fields, "translations_json")
     main_fields = ("slug", "name", "status", "subject", "html_content", "plain_text_content")
     json_fields = ("translations_json", "html_translations_json")
+
+
+from templates import admin_images  # noqa: E402, F401  (the image library's admin)

@@ -116,6 +116,15 @@ class TemplateLanguagesForm(forms.ModelForm):
                 self.initial[translation_field(lang, SUBJECT)] = entry.get("subject", "")
                 self.initial[translation_field(lang, HTML)] = entry.get("htmlContent", "")
 
+    def block_mode(self) -> bool:
+        """Whether the content is a block document (each language's HTML is rendered from its block texts)."""
+        from templates.blocks import is_block_document
+
+        return is_block_document(getattr(self, "cleaned_data", {}).get("content", None)) or (
+            "content" not in getattr(self, "cleaned_data", {})
+            and is_block_document(getattr(self.instance, "content", None))
+        )
+
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean()
         default = cleaned.get("default_language") or self.instance.default_language or "en"
@@ -139,7 +148,7 @@ class TemplateLanguagesForm(forms.ModelForm):
                     f"{name} still has a translated subject or HTML: clear both {name} fields to remove the "
                     f"language, or keep {name} selected.",
                 )
-            elif subject and not html:
+            elif subject and not html and not self.block_mode():
                 self.add_error(
                     translation_field(lang, HTML),
                     f"Add the {name} HTML, or clear the {name} subject: a translation is only sent when it has "
@@ -166,7 +175,9 @@ class TemplateLanguagesForm(forms.ModelForm):
             entry.update({"subject": subject, "htmlContent": html})
             if not subject:
                 entry.pop("subject")
-            if html.strip():
+            if self.block_mode():
+                entry.pop("htmlContent")  # rendered from the language's block texts (templates.content)
+            if html.strip() or (subject and self.block_mode()):
                 translations[lang] = entry
         template.supported_languages = [default, *picked] if picked else []
         template.html_translations = translations

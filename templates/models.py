@@ -134,3 +134,34 @@ class TransactionalEmail(FSMModelMixin, LanguageContentMixin, models.Model):
     @transition(field=status, source=TransactionalStatus.DRAFT, target=TransactionalStatus.PENDING_REVIEW)
     def submit_for_review(self, patch: dict) -> None:
         apply_patch(self, patch)
+
+
+def _image_path(instance: TemplateImage, filename: str) -> str:
+    return f"template-images/{instance.organization_id}/{filename}"
+
+
+class TemplateImage(models.Model):
+    """An image of an organization's library (templates.images): the upload decoded and re-encoded (`file`) and a
+    copy resized for email width (`email_file`), stored through Django's storage API and served from SITE_URL."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="template_images")
+    name = models.CharField(max_length=200)
+    file = models.FileField(upload_to=_image_path, max_length=300)
+    email_file = models.FileField(upload_to=_image_path, max_length=300)
+    content_type = models.CharField(max_length=40)
+    width = models.PositiveIntegerField()
+    height = models.PositiveIntegerField()
+    email_width = models.PositiveIntegerField()
+    email_height = models.PositiveIntegerField()
+    size_bytes = models.PositiveIntegerField()
+    email_size_bytes = models.PositiveIntegerField()
+    created_by = models.CharField(max_length=200, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["organization", "-created_at"], name="templateimage_org_created")]
+
+    def __str__(self) -> str:
+        return self.name

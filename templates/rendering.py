@@ -208,6 +208,10 @@ class PreparedTemplate:
 
 
 def _prepare(template: Any, language: str | None) -> PreparedTemplate:
+    from templates.block_render import document_text
+    from templates.blocks import BlockError, apply_overrides, document_clean, is_block_document
+    from templates.content import language_texts
+
     resolved = resolve_language(template, language)
     default = template.default_language or "en"
     entry = _translation(template, resolved) if resolved != default else None
@@ -219,8 +223,19 @@ def _prepare(template: Any, language: str | None) -> PreparedTemplate:
         html_source = template.html_content or ""
         subject = template.subject
         text_source = template.plain_text_content or ""
-    inlined = inline_css(html_source)
-    text = text_source or html_to_text(inlined)
+    document = getattr(template, "content", None)
+    try:
+        document = document_clean(document) if is_block_document(document) and html_source else None
+    except BlockError:
+        document = None  # written around the services: treated as HTML
+    if document is not None:
+        # rendered from blocks: inlined already, its <style> kept for the media queries (templates.content)
+        inlined = html_source
+        derived = document_text(apply_overrides(document, language_texts(template, resolved)))
+    else:
+        inlined = inline_css(html_source)
+        derived = html_to_text(inlined)
+    text = text_source or derived
     return PreparedTemplate(
         language=resolved,
         subject=compile_text(subject),

@@ -14,6 +14,7 @@ from django.db import transaction
 
 from owlat.audit import audit_write
 from owlat.inuse import register_template_in_use, template_in_use  # noqa: F401  (re-exported)
+from templates.content import RENDER_INPUTS, content_render
 from templates.models import EmailTemplate
 
 EDITABLE = (
@@ -47,11 +48,30 @@ def template_test_send(**kwargs: Any) -> Any:
     return _test_senders[0](**kwargs)
 
 
+# The real unsubscribe and preference links of a contact are delivery's (signed tokens): it registers a maker.
+_link_makers: list[Callable[..., dict[str, str]]] = []
+
+
+def register_recipient_links(fn: Callable[..., dict[str, str]]) -> Callable[..., dict[str, str]]:
+    """`fn(*, organization_id, contact_id) -> {"unsubscribeUrl": …, "preferencesUrl": …}`."""
+    _link_makers[:] = [fn]
+    return fn
+
+
+def recipient_links(*, organization_id: Any, contact_id: Any) -> dict[str, str]:
+    """A contact's working unsubscribe and preference links ({} without a contact or a delivery layer)."""
+    if contact_id is None or not _link_makers:
+        return {}
+    return _link_makers[0](organization_id=organization_id, contact_id=contact_id)
+
+
 def email_template_create(*, organization_id: Any, actor: str, fields: dict[str, Any]) -> EmailTemplate:
     with transaction.atomic():
-        template = EmailTemplate.objects.create(
+        template = EmailTemplate(
             organization_id=organization_id, **{k: v for k, v in fields.items() if k in EDITABLE}
         )
+        content_render(template)
+        template.save(force_insert=True)
         audit_write(
             organization_id=organization_id,
             actor=actor,
@@ -70,6 +90,8 @@ def email_template_update(*, template: EmailTemplate, actor: str, changes: dict[
     with transaction.atomic():
         for key in changed:
             setattr(template, key, changes[key])
+        if RENDER_INPUTS.intersection(changed):
+            changed = list(dict.fromkeys([*changed, *content_render(template)]))
         template.save(update_fields=[*changed, "updated_at"])
         audit_write(
             organization_id=template.organization_id,

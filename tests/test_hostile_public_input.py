@@ -218,6 +218,7 @@ def test_the_upload_handler_stops_reading_past_the_limit(settings):
     from owlat.uploads import UploadLimitHandler
 
     settings.IMPORT_MAX_BYTES = 10
+    settings.IMAGE_UPLOAD_MAX_BYTES = 5
     handler = UploadLimitHandler()
     assert handler.receive_data_chunk(b"x" * 10, 0) == b"x" * 10
     with pytest.raises(StopUpload) as info:

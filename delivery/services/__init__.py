@@ -45,6 +45,7 @@ from delivery.services.campaigns import (
 )
 from delivery.services.direct import (
     agent_reply_queue,
+    recipient_links,
     test_email_send,
 )
 from delivery.services.hooks import (
@@ -106,6 +107,7 @@ __all__ = [
     "doi_email_queue",
     "on_unsubscribe",
     "pool_for",
+    "recipient_links",
     "send_buckets",
     "send_lookup",
     "sender_domain_problem",

@@ -17,6 +17,18 @@ from delivery.services.senders import default_sender
 from owlat.models import Contact
 
 
+def recipient_links(*, organization_id: Any, contact_id: Any) -> dict[str, str]:
+    """A contact's unsubscribe and preference-centre links, as their mail carries them (previews, tests)."""
+    from delivery import tokens
+
+    if not tokens.site_url():
+        return {}
+    return {
+        "unsubscribeUrl": tokens.unsubscribe_url(organization_id=organization_id, contact_id=contact_id),
+        "preferencesUrl": tokens.preferences_url(organization_id=organization_id, contact_id=contact_id),
+    }
+
+
 def test_email_send(
     *,
     organization_id: Any,
@@ -46,6 +58,13 @@ def test_email_send(
         else None
     )
     variables = contact_variables(contact) if contact else {"email": to, "firstName": "", "lastName": ""}
+    # the footer as the contact's own mail has it: their working links, the organization's postal address
+    from owlat.models import Organization
+
+    if contact is not None:
+        variables.update(recipient_links(organization_id=organization_id, contact_id=contact.pk))
+    address = Organization.objects.filter(pk=organization_id).values_list("postal_address", flat=True).first()
+    variables["postalAddress"] = address or ""
     template = None
     tx_template = None
     if email_template_id:

@@ -9,6 +9,7 @@ from rest_framework import serializers
 
 from owlat.api.fields import InputSerializer, JSONValueField, StringField, TimestampField
 from owlat.api.serializers import LANGUAGE_RE, LanguageField, SearchField
+from templates.blocks import BlockError, document_clean
 from templates.models import TemplateStatus, TemplateType
 
 HTML_TRANSLATIONS_MESSAGE = "htmlTranslations must map languages to {htmlContent, subject} strings"
@@ -32,14 +33,38 @@ class TemplateSummarySerializer(serializers.Serializer):
         return obj.supported_languages or []
 
 
+CONTENT_HELP = (
+    "The blocks the email is built from (schema version 1). When set, `htmlContent` and "
+    "`htmlTranslations[lang].htmlContent` are rendered from it (MJML, CSS inlined) and values sent for them are "
+    "ignored; `translations` then holds each language's block texts: {lang: {blockId: {field: text}}}. "
+    "HTML as written goes in a `raw` block; null: a raw-HTML template (`htmlContent` as sent)."
+)
+
+
+class BlockContentField(JSONValueField):  # documented by templates.api.schema
+    """A block document (templates.blocks), validated in full; errors name the path (`content.blocks[2].href`)."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        data = super().to_internal_value(data)
+        try:
+            return document_clean(data, root=self.field_name)
+        except BlockError as exc:
+            inner = exc.field[len(self.field_name) :].lstrip(".")
+            raise serializers.ValidationError({inner: [exc.message]} if inner else exc.message) from None
+
+
 class TemplateSerializer(TemplateSummarySerializer):
     """A template with its content."""
 
     htmlContent = serializers.CharField(source="html_content", read_only=True, allow_null=True)
     plainTextContent = serializers.CharField(source="plain_text_content", read_only=True, allow_null=True)
-    content = JSONValueField(read_only=True, help_text="The editor's document (free-form JSON).")
+    content = serializers.SerializerMethodField(help_text=CONTENT_HELP)
     translations = serializers.SerializerMethodField()
     htmlTranslations = serializers.SerializerMethodField()
+
+    @extend_schema_field(BlockContentField())
+    def get_content(self, obj: Any) -> Any:
+        return obj.content
 
     def get_translations(self, obj: Any) -> dict[str, Any]:
         return obj.translations or {}
@@ -110,7 +135,7 @@ class TemplateWriteSerializer(InputSerializer):
     previewText = StringField(source="preview_text", max_length=500, required=False)
     htmlContent = StringField(source="html_content", required=False)
     plainTextContent = StringField(source="plain_text_content", required=False)
-    content = JSONValueField(required=False, help_text="The editor's document (free-form JSON).")
+    content = BlockContentField(required=False, help_text=CONTENT_HELP)
     type = TypeField(choices=TemplateType.choices, required=False)
     defaultLanguage = LanguageCodeField(source="default_language", required=False)
     supportedLanguages = LanguageListField(source="supported_languages", required=False)

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.request import Request
@@ -16,7 +18,7 @@ from owlat.api.base import (
     transition_object,
     validated,
 )
-from owlat.api.errors import not_found
+from owlat.api.errors import invalid_input, not_found
 from owlat.api.schema import DeletedSerializer, envelope, errors, transitioned_envelope
 from templates.api.serializers import (
     TemplateCreateSerializer,
@@ -25,6 +27,7 @@ from templates.api.serializers import (
     TemplateSummarySerializer,
     TemplateWriteSerializer,
 )
+from templates.blocks import BlockError, is_block_document, overrides_clean
 from templates.lifecycle import email_template_set_status
 from templates.models import EmailTemplate, TemplateStatus
 from templates.services import (
@@ -70,12 +73,33 @@ class TemplateListView(ApiView):
         responses={201: envelope(TemplateSerializer), **errors(400)},
     )
     def post(self, request: Request) -> Response:
+        fields = block_checked(validated(TemplateWriteSerializer, request.data), None)
         template = email_template_create(
-            organization_id=self.organization_id,
-            actor=self.actor,
-            fields=validated(TemplateWriteSerializer, request.data),
+            organization_id=self.organization_id, actor=self.actor, fields=fields
         )
         return self.created(TemplateSerializer(template).data)
+
+
+def block_checked(fields: dict[str, Any], template: EmailTemplate | None) -> dict[str, Any]:
+    """A write of a block template: its `translations` are block texts of its document (checked, 400 naming the
+    path); the HTML is rendered from the blocks, so `htmlContent` alone cannot change it."""
+    document = fields["content"] if "content" in fields else getattr(template, "content", None)
+    if not is_block_document(document):
+        return fields
+    if "content" not in fields and "html_content" in fields:
+        raise invalid_input(
+            "htmlContent is rendered from this template's blocks: change content instead (HTML as written "
+            "goes in a raw block)",
+            field="htmlContent",
+        )
+    fields = {k: v for k, v in fields.items() if k != "html_content"}
+    if "translations" in fields or "content" in fields:
+        texts = fields.get("translations", getattr(template, "translations", None))
+        try:
+            fields["translations"] = overrides_clean(texts, document)
+        except BlockError as exc:
+            raise invalid_input(exc.message, field=exc.field) from None
+    return fields
 
 
 @extend_schema(tags=["Templates"], parameters=[TEMPLATE_ID])
@@ -109,7 +133,7 @@ class TemplateDetailView(ApiView):
     )
     def put(self, request: Request, template_id: str) -> Response:
         template = self.get_template(template_id)
-        changes = validated(TemplateWriteSerializer, request.data, partial=True)
+        changes = block_checked(validated(TemplateWriteSerializer, request.data, partial=True), template)
         template = email_template_update(template=template, actor=self.actor, changes=changes)
         return self.ok(TemplateSerializer(template).data)
 

@@ -31,7 +31,8 @@ def test_add_page_has_pickers_not_json(admin_client):
     assert 'name="supported_languages"' in html and "<select" in html
     assert 'name="default_language"' in html
     assert 'name="translations"' not in html and 'name="html_translations"' not in html
-    assert 'name="content"' not in html
+    assert '<textarea name="content"' not in html  # the block editor writes it (a hidden input), never typed
+    assert 'class="owlat-block-editor"' in html
     assert (
         "then fill in its subject and HTML in its Translation section" in html
     )  # the help text says what to do after picking
@@ -83,7 +84,7 @@ def test_errors_name_the_field_and_say_what_to_do(admin_client, org):
     change = f"/admin/templates/emailtemplate/{template.pk}/change/"
     page = admin_client.get(change).content.decode()
     assert "&quot;block-1&quot;" in page or '"block-1"' in page  # the editor JSON, read-only
-    assert 'name="content"' not in page
+    assert '<textarea name="content"' not in page
     # a subject without HTML is never sent
     r = admin_client.post(change, _base(supported_languages=["de"], translation_de_subject="Hallo"))
     assert r.status_code == 200
