@@ -8,12 +8,13 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponseNotAllowed, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
 from owlat.admin_tenancy import TenantModelAdmin, get_tenancy
 from owlat.models import Contact
+from owlat.sandbox import sandboxed_response
 from templates.admin_forms import (
     HTML,
     SUBJECT,
@@ -113,6 +114,11 @@ class TemplateAdminMixin:
                 name="{}_{}_preview".format(*info),
             ),
             path(
+                "<path:object_id>/preview/frame/",
+                self.admin_site.admin_view(self.preview_frame_view),
+                name="{}_{}_preview_frame".format(*info),
+            ),
+            path(
                 "<path:object_id>/set-status/",
                 self.admin_site.admin_view(self.set_status_view),
                 name="{}_{}_set_status".format(*info),
@@ -131,8 +137,8 @@ class TemplateAdminMixin:
             raise Http404("Template not found")
         return obj
 
-    def preview_view(self, request: HttpRequest, object_id: str):
-        obj = self._object(request, object_id)
+    def _preview(self, request: HttpRequest, obj: Any) -> dict[str, Any]:
+        """The preview's choices from the query (`contact`, `language`) and the rendering they give."""
         contact = None
         contact_id = request.GET.get("contact")
         contacts = Contact.objects.filter(
@@ -150,20 +156,39 @@ class TemplateAdminMixin:
             request.GET.get("language") or (contact.language if contact else None) or obj.default_language
         )
         variables = contact_variables(contact) if contact else {"email": "", "firstName": "", "lastName": ""}
-        rendered = render_template(obj, variables=variables, language=language)
+        return {
+            "rendered": render_template(obj, variables=variables, language=language),
+            "requested_language": language,
+            "contacts": contacts,
+            "contact": contact,
+        }
+
+    def preview_view(self, request: HttpRequest, object_id: str):
+        obj = self._object(request, object_id)
+        preview = self._preview(request, obj)
+        info = self.model._meta.app_label, self.model._meta.model_name
+        frame_url = reverse("admin:{}_{}_preview_frame".format(*info), args=[obj.pk])
+        if request.GET:
+            frame_url += "?" + request.GET.urlencode()
         context = {
             **self.admin_site.each_context(request),
             "title": f"Preview: {obj}",
             "opts": self.model._meta,
             "original": obj,
-            "rendered": rendered,
-            "requested_language": language,
-            "resolved_language": resolve_language(obj, language),
+            "rendered": preview["rendered"],
+            "frame_url": frame_url,
+            "requested_language": preview["requested_language"],
+            "resolved_language": resolve_language(obj, preview["requested_language"]),
             "languages": _languages(obj),
-            "contacts": contacts[:200],
-            "contact": contact,
+            "contacts": preview["contacts"][:200],
+            "contact": preview["contact"],
         }
         return TemplateResponse(request, "admin/templates/preview.html", context)
+
+    def preview_frame_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """The rendered HTML alone, as a sandboxed document (owlat.sandbox) for the preview page's frame."""
+        obj = self._object(request, object_id)
+        return sandboxed_response(self._preview(request, obj)["rendered"].html)
 
     def send_test_view(self, request: HttpRequest, object_id: str):
         obj = self._object(request, object_id)

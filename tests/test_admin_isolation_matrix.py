@@ -81,6 +81,7 @@ EXPECTED: dict[str, tuple[frozenset[str], frozenset[str], tuple[str, ...], tuple
         MANAGERS,
         (
             "templates_emailtemplate_preview",
+            "templates_emailtemplate_preview_frame",
             "templates_emailtemplate_send_test",
             "templates_emailtemplate_set_status",
         ),
@@ -91,6 +92,7 @@ EXPECTED: dict[str, tuple[frozenset[str], frozenset[str], tuple[str, ...], tuple
         MANAGERS,
         (
             "templates_transactionalemail_preview",
+            "templates_transactionalemail_preview_frame",
             "templates_transactionalemail_send_test",
             "templates_transactionalemail_set_status",
         ),
@@ -99,7 +101,7 @@ EXPECTED: dict[str, tuple[frozenset[str], frozenset[str], tuple[str, ...], tuple
     "delivery.ProviderHealth": (NOBODY, NOBODY, (), ()),
     "delivery.EmailSend": (ALL, NOBODY, ("delivery_provider_status",), ("resend_unknown",)),
     "delivery.TransactionalSend": (ALL, NOBODY, (), ("resend_unknown",)),
-    "delivery.LocalMessage": (ALL, NOBODY, (), ()),
+    "delivery.LocalMessage": (ALL, NOBODY, ("delivery_localmessage_html",), ()),
     "delivery.CampaignSendCounters": (NOBODY, NOBODY, (), ()),
     "automations.Automation": (
         ALL,
@@ -119,10 +121,25 @@ EXPECTED: dict[str, tuple[frozenset[str], frozenset[str], tuple[str, ...], tuple
         ),
         (),
     ),
-    "campaigns.CampaignReview": (NOBODY, NOBODY, ("campaigns_campaignreview_decide",), ("approve_selected",)),
-    "inbox.InboundMessage": (ALL, NOBODY, ("inbox_inboundmessage_verb",), ()),
-    "inbox.ReviewQueueMessage": (ALL, NOBODY, ("inbox_reviewqueuemessage_verb",), ()),
-    "inbox.QuarantinedMessage": (ALL, NOBODY, ("inbox_quarantinedmessage_verb",), ()),
+    "campaigns.CampaignReview": (
+        NOBODY,
+        NOBODY,
+        ("campaigns_campaignreview_decide", "campaigns_campaignreview_rendered"),
+        ("approve_selected",),
+    ),
+    "inbox.InboundMessage": (ALL, NOBODY, ("inbox_inboundmessage_html", "inbox_inboundmessage_verb"), ()),
+    "inbox.ReviewQueueMessage": (
+        ALL,
+        NOBODY,
+        ("inbox_reviewqueuemessage_html", "inbox_reviewqueuemessage_verb"),
+        (),
+    ),
+    "inbox.QuarantinedMessage": (
+        ALL,
+        NOBODY,
+        ("inbox_quarantinedmessage_html", "inbox_quarantinedmessage_verb"),
+        (),
+    ),
     "inbox.AgentConfig": (ALL, MANAGERS, (), ()),
     "inbox.KnowledgeEntry": (ALL, MANAGERS, (), ()),
     "inbox.CircuitBreaker": (ALL, NOBODY, ("inbox_circuitbreaker_close",), ()),
@@ -666,9 +683,11 @@ CUSTOM_OBJECT_URLS: dict[str, frozenset[str]] = {
     "owlat_domain_rotate_dkim": MANAGERS_S,
     "owlat_domain_override": S,
     "templates_emailtemplate_preview": ALL_S,
+    "templates_emailtemplate_preview_frame": ALL_S,
     "templates_emailtemplate_send_test": ALL_S,  # emails:test
     "templates_emailtemplate_set_status": MANAGERS_S,
     "templates_transactionalemail_preview": ALL_S,
+    "templates_transactionalemail_preview_frame": ALL_S,
     "templates_transactionalemail_send_test": ALL_S,
     "templates_transactionalemail_set_status": MANAGERS_S,
     "automations_automation_transition": MANAGERS_S,
@@ -676,6 +695,11 @@ CUSTOM_OBJECT_URLS: dict[str, frozenset[str]] = {
     "campaigns_campaign_schedule": ALL_S,  # campaigns:schedule
     "campaigns_campaign_transition": ALL_S,  # campaigns:send / campaigns:manage
     "campaigns_campaignreview_decide": S,
+    "campaigns_campaignreview_rendered": S,
+    "delivery_localmessage_html": ALL_S,
+    "inbox_inboundmessage_html": ALL_S,
+    "inbox_reviewqueuemessage_html": ALL_S,
+    "inbox_quarantinedmessage_html": NOBODY,  # quarantined mail is read as text only
     "inbox_inboundmessage_verb": MANAGERS_S,
     "inbox_reviewqueuemessage_verb": MANAGERS_S,
     "inbox_quarantinedmessage_verb": MANAGERS_S,
