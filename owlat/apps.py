@@ -7,7 +7,7 @@ class OwlatConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from owlat import checks  # noqa: F401  (registers the system checks)
+        from owlat import checks, content_policy  # noqa: F401  (register the system checks)
         from owlat.clusters import bind_to_supervisor, connect_activity_receivers
 
         bind_to_supervisor()  # a qcluster under run_cluster dies with it (nothing elsewhere)

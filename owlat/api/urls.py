@@ -4,7 +4,7 @@ Routes are plain `path()`s without a trailing slash; `ApiMiddleware` answers the
 """
 
 from django.urls import include, path, register_converter
-from drf_spectacular.views import SpectacularJSONAPIView, SpectacularRedocView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularJSONAPIView, SpectacularRedocView, SpectacularSwaggerSplitView
 
 from owlat.api import segment_views, views
 from owlat.api.health import HealthView
@@ -44,7 +44,8 @@ urlpatterns = [
     path("", include("automations.api.urls")),
     path("health", HealthView.as_view(), name="api-health"),
     path("schema", SpectacularJSONAPIView.as_view(), name="api-schema"),
-    path("docs", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    # the split view serves its script from a URL of its own: no inline script (Content-Security-Policy)
+    path("docs", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
     path("redoc", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),
     # contacts (API-13…18)
     path("contacts", views.ContactListView.as_view(), name="api-contacts"),

@@ -115,8 +115,8 @@ def test_build_a_newsletter_preview_it_and_send_a_test(
     assert page.inner_text("#preview-subject") == "May news for Robin"
     assert "hello@acme.test" in page.inner_text("#preview-from")
     assert page.inner_text("#preview-preheader") == "Stories, an event and a new guide"
-    desktop = page.frame_locator("#preview-desktop")
-    mobile = page.frame_locator("#preview-mobile")
+    desktop = page.frame_locator("#preview-desktop iframe")
+    mobile = page.frame_locator("#preview-mobile iframe")
     desktop.locator("text=Read all stories, Robin").wait_for()
     unsubscribe = desktop.locator("a:has-text('Unsubscribe')").get_attribute("href")
     assert unsubscribe.startswith(f"{live_server.url}/unsub/")

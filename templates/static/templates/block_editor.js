@@ -107,7 +107,7 @@
       if (this.isDefault()) left.append(this.addMenu(null));
       const right = el("div", { class: "obe-preview" },
         el("div", { class: "obe-preview-head" }, el("strong", { text: "Live preview" }), el("span", { class: "obe-muted", text: " sample data, 600 px" })),
-        el("iframe", { name: this.root.id + "-frame", class: "obe-frame", sandbox: "", title: "Live preview of the email" }));
+        el("iframe", { name: this.root.id + "-frame", class: "obe-frame", sandbox: this.config.sandboxFlags, referrerpolicy: "no-referrer", title: "Live preview of the email" }));
       layout.append(left, right);
       this.root.append(bar, layout);
       this.changed();
