@@ -8,6 +8,7 @@ framed by the editor with the same sandbox flags.
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
@@ -66,6 +67,12 @@ class BlockEditorWidget(forms.Widget):
         return context
 
 
+@functools.cache
+def _starter_layouts() -> dict[str, Any]:
+    """The starter layouts as the editor shows them: every setting filled in (its pickers show the defaults)."""
+    return {key: {**layout, "content": document_clean(layout["content"])} for key, layout in LAYOUTS.items()}
+
+
 def editor_config(*, template: Any, languages: list[str], content: Any, translations: Any) -> dict[str, Any]:
     default = getattr(template, "default_language", None) or "en"
     try:
@@ -80,7 +87,7 @@ def editor_config(*, template: Any, languages: list[str], content: Any, translat
         "translations": translations if isinstance(translations, dict) else {},
         "defaultLanguage": default,
         "languages": [[lang, f"{language_name(lang)} ({lang})"] for lang in langs],
-        "layouts": LAYOUTS,
+        "layouts": _starter_layouts(),
         "translatable": TRANSLATABLE,
         "fonts": list(FONT_FAMILIES),
         "variables": VARIABLES,
