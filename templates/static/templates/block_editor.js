@@ -117,7 +117,7 @@
       const frame = el("iframe", { name: this.root.id + "-frame", class: "obe-frame", sandbox: this.config.sandboxFlags, referrerpolicy: "no-referrer", title: "Live preview of the email" });
       const stage = el("div", { class: "obe-stage" }, frame);
       const panel = el("div", { class: "obe-preview" },
-        el("div", { class: "obe-preview-head" }, el("strong", { text: "Live preview" }), el("span", { class: "obe-muted", text: "sample data" }), widths, note),
+        el("div", { class: "obe-preview-head" }, el("strong", { text: "Live preview" }), el("span", { class: "obe-muted", text: "sample data" }), note, widths),
         stage);
       // the email is drawn at its real width and scaled down to the column when the column is narrower
       const fit = () => {
