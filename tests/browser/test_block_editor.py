@@ -40,6 +40,15 @@ def _watch(page) -> list[str]:
     return problems
 
 
+def _loaded(page, selector: str) -> None:
+    """Wait until the image `selector` has loaded (it fails to when the policy or the server refuses it)."""
+    page.wait_for_function(
+        "s => { const i = document.querySelector(s); return i && i.complete && i.naturalWidth > 0; }",
+        arg=selector,
+        timeout=10_000,
+    )
+
+
 def _no_overlap(a: dict, b: dict) -> bool:
     return (
         a["x"] + a["width"] <= b["x"]
@@ -126,11 +135,10 @@ def test_build_a_newsletter_preview_it_and_send_a_test(
     page.set_input_files(".obe-dialog input[type=file]", str(_png(tmp_path)))
     page.wait_for_selector(".obe-block[data-id=hero] img.obe-thumb")
     assert TemplateImage.objects.filter(organization=org).count() == 1
-    assert page.locator("img.obe-thumb").evaluate("img => img.complete && img.naturalWidth > 0")  # img-src
+    _loaded(page, "img.obe-thumb")  # under img-src
     # the picker again: the library lists the upload (fetched under connect-src), then cancel
     page.locator(".obe-block[data-id=hero]").get_by_role("button", name="Change image…").click()
-    page.wait_for_selector(".obe-dialog .obe-pick img")
-    assert page.locator(".obe-dialog .obe-pick img").evaluate("img => img.complete && img.naturalWidth > 0")
+    _loaded(page, ".obe-dialog .obe-pick img")
     page.locator(".obe-dialog").get_by_role("button", name="Cancel").click()
     page.locator(".obe-block[data-id=hero] [data-key=alt]").fill("Our spring event")
 
@@ -167,7 +175,10 @@ def test_build_a_newsletter_preview_it_and_send_a_test(
     page.wait_for_timeout(900)  # the live preview follows
     frame = page.frame_locator(".obe-frame")
     frame.locator('text="Second story"').wait_for()
-    assert frame.locator("img[alt='Our spring event']").evaluate("i => i.complete && i.naturalWidth > 0")
+    frame.locator("img[alt='Our spring event']").wait_for()
+    assert frame.locator("img[alt='Our spring event']").evaluate(
+        "i => i.complete ? i.naturalWidth > 0 : new Promise(r => { i.onload = () => r(true); i.onerror = () => r(false); })"
+    )
     # the live preview at phone width, then back
     page.get_by_role("button", name="Mobile 375 px").click()
     assert page.locator(".obe-frame").evaluate("f => f.style.width") == "375px"
