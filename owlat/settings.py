@@ -495,7 +495,7 @@ if env.bool("SECURE_PROXY_SSL_HEADER", default=False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 USE_X_FORWARDED_HOST = env.bool("USE_X_FORWARDED_HOST", default=False)
 
-# --- Content-Security-Policy of every page of ours (django-csp; README "Security") -----------------------------
+# --- Security: Content-Security-Policy of every page of ours (django-csp), invitations (README "Security")--------------------------
 # Scripts only from our origin or carrying the request's nonce (`<script nonce="{{ request.csp_nonce }}">`);
 # 'unsafe-eval' because django-unfold's Alpine.js evaluates its x-* attributes with Function(). Tenant-written
 # HTML never runs under this policy: owlat.sandbox serves it with its own (`sandbox`, opaque origin, no
@@ -519,6 +519,8 @@ CONTENT_SECURITY_POLICY = {
         "report-uri": [CSP_REPORT_URI] if CSP_REPORT_URI else None,
     },
 }
+# Membership by invitation (owlat.invitations): how long an invitation and its email link stay open.
+INVITATION_MAX_AGE_DAYS = env.int("INVITATION_MAX_AGE_DAYS", default=14)
 
 # django-axes: admin login throttling. Off in test mode (tests log in without a request); one test enables it.
 AXES_ENABLED = env.bool("AXES_ENABLED", default=not TESTING)

@@ -478,7 +478,7 @@ def _objects_of(label: str, org):  # noqa: C901, PLR0911, PLR0912 - one branch p
     if label == "auth.Group":
         return m.objects.create(name="Operators")
     if label == "django_q.Schedule":
-        return m.objects.create(name="matrix", func="owlat.permissions.has_permission", schedule_type="D")
+        return m.objects.create(name="matrix", func="owlat.audit.audit_purge_task", schedule_type="D")
     if label.startswith("axes."):
         fields = {"user_agent": "ua", "ip_address": "10.0.0.1", "username": "x", "http_accept": "*/*"}
         extra = (
@@ -663,9 +663,10 @@ RULES: dict[
     "axes.AccessAttempt": (S, S, S, None, {"cleanup_expired_attempts": (S, None, _gone)}),
     "axes.AccessLog": (S, S, S, None, {}),
     "axes.AccessFailureLog": (S, S, S, None, {}),
-    "django_q.Success": (S, S, S, None, {"resubmit_task": (S, None, _queued)}),
-    "django_q.Failure": (S, S, S, None, {"resubmit_task": (S, None, _queued)}),
-    "django_q.OrmQ": (S, S, S, None, {}),
+    # finished and queued tasks are read-only records (a task's payload names code: never edited)
+    "django_q.Success": (S, NOBODY, S, None, {"resubmit_task": (S, None, _queued)}),
+    "django_q.Failure": (S, NOBODY, S, None, {"resubmit_task": (S, None, _queued)}),
+    "django_q.OrmQ": (S, NOBODY, S, None, {}),
 }
 ANNOTATE_ONLY = {("owlat.Contact", "editor")}  # the change view answers; the declared field stays as it was
 # what a browser posts besides the model form's own fields (nested builders the form reads from its data)
