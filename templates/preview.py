@@ -19,6 +19,7 @@ from html.parser import HTMLParser
 from typing import Any
 
 from owlat.organizations import organization_settings
+from templates.models import TransactionalEmail
 from templates.rendering import (
     RenderedEmail,
     contact_variables,
@@ -182,7 +183,7 @@ def template_preview(
         markup = markup[:index] + footer + markup[index:] if index != -1 else markup + footer
     settings = organization_settings(template.organization_id)
     warnings = missing_variable_warnings(
-        prepared, variables, contact=contact, transactional=hasattr(template, "slug")
+        prepared, variables, contact=contact, transactional=isinstance(template, TransactionalEmail)
     )
     warnings += preview_warnings(markup)
     if not links:
