@@ -23,6 +23,7 @@ from campaigns.admin_panels import CampaignPanels
 from campaigns.models import Campaign
 from owlat.admin_tenancy import TenantModelAdmin, get_tenancy
 from owlat.permissions import Authority
+from owlat.sandbox import sandboxed_response
 
 BUTTONS = {
     "draft": [("send", "Send now"), ("schedule", "Schedule…"), ("duplicate", "Duplicate")],
@@ -254,7 +255,7 @@ class CampaignAdmin(CampaignPanels, TenantModelAdmin):
             variables={"email": "jane@example.com", "firstName": "Jane", "lastName": "Doe"},
             subject_override=campaign.subject or None,
         )
-        return HttpResponse(rendered.html)
+        return sandboxed_response(rendered.html)
 
     def eligible_count_view(self, request: HttpRequest) -> HttpResponse:
         """The editor's live count (`?kind=topic&topic=<id>` or `?kind=segment&segment=<id>`, and `campaign=<id>`

@@ -16,6 +16,7 @@ from campaigns.admin_forms import RejectForm, form_page
 from campaigns.models import Campaign, CampaignReview
 from owlat.admin_tenancy import TenantModelAdmin, get_tenancy
 from owlat.permissions import Authority
+from owlat.sandbox import sandboxed_frame, sandboxed_response
 
 # --- the review queue (CMP-12): platform staff only ---------------------------------------------------------------
 
@@ -95,13 +96,22 @@ class CampaignReviewAdmin(TenantModelAdmin):
 
         if obj.email_template is None:
             return "—"
-        subject, html = scan_input(obj, obj.email_template)
+        subject, _html = scan_input(obj, obj.email_template)
+        url = reverse("admin:campaigns_campaignreview_rendered", args=[obj.pk])
         return format_html(
-            '<strong>{}</strong><iframe sandbox="" style="width:100%;height:420px;border:1px solid #ccc" srcdoc="{}">'
-            "</iframe>",
-            subject,
-            html,
+            "<strong>{}</strong>{}", subject, sandboxed_frame(url, title="Rendered content", height=420)
         )
+
+    def rendered_view(self, request: HttpRequest, object_id: Any) -> HttpResponse:
+        """The content the scanner read, as a sandboxed document (owlat.sandbox) for the frame above."""
+        from campaigns.orchestrator import scan_input
+
+        if not get_tenancy(request).is_platform_staff:
+            raise PermissionDenied
+        campaign = get_object_or_404(Campaign, pk=object_id)
+        if campaign.email_template is None:
+            return sandboxed_response("")
+        return sandboxed_response(scan_input(campaign, campaign.email_template)[1])
 
     @admin.action(description="Approve the selected campaigns (send them)")
     def approve_selected(self, request: HttpRequest, queryset: Any) -> None:
@@ -116,6 +126,11 @@ class CampaignReviewAdmin(TenantModelAdmin):
 
     def get_urls(self):
         return [
+            path(
+                "<uuid:object_id>/rendered/",
+                self.admin_site.admin_view(self.rendered_view),
+                name="campaigns_campaignreview_rendered",
+            ),
             path(
                 "<uuid:object_id>/decide/<str:decision>/",
                 self.admin_site.admin_view(self.decide_view),

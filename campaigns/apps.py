@@ -36,3 +36,7 @@ class CampaignsConfig(AppConfig):
 
         register_attention_source(held_for_review)  # CMP-12 held campaigns
         register_attention_source(stuck_sends)  # CMP-36 send jobs with no progress
+
+        from owlat.sandbox import register_cookieless_page
+
+        register_cookieless_page("campaign-archive")  # CMP-37: anyone's link, never the reader's session

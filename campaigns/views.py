@@ -1,13 +1,16 @@
-"""Public pages of the campaigns app: the archive (CMP-37), no login."""
+"""Public pages of the campaigns app: the archive (CMP-37), no login.
+
+The archive is the organization's own HTML: it is served as a sandboxed document (owlat.sandbox), and the page
+is cookieless (registered in `CampaignsConfig.ready`): it neither reads nor sets a cookie."""
 
 from __future__ import annotations
 
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import render
-from django.utils.safestring import mark_safe
+from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET
 
 from campaigns.archive import archive_lookup
+from owlat.sandbox import sandboxed_response
 
 
 @require_GET
@@ -15,12 +18,9 @@ def archive_view(request: HttpRequest) -> HttpResponse:
     campaign = archive_lookup(request.GET.get("token", ""))
     if campaign is None:
         raise Http404("Not found")
-    return render(
-        request,
+    # rendered without the request: no context processor looks at the session or the user
+    html = render_to_string(
         "campaigns/archive.html",
-        {
-            "subject": campaign.archive_subject or "",
-            # the organization's own snapshot HTML, shown as it was sent (without personal data)
-            "html": mark_safe(campaign.archive_html_content or ""),
-        },
+        {"subject": campaign.archive_subject or "", "html": campaign.archive_html_content or ""},
     )
+    return sandboxed_response(html)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from django.contrib import admin, messages
-from django.http import HttpRequest
+from django.http import Http404, HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
@@ -20,6 +20,7 @@ from delivery.models import CampaignSendCounters, EmailSend, LocalMessage, Trans
 from delivery.providers import provider_status
 from owlat.admin.contact_timeline import ContactSection, Link, register_contact_section
 from owlat.admin_tenancy import PlatformOnlyAdmin, TenantModelAdmin, get_tenancy
+from owlat.sandbox import sandboxed_frame, sandboxed_response
 
 TIMELINE_FIELDS = (
     ("queued_at", "Queued"),
@@ -312,10 +313,25 @@ class LocalMessageAdmin(TenantModelAdmin):
 
     @admin.display(description="HTML")
     def preview(self, obj: LocalMessage) -> str:
-        return format_html(
-            '<iframe sandbox="" srcdoc="{}" style="width:100%;height:480px;border:1px solid #ccc"></iframe>',
-            obj.html,
-        )
+        url = reverse("admin:delivery_localmessage_html", args=[obj.pk])
+        return sandboxed_frame(url, title="The message's HTML", height=480)
+
+    def get_urls(self):
+        return [
+            path(
+                "<path:object_id>/html/",
+                self.admin_site.admin_view(self.html_view),
+                name="delivery_localmessage_html",
+            ),
+            *super().get_urls(),
+        ]
+
+    def html_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """The stored message's HTML as a sandboxed document (owlat.sandbox) for the frame of its page."""
+        obj = self.get_object(request, object_id)
+        if obj is None or not self.has_view_permission(request, obj):
+            raise Http404("Message not found")
+        return sandboxed_response(obj.html)
 
 
 @admin.register(CampaignSendCounters)

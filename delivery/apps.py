@@ -15,6 +15,10 @@ class DeliveryConfig(AppConfig):
 
         register_doi_started_hook(services.doi_email_queue)
         register_unsubscribe_hook(services.on_unsubscribe)
+        from delivery.services.hooks import system_email_queue
+        from owlat.registry import register_system_mail_sender
+
+        register_system_mail_sender(system_email_queue)  # invitation links
         from delivery.erasure import send_rows_erase
 
         register_contact_erasure_hook(send_rows_erase)

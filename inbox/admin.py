@@ -2,8 +2,9 @@
 configuration per organization (a form, no JSON), knowledge entries.
 
 Messages are read-only except the draft (saved through `inbox.review.message_edit`); every status change is a
-button calling `inbox.review`, which goes through the lifecycle. The sender's HTML is never rendered: the body
-shown is the visible text (hidden content stripped), escaped.
+button calling `inbox.review`, which goes through the lifecycle. The sender's HTML is never part of the page: the
+body shown is the visible text (hidden content stripped), escaped; the original HTML is only shown in a frame of
+its own, a sandboxed document without remote content (owlat.sandbox), and not for quarantined mail.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponseNotAllowed, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join, linebreaks
@@ -32,6 +33,7 @@ from inbox.models import (
 )
 from inbox.security import html_to_visible_text, strip_invisible_chars
 from owlat.admin_tenancy import TenantModelAdmin
+from owlat.sandbox import sandboxed_frame, sandboxed_response
 
 P = ProcessingStatus
 VERBS = {
@@ -83,6 +85,7 @@ class InboundMessageAdmin(TenantModelAdmin):
         "received_at",
         "processed_at",
         "body_sanitized",
+        "html_frame",
         "flags_view",
         "classification_view",
         "decision_view",
@@ -110,6 +113,7 @@ class InboundMessageAdmin(TenantModelAdmin):
             },
         ),
         ("Message (rendered as text; hidden content removed)", {"fields": ("body_sanitized",)}),
+        ("Original HTML (sandboxed: no scripts, no remote images)", {"fields": ("html_frame",)}),
         ("Questions for you (AGT-18)", {"fields": ("clarification_view",)}),
         ("Analysis", {"fields": ("flags_view", "classification_view", "decision_view", "context_view")}),
         ("Draft", {"fields": ("draft_subject", "draft_response")}),
@@ -141,6 +145,22 @@ class InboundMessageAdmin(TenantModelAdmin):
     def body_sanitized(self, obj: InboundMessage) -> str:
         text = strip_invisible_chars(obj.text_body or "") or html_to_visible_text(obj.html_body or "")
         return linebreaks(text or "(empty)", autoescape=True)
+
+    @admin.display(description="HTML")
+    def html_frame(self, obj: InboundMessage) -> str:
+        if not obj.html_body:
+            return "— (the message has no HTML part)"
+        if obj.processing_status == P.QUARANTINED:
+            return "— (not shown for quarantined mail: read the text above)"
+        url = reverse(f"admin:{self.opts.app_label}_{self.opts.model_name}_html", args=[obj.pk])
+        return sandboxed_frame(url, title="The message's original HTML", height=420)
+
+    def html_view(self, request: HttpRequest, object_id: Any) -> HttpResponse:
+        """The message's HTML part as a sandboxed document without remote content, for the frame above."""
+        obj = get_object_or_404(self.get_queryset(request), pk=object_id)
+        if not self.has_view_permission(request, obj) or obj.processing_status == P.QUARANTINED:
+            raise PermissionDenied
+        return sandboxed_response(obj.html_body or "", remote_content=False)
 
     @admin.display(description="security flags")
     def flags_view(self, obj: InboundMessage) -> str:
@@ -246,6 +266,11 @@ class InboundMessageAdmin(TenantModelAdmin):
     def get_urls(self):
         info = self.opts.app_label, self.opts.model_name
         return [
+            path(
+                "<path:object_id>/html/",
+                self.admin_site.admin_view(self.html_view),
+                name="{}_{}_html".format(*info),
+            ),
             path(
                 "<path:object_id>/verb/<str:verb>/",
                 self.admin_site.admin_view(self.verb_view),

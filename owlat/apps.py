@@ -7,7 +7,21 @@ class OwlatConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from owlat import checks  # noqa: F401  (registers the system checks)
+        from django.db.models.signals import pre_save
+        from django_q.models import Schedule
+
+        from owlat import checks, content_policy  # noqa: F401  (register the system checks)
+        from owlat.schedules import schedule_pre_save
+
+        # django-q2's model is a third party's: its saves are checked against the job registry by this receiver
+        pre_save.connect(schedule_pre_save, sender=Schedule, dispatch_uid="owlat.schedule_pre_save")
+
+        from django.contrib.auth.signals import user_logged_in
+
+        from owlat.invitations import remember_waiting_invitations
+
+        # Django's sign-in hook: the invitations waiting are counted once per sign-in, for the admin header
+        user_logged_in.connect(remember_waiting_invitations, dispatch_uid="owlat.waiting_invitations")
         from owlat.clusters import bind_to_supervisor, connect_activity_receivers
 
         bind_to_supervisor()  # a qcluster under run_cluster dies with it (nothing elsewhere)

@@ -99,3 +99,17 @@ def register_sweep(name: str, fn: Sweep) -> Sweep:
 
 def sweeps() -> dict[str, Sweep]:
     return dict(_sweeps)
+
+
+SystemMailSender = Callable[..., "str | None"]
+_system_mail_senders: list[SystemMailSender] = []
+
+
+def register_system_mail_sender(fn: SystemMailSender) -> SystemMailSender:
+    """`fn(*, organization_id, to, subject, text, correlation_id) -> send id | None`: queues a plain mail of the
+    installation to one address (an invitation link); delivery fills it. None when it cannot be sent."""
+    return _add(_system_mail_senders, fn)
+
+
+def system_mail_senders() -> tuple[SystemMailSender, ...]:
+    return tuple(_system_mail_senders)

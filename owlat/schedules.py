@@ -5,13 +5,22 @@ A declaration is `ScheduleSpec(name, func, cron)`, optionally with `queue` (a dj
 `Q_CLUSTER["ALT_CLUSTERS"]`; default queue otherwise). Rows are named `owlat:<name>`; rows with that prefix
 that are no longer declared are removed, rows without it (made by hand in the admin) are left alone.
 Running the sync twice changes nothing the second time.
+
+The declared schedules are also the project's job registry: a django-q2 `Schedule` row may only run a function
+some app declares (`registered_jobs()`), with no hook, literal arguments and a known queue. This is checked
+whenever a row is saved with a new or changed function, hook, arguments or queue — the admin's form, any ORM
+save (a `pre_save` receiver, django-q2's model being a third party's) and `sync_schedules` alike
+(`schedule_refusals`); the sync also switches off rows stored before the check whose function is not
+registered (`repeats = 0`, which django-q2's scheduler skips), and says so.
 """
 
 from __future__ import annotations
 
+import ast
 import importlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
@@ -62,17 +71,19 @@ class SyncSummary:
     updated: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
+    disabled: list[str] = field(default_factory=list)
     dry_run: bool = False
 
     @property
     def changed(self) -> bool:
-        return bool(self.created or self.updated or self.removed)
+        return bool(self.created or self.updated or self.removed or self.disabled)
 
     def lines(self) -> list[str]:
         verb = "would " if self.dry_run else ""
         out = [f"{verb}create {n}" for n in self.created]
         out += [f"{verb}update {n}" for n in self.updated]
         out += [f"{verb}remove {n}" for n in self.removed]
+        out += [f"{verb}switch off {n}" for n in self.disabled]
         out.append(
             f"{'dry run: ' if self.dry_run else ''}{len(self.created)} created, {len(self.updated)} updated, "
             f"{len(self.unchanged)} unchanged, {len(self.removed)} removed"
@@ -178,5 +189,108 @@ def sync_schedules(*, dry_run: bool = False, specs: Iterable[ScheduleSpec] | Non
                 if "cron" in changes or "schedule_type" in changes:
                     row.next_run = _next_run(spec.cron)
                 row.save()
+        _switch_off_unregistered(summary, dry_run=dry_run)
     summary.removed = sorted(set(summary.removed))
     return summary
+
+
+# --- the job registry: what a schedule may run ---------------------------------------------------------------
+
+
+@lru_cache(maxsize=1)
+def registered_jobs() -> dict[str, str]:
+    """Every function an app declares as a periodic job (dotted path → the declared schedule's name)."""
+    jobs: dict[str, str] = {}
+    for spec in collect_schedules():
+        jobs.setdefault(spec.func_path, spec.name)
+    return jobs
+
+
+_REFUSED_FUNC = (
+    "{func!r} is not a registered job: a schedule runs only a job an app declares in its schedules.py "
+    "(pick one from the list). To run something new, declare it there in code and run manage.py sync_schedules."
+)
+
+
+def _literal(text: str | None, field_name: str) -> tuple[Any, str | None]:
+    """django-q2's reading of a schedule's `args` / `kwargs` text, or the refusal naming what to write."""
+    if not text:
+        return None, None
+    try:
+        if field_name == "args":
+            return ast.literal_eval(text), None
+        try:
+            return ast.literal_eval(text), None
+        except (SyntaxError, ValueError):
+            call = ast.parse(f"f({text})", mode="eval").body
+            if not isinstance(call, ast.Call) or call.args:
+                raise ValueError from None
+            return {kw.arg: ast.literal_eval(kw.value) for kw in call.keywords}, None
+    except (SyntaxError, ValueError, TypeError):
+        example = "1, 'two'" if field_name == "args" else "days=30, name='x'"
+        return None, f"Write plain values only, such as {example}."
+
+
+def schedule_refusals(
+    *,
+    func: str,
+    hook: str | None = None,
+    args: str | None = None,
+    kwargs: str | None = None,
+    cluster: str | None = None,
+) -> dict[str, str]:
+    """Why a schedule with these values may not be saved, per field (empty: it may)."""
+    from django.conf import settings
+
+    out: dict[str, str] = {}
+    if func not in registered_jobs():
+        out["func"] = _REFUSED_FUNC.format(func=func)
+    if hook:
+        out["hook"] = "A schedule takes no hook: leave it empty (a job records its own outcome)."
+    _, problem = _literal(args, "args")
+    if problem:
+        out["args"] = problem
+    values, problem = _literal(kwargs, "kwargs")
+    if problem:
+        out["kwargs"] = problem
+    elif isinstance(values, dict) and "q_options" in values:
+        out["kwargs"] = "q_options is not allowed: it could name a hook to run. Remove it."
+    elif values is not None and not isinstance(values, dict):
+        out["kwargs"] = "Write keyword arguments as name=value pairs, such as days=30."
+    queues = settings.Q_CLUSTER.get("ALT_CLUSTERS", {})
+    if cluster and cluster not in queues:
+        out["cluster"] = (
+            f"Unknown queue {cluster!r}: leave it empty (default) or pick one of {', '.join(queues)}."
+        )
+    return out
+
+
+_CHECKED = ("func", "hook", "args", "kwargs", "cluster")
+
+
+def schedule_pre_save(sender: Any, instance: Any, raw: bool = False, **kwargs: Any) -> None:
+    """`pre_save` of django-q2's `Schedule`: refuse a new row, or a changed function, hook, arguments or
+    queue, that `schedule_refusals` refuses (django-q2's scheduler saves each row it runs; those pass)."""
+    from django.core.exceptions import ValidationError
+
+    values = {name: getattr(instance, name) for name in _CHECKED}
+    if instance.pk is not None:
+        stored = type(instance)._base_manager.filter(pk=instance.pk).values(*_CHECKED).first()
+        if stored == values:
+            return
+    refusals = schedule_refusals(**values)
+    if refusals:
+        raise ValidationError(refusals)
+
+
+def _switch_off_unregistered(summary: SyncSummary, *, dry_run: bool) -> None:
+    """Rows stored before the registry existed may name any function: switch off those that run one it does
+    not hold (`repeats = 0`; the scheduler skips them), without saving them through `pre_save`."""
+    from django_q.models import Schedule
+
+    jobs = registered_jobs()
+    rows = Schedule.objects.exclude(repeats=0).exclude(func__in=list(jobs)).values_list("pk", "name", "func")
+    for pk, name, func in rows:
+        summary.disabled.append(f"{name or pk} ({func} is not a registered job)")
+        if not dry_run:
+            Schedule.objects.filter(pk=pk).update(repeats=0)

@@ -69,9 +69,11 @@ MIDDLEWARE = [
     "owlat.api.middleware.ApiCorsMiddleware",
     "owlat.api.middleware.ApiMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "owlat.content_policy.ContentPolicyMiddleware",  # django-csp: CONTENT_SECURITY_POLICY below
     "owlat.request_guard.RejectNulBytesMiddleware",
     # Django's session, auth and messages middleware, stepping aside under /api/v1 (issue 12); CSRF's stays
     # as it is (security.W003 looks for it by name; it costs little and enforces nothing under /api/v1)
+    "owlat.sandbox.CookielessPagesMiddleware",  # public pages that read and set no cookie (the archive)
     "owlat.api.middleware.SessionMiddlewareExceptApi",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -515,6 +517,33 @@ CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=_HTTPS_SITE)
 if env.bool("SECURE_PROXY_SSL_HEADER", default=False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 USE_X_FORWARDED_HOST = env.bool("USE_X_FORWARDED_HOST", default=False)
+
+# --- Security: Content-Security-Policy of every page of ours (django-csp), invitations (README "Security")--------------------------
+# Scripts only from our origin or carrying the request's nonce (`<script nonce="{{ request.csp_nonce }}">`);
+# 'unsafe-eval' because django-unfold's Alpine.js evaluates its x-* attributes with Function(). Tenant-written
+# HTML never runs under this policy: owlat.sandbox serves it with its own (`sandbox`, opaque origin, no
+# scripts). `check --deploy` warns (owlat.W010-W013, owlat/content_policy.py) when this policy is weakened.
+from csp.constants import NONCE, NONE, SELF, UNSAFE_EVAL, UNSAFE_INLINE  # noqa: E402
+
+CSP_REPORT_URI = env.str("CSP_REPORT_URI", default="")  # where browsers report what the policy blocked
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF, NONCE, UNSAFE_EVAL],
+        "style-src": [SELF, UNSAFE_INLINE],
+        "img-src": [SELF, "data:"],
+        "font-src": [SELF, "data:"],
+        "connect-src": [SELF],
+        "frame-src": [SELF],
+        "frame-ancestors": [SELF],
+        "form-action": [SELF],
+        "base-uri": [SELF],
+        "object-src": [NONE],
+        "report-uri": [CSP_REPORT_URI] if CSP_REPORT_URI else None,
+    },
+}
+# Membership by invitation (owlat.invitations): how long an invitation and its email link stay open.
+INVITATION_MAX_AGE_DAYS = env.int("INVITATION_MAX_AGE_DAYS", default=14)
 
 # django-axes: admin login throttling. Off in test mode (tests log in without a request); one test enables it.
 AXES_ENABLED = env.bool("AXES_ENABLED", default=not TESTING)

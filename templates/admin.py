@@ -8,12 +8,13 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponseNotAllowed, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
 from owlat.admin_tenancy import TenantModelAdmin, get_tenancy
 from owlat.models import Contact
+from owlat.sandbox import sandboxed_response
 from templates.admin_editor import BlockContentFormMixin, editor_preview_response
 from templates.admin_forms import (
     HTML,
@@ -58,7 +59,8 @@ class TemplateAdminMixin:
     """Preview and send-test views shared by both template kinds."""
 
     manage_permission = "templates:manage"
-    change_form_template = "admin/templates/change_form.html"
+    # not `admin/templates/change_form.html`: Django would use that name for every admin of this app
+    change_form_template = "admin/templates/template_change_form.html"
     form = TemplateLanguagesForm
     readonly_fields = ("status", "created_at", "updated_at", "html_translations_json")
     actions = ("publish", "unpublish")
@@ -174,9 +176,6 @@ class TemplateAdminMixin:
         obj = self._object(request, object_id)
         contacts, contact, language = self._preview_inputs(request, obj)
         preview = template_preview(obj, contact=contact, language=language)
-        query = request.GET.copy()
-        query["contact"] = str(contact.pk) if contact else ""
-        query["language"] = language
         info = self.model._meta.app_label, self.model._meta.model_name
         frame = reverse("admin:{}_{}_preview_frame".format(*info), args=[obj.pk])
         dark = request.GET.get("dark") == "1"
@@ -193,19 +192,19 @@ class TemplateAdminMixin:
             "contacts": contacts[:200],
             "contact": contact,
             "dark": dark,
-            "frame_url": f"{frame}?{query.urlencode()}{'&dark=1' if dark else ''}",
+            # the frame reads the same query, so it shows the same contact, language and mode
+            "frame_url": f"{frame}?{request.GET.urlencode()}" if request.GET else frame,
         }
         return TemplateResponse(request, "admin/templates/preview.html", context)
 
-    def preview_frame_view(self, request: HttpRequest, object_id: str):
-        """The previewed message itself, as a sandboxed document the preview page frames."""
-        from templates.admin_editor import sandboxed
+    def preview_frame_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """The previewed message itself, as a sandboxed document (owlat.sandbox) the preview page frames."""
         from templates.preview import dark_mode, template_preview
 
         obj = self._object(request, object_id)
         _contacts, contact, language = self._preview_inputs(request, obj)
         markup = template_preview(obj, contact=contact, language=language).html
-        return sandboxed(dark_mode(markup) if request.GET.get("dark") == "1" else markup)
+        return sandboxed_response(dark_mode(markup) if request.GET.get("dark") == "1" else markup)
 
     def send_test_view(self, request: HttpRequest, object_id: str):
         obj = self._object(request, object_id)

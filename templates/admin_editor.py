@@ -2,12 +2,13 @@
 and configuration, and the live preview it frames (block_editor.js).
 
 The document is validated on save like the API validates it (templates.blocks): an error names the block and
-field. The preview answers with `Content-Security-Policy: sandbox` (tenant HTML never runs on the app's origin)
-and is framed by the editor only (X-Frame-Options SAMEORIGIN).
+field. The live preview is a sandboxed document (owlat.sandbox: tenant HTML never runs on the app's origin),
+framed by the editor with the same sandbox flags.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
@@ -17,6 +18,7 @@ from django.urls import NoReverseMatch, reverse
 from django.utils.html import format_html, json_script
 
 from owlat.forms.languages import language_name
+from owlat.sandbox import SANDBOX_FLAGS, sandboxed_response
 from templates.block_render import render_document
 from templates.blocks import (
     FONT_FAMILIES,
@@ -37,18 +39,6 @@ VARIABLES = [
     {"name": "preferencesUrl", "label": "Preference centre link", "fallback": ""},
     {"name": "viewInBrowserUrl", "label": "View in browser link (campaigns)", "fallback": ""},
 ]
-PREVIEW_CSP = (
-    "sandbox; default-src 'none'; img-src https: http: data:; style-src 'unsafe-inline'; font-src https:"
-)
-
-
-def sandboxed(markup: str) -> HttpResponse:
-    """Tenant HTML as its own sandboxed document (no script, no same origin), framable by our pages only."""
-    response = HttpResponse(markup)
-    response["Content-Security-Policy"] = PREVIEW_CSP
-    response["X-Frame-Options"] = "SAMEORIGIN"
-    response["Referrer-Policy"] = "no-referrer"
-    return response
 
 
 class BlockEditorWidget(forms.Widget):
@@ -77,6 +67,12 @@ class BlockEditorWidget(forms.Widget):
         return context
 
 
+@functools.cache
+def _starter_layouts() -> dict[str, Any]:
+    """The starter layouts as the editor shows them: every setting filled in (its pickers show the defaults)."""
+    return {key: {**layout, "content": document_clean(layout["content"])} for key, layout in LAYOUTS.items()}
+
+
 def editor_config(*, template: Any, languages: list[str], content: Any, translations: Any) -> dict[str, Any]:
     default = getattr(template, "default_language", None) or "en"
     try:
@@ -91,13 +87,14 @@ def editor_config(*, template: Any, languages: list[str], content: Any, translat
         "translations": translations if isinstance(translations, dict) else {},
         "defaultLanguage": default,
         "languages": [[lang, f"{language_name(lang)} ({lang})"] for lang in langs],
-        "layouts": LAYOUTS,
+        "layouts": _starter_layouts(),
         "translatable": TRANSLATABLE,
         "fonts": list(FONT_FAMILIES),
         "variables": VARIABLES,
         "previewUrl": preview,
         "libraryUrl": library,
         "uploadUrl": upload,
+        "sandboxFlags": SANDBOX_FLAGS,
     }
 
 
@@ -170,7 +167,7 @@ def editor_preview_response(request: HttpRequest) -> HttpResponse:
         overrides = overrides_clean(texts, document).get(language)
     except (BlockError, ValueError) as exc:
         message = exc.message if isinstance(exc, BlockError) else "The document is not valid JSON."
-        return sandboxed(
+        return sandboxed_response(
             format_html(
                 '<p style="font:14px sans-serif;color:#b91c1c;padding:16px">Not shown yet: {}</p>', message
             )
@@ -180,4 +177,4 @@ def editor_preview_response(request: HttpRequest) -> HttpResponse:
     rendered = render_document(document, overrides=overrides, language=language)
     sample = {"firstName": "", "lastName": "", "email": "", "unsubscribeUrl": "#", "preferencesUrl": "#"}
     sample["postalAddress"] = "Your organization's postal address"
-    return sandboxed(compile_text(rendered.html).render(sample, escape=True))
+    return sandboxed_response(compile_text(rendered.html).render(sample, escape=True))

@@ -18,6 +18,7 @@ import css_inline
 import mjml
 
 from templates.blocks import FONT_FAMILIES, apply_overrides
+from templates.social_icons import ICON_SIZE, icon_url
 
 POSTAL_ADDRESS_VARIABLE = "postalAddress"
 HEADING_SIZES = {1: 28, 2: 22, 3: 18}
@@ -111,7 +112,13 @@ def _component(block: dict[str, Any], width: int) -> str:
             f"<mj-social-element{_social_attrs(link)}>{_text(SOCIAL_LABELS[link['network']])}</mj-social-element>"
             for link in block["links"]
         )
-        attrs = _attrs(align=block["align"], padding=pad, icon_size="28px", mode="horizontal")
+        attrs = _attrs(
+            align=block["align"],
+            padding=pad,
+            icon_size=f"{ICON_SIZE}px",
+            border_radius="6px",
+            mode="horizontal",
+        )
         return f"<mj-social{attrs}>{elements}</mj-social>"
     if kind == "footer":
         attrs = _attrs(
@@ -124,9 +131,26 @@ def _component(block: dict[str, Any], width: int) -> str:
 
 
 def _social_attrs(link: dict[str, str]) -> str:
-    # `-noshare`: the link goes to the profile as written, not through the network's share page
+    # `-noshare`: the link goes to the profile as written, not through the network's share page; the icon is
+    # ours (templates.social_icons), not MJML's default from its own host
     label = SOCIAL_LABELS[link["network"]]
-    return _attrs(name=f"{link['network']}-noshare", href=link["url"], alt=label, title=label)
+    return _attrs(
+        name=f"{link['network']}-noshare",
+        href=link["url"],
+        src=icon_url(link["network"]),
+        background_color="transparent",
+        alt=label,
+        title=label,
+    )
+
+
+def _sized_social_icons(markup: str) -> str:
+    """MJML gives a social icon's `<img>` a width only: add its height (square), so mail apps reserve its
+    space while images load or are blocked."""
+    return markup.replace(
+        f'width="{ICON_SIZE}" style="border-radius:',
+        f'width="{ICON_SIZE}" height="{ICON_SIZE}" style="border-radius:',
+    )
 
 
 def _footer_html(block: dict[str, Any]) -> str:
@@ -200,6 +224,7 @@ def render_document(
 
         return RenderedDocument(html=blocks[0]["html"], text=html_to_text(blocks[0]["html"]))
     markup = mjml.mjml2html(document_mjml(document, language=language, preview_text=preview_text))
+    markup = _sized_social_icons(markup)
     # MJML already wrote the block styles inline; a raw block's odd CSS must not make it unsendable
     with contextlib.suppress(ValueError, css_inline.InlineError):
         markup = _inliner.inline(markup)

@@ -4,6 +4,10 @@ preheader and footer with working links, and the warnings an operator should see
 The footer is the block template's own (its `{{unsubscribeUrl}}` … personalized with the contact's real, signed
 links, from delivery through templates.services.recipient_links); a template without one gets the footer
 delivery adds to campaign mail, so the preview shows what a campaign recipient would get.
+
+Variables are read as the rendering reads them (templates.rendering's parsed slots, `{{name|'fallback'}}`): a
+variable without a fallback that is empty for the previewed contact is named in the warnings, with where it is
+and the fallback that would fill it.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from html.parser import HTMLParser
 from typing import Any
 
 from owlat.organizations import organization_settings
+from templates.models import TransactionalEmail
 from templates.rendering import (
     RenderedEmail,
     contact_variables,
@@ -25,6 +30,11 @@ from templates.rendering import (
 from templates.services import recipient_links
 
 GMAIL_CLIP_BYTES = 100 * 1024
+# the contact's own variables (templates.rendering.contact_variables), as an operator names them
+CONTACT_FIELDS = {"firstName": "first name", "lastName": "last name", "email": "email address"}
+# filled in per message when it is sent (signed links, the campaign's archive): no value in a preview is expected
+SEND_TIME = frozenset({"unsubscribeUrl", "preferencesUrl", "viewInBrowserUrl"})
+FALLBACK_EXAMPLES = {"firstName": "there"}
 SAMPLE = {"email": "sample@example.com", "firstName": "", "lastName": ""}
 DARK_MODE_STYLE = (
     "<style>html{filter:invert(1) hue-rotate(180deg);background:#fff}"
@@ -87,6 +97,59 @@ def preview_warnings(markup: str) -> list[str]:
     return warnings
 
 
+def _parts_without_fallback(prepared: Any) -> dict[str, list[str]]:
+    """Variable → the parts of the message (subject, preheader, body) that use it without a fallback."""
+    parts = (
+        ("the subject", prepared.subject),
+        ("the preheader", prepared.preview_text),
+        ("the body", prepared.html),
+        ("the body", prepared.text),
+    )
+    found: dict[str, list[str]] = {}
+    for where, compiled in parts:
+        for name, fallback in compiled.slots:
+            if fallback is None and where not in found.setdefault(name, []):
+                found[name].append(where)
+    return {name: places for name, places in found.items() if places}
+
+
+def missing_variable_warnings(
+    prepared: Any, variables: dict[str, Any], *, contact: Any = None, transactional: bool = False
+) -> list[str]:
+    """The variables the message uses without a fallback that are empty for `contact` (None: the sample, a
+    contact with nothing filled in): each is sent as an empty string."""
+    who = f"{contact.email} has" if contact is not None else "A contact with"
+    warnings = []
+    for name, places in _parts_without_fallback(prepared).items():
+        if name in SEND_TIME or str(variables.get(name) or "").strip():
+            continue
+        where = " and ".join(places)
+        example = "{{" + name + "|'" + FALLBACK_EXAMPLES.get(name, "…") + "'}}"
+        if name in CONTACT_FIELDS:
+            field = CONTACT_FIELDS[name]
+            lead = f"{who} no {field}" if contact is not None else f"{who}out a {field}"
+            warnings.append(
+                f"{lead}: {{{{{name}}}}} in {where} is sent empty. Give it a fallback, {example}, "
+                f"or fill in the contact's {field}."
+            )
+        elif name == "postalAddress":
+            warnings.append(
+                f"{{{{postalAddress}}}} in {where} is empty: set the organization's postal address "
+                "(Organizations → your organization); the law requires it in marketing mail."
+            )
+        elif transactional:
+            warnings.append(
+                f"{{{{{name}}}}} in {where} comes from the send request's dataVariables (the preview has none): "
+                f"a request without it is refused unless it has a fallback, {example}."
+            )
+        else:
+            warnings.append(
+                f"{{{{{name}}}}} in {where} is not a variable Owlat fills in: it is sent empty. Use one of "
+                f"{', '.join('{{' + n + '}}' for n in CONTACT_FIELDS)}, or give it a fallback, {example}."
+            )
+    return warnings
+
+
 def _footer(links: dict[str, str], postal_address: str) -> str:
     parts = []
     if links.get("unsubscribeUrl"):
@@ -119,7 +182,10 @@ def template_preview(
         index = markup.lower().rfind("</body>")
         markup = markup[:index] + footer + markup[index:] if index != -1 else markup + footer
     settings = organization_settings(template.organization_id)
-    warnings = preview_warnings(markup)
+    warnings = missing_variable_warnings(
+        prepared, variables, contact=contact, transactional=isinstance(template, TransactionalEmail)
+    )
+    warnings += preview_warnings(markup)
     if not links:
         warnings.append("Sample data: the unsubscribe and preference links work once you pick a contact.")
     if re.search(r"\bmj-image\b|<img[^>]*src=\"\"", markup):

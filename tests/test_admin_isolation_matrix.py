@@ -80,7 +80,9 @@ EXPECTED: dict[str, tuple[frozenset[str], frozenset[str], tuple[str, ...], tuple
         ALL,
         MANAGERS,
         (
+            "templates_emailtemplate_editor_preview",
             "templates_emailtemplate_preview",
+            "templates_emailtemplate_preview_frame",
             "templates_emailtemplate_send_test",
             "templates_emailtemplate_set_status",
         ),
@@ -91,15 +93,22 @@ EXPECTED: dict[str, tuple[frozenset[str], frozenset[str], tuple[str, ...], tuple
         MANAGERS,
         (
             "templates_transactionalemail_preview",
+            "templates_transactionalemail_preview_frame",
             "templates_transactionalemail_send_test",
             "templates_transactionalemail_set_status",
         ),
         ("publish", "unpublish"),
     ),
+    "templates.TemplateImage": (
+        ALL,
+        MANAGERS,
+        ("templates_templateimage_library", "templates_templateimage_library_upload"),
+        (),
+    ),
     "delivery.ProviderHealth": (NOBODY, NOBODY, (), ()),
     "delivery.EmailSend": (ALL, NOBODY, ("delivery_provider_status",), ("resend_unknown",)),
     "delivery.TransactionalSend": (ALL, NOBODY, (), ("resend_unknown",)),
-    "delivery.LocalMessage": (ALL, NOBODY, (), ()),
+    "delivery.LocalMessage": (ALL, NOBODY, ("delivery_localmessage_html",), ()),
     "delivery.CampaignSendCounters": (NOBODY, NOBODY, (), ()),
     "automations.Automation": (
         ALL,
@@ -119,10 +128,25 @@ EXPECTED: dict[str, tuple[frozenset[str], frozenset[str], tuple[str, ...], tuple
         ),
         (),
     ),
-    "campaigns.CampaignReview": (NOBODY, NOBODY, ("campaigns_campaignreview_decide",), ("approve_selected",)),
-    "inbox.InboundMessage": (ALL, NOBODY, ("inbox_inboundmessage_verb",), ()),
-    "inbox.ReviewQueueMessage": (ALL, NOBODY, ("inbox_reviewqueuemessage_verb",), ()),
-    "inbox.QuarantinedMessage": (ALL, NOBODY, ("inbox_quarantinedmessage_verb",), ()),
+    "campaigns.CampaignReview": (
+        NOBODY,
+        NOBODY,
+        ("campaigns_campaignreview_decide", "campaigns_campaignreview_rendered"),
+        ("approve_selected",),
+    ),
+    "inbox.InboundMessage": (ALL, NOBODY, ("inbox_inboundmessage_html", "inbox_inboundmessage_verb"), ()),
+    "inbox.ReviewQueueMessage": (
+        ALL,
+        NOBODY,
+        ("inbox_reviewqueuemessage_html", "inbox_reviewqueuemessage_verb"),
+        (),
+    ),
+    "inbox.QuarantinedMessage": (
+        ALL,
+        NOBODY,
+        ("inbox_quarantinedmessage_html", "inbox_quarantinedmessage_verb"),
+        (),
+    ),
     "inbox.AgentConfig": (ALL, MANAGERS, ("inbox_agentconfig_rotate_secret",), ()),
     "inbox.KnowledgeEntry": (ALL, MANAGERS, (), ()),
     "inbox.CircuitBreaker": (ALL, NOBODY, ("inbox_circuitbreaker_close",), ()),
@@ -353,6 +377,20 @@ def _objects_of(label: str, org):  # noqa: C901, PLR0911, PLR0912 - one branch p
         return _template()
     if label == "templates.TransactionalEmail":
         return m.objects.create(organization=org, slug="w", name="W", subject="S", html_content="x")
+    if label == "templates.TemplateImage":
+        return m.objects.create(
+            organization=org,
+            name="Hero",
+            file="template-images/x/hero.png",
+            email_file="template-images/x/hero-email.png",
+            content_type="image/png",
+            width=1200,
+            height=500,
+            email_width=1200,
+            email_height=500,
+            size_bytes=1000,
+            email_size_bytes=1000,
+        )
     if label == "delivery.EmailSend":
         return m.objects.create(
             organization=org,
@@ -440,7 +478,7 @@ def _objects_of(label: str, org):  # noqa: C901, PLR0911, PLR0912 - one branch p
     if label == "auth.Group":
         return m.objects.create(name="Operators")
     if label == "django_q.Schedule":
-        return m.objects.create(name="matrix", func="owlat.permissions.has_permission", schedule_type="D")
+        return m.objects.create(name="matrix", func="owlat.audit.audit_purge_task", schedule_type="D")
     if label.startswith("axes."):
         fields = {"user_agent": "ua", "ip_address": "10.0.0.1", "username": "x", "http_accept": "*/*"}
         extra = (
@@ -576,6 +614,7 @@ RULES: dict[
     "owlat.WebhookDelivery": (*RO, None, {}),
     "templates.EmailTemplate": _TEMPLATE_RULE,
     "templates.TransactionalEmail": _TEMPLATE_RULE,
+    "templates.TemplateImage": (ALL_S, MANAGERS_S, MANAGERS_S, ("name", "Renamed"), {}),
     # sends are records: nobody edits or deletes them; an outcome-unknown send is re-sent by organization managers
     "delivery.EmailSend": _SEND_RULE,
     "delivery.TransactionalSend": _SEND_RULE,
@@ -624,9 +663,10 @@ RULES: dict[
     "axes.AccessAttempt": (S, S, S, None, {"cleanup_expired_attempts": (S, None, _gone)}),
     "axes.AccessLog": (S, S, S, None, {}),
     "axes.AccessFailureLog": (S, S, S, None, {}),
-    "django_q.Success": (S, S, S, None, {"resubmit_task": (S, None, _queued)}),
-    "django_q.Failure": (S, S, S, None, {"resubmit_task": (S, None, _queued)}),
-    "django_q.OrmQ": (S, S, S, None, {}),
+    # finished and queued tasks are read-only records (a task's payload names code: never edited)
+    "django_q.Success": (S, NOBODY, S, None, {"resubmit_task": (S, None, _queued)}),
+    "django_q.Failure": (S, NOBODY, S, None, {"resubmit_task": (S, None, _queued)}),
+    "django_q.OrmQ": (S, NOBODY, S, None, {}),
 }
 ANNOTATE_ONLY = {("owlat.Contact", "editor")}  # the change view answers; the declared field stays as it was
 # what a browser posts besides the model form's own fields (nested builders the form reads from its data)
@@ -666,9 +706,11 @@ CUSTOM_OBJECT_URLS: dict[str, frozenset[str]] = {
     "owlat_domain_rotate_dkim": MANAGERS_S,
     "owlat_domain_override": S,
     "templates_emailtemplate_preview": ALL_S,
+    "templates_emailtemplate_preview_frame": ALL_S,
     "templates_emailtemplate_send_test": ALL_S,  # emails:test
     "templates_emailtemplate_set_status": MANAGERS_S,
     "templates_transactionalemail_preview": ALL_S,
+    "templates_transactionalemail_preview_frame": ALL_S,
     "templates_transactionalemail_send_test": ALL_S,
     "templates_transactionalemail_set_status": MANAGERS_S,
     "automations_automation_transition": MANAGERS_S,
@@ -676,6 +718,11 @@ CUSTOM_OBJECT_URLS: dict[str, frozenset[str]] = {
     "campaigns_campaign_schedule": ALL_S,  # campaigns:schedule
     "campaigns_campaign_transition": ALL_S,  # campaigns:send / campaigns:manage
     "campaigns_campaignreview_decide": S,
+    "campaigns_campaignreview_rendered": S,
+    "delivery_localmessage_html": ALL_S,
+    "inbox_inboundmessage_html": ALL_S,
+    "inbox_reviewqueuemessage_html": ALL_S,
+    "inbox_quarantinedmessage_html": NOBODY,  # quarantined mail is read as text only
     "inbox_inboundmessage_verb": MANAGERS_S,
     "inbox_reviewqueuemessage_verb": MANAGERS_S,
     "inbox_quarantinedmessage_verb": MANAGERS_S,

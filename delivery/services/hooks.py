@@ -4,6 +4,7 @@ attribution (erasure: `delivery.erasure`)."""
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from django.db.models import F
 from django.utils import timezone
@@ -84,3 +85,33 @@ def on_unsubscribe(contact: Contact, source: str, campaign_send_id: str | None) 
     TransactionalSend.objects.filter(
         pk=pk, organization_id=contact.organization_id, contact_id=contact.pk, unsubscribed_at__isnull=True
     ).update(unsubscribed_at=now)
+
+
+def system_email_queue(
+    *, organization_id: Any, to: str, subject: str, text: str, correlation_id: str
+) -> str | None:
+    """A plain mail of the installation to one address (owlat.registry's system mail, e.g. an invitation link),
+    from the organization's default sender, as a transactional send. None without a provider or when the address
+    is suppressed."""
+    from django.conf import settings
+
+    from owlat.suppression import is_suppressed
+
+    if not delivery_configured():
+        logger.warning("%s mail not sent: no delivery provider configured", correlation_id)
+        return None
+    if is_suppressed(organization_id=organization_id, email=to, scope="transactional"):
+        return None
+    sender = default_sender(organization_id)
+    send = TransactionalSend.objects.create(
+        organization_id=organization_id,
+        kind=SendKind.TRANSACTIONAL,
+        email=to,
+        subject=subject,
+        from_email=sender.email if sender else settings.DEFAULT_FROM_EMAIL,
+        from_name=sender.name if sender else "",
+        text_body=text,
+        correlation_id=correlation_id,
+    )
+    sends_enqueue("transactional", [send.pk])
+    return str(send.pk)

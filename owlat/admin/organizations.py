@@ -6,7 +6,7 @@ import zoneinfo
 from typing import Any
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Count, OuterRef, Q, Subquery
@@ -24,6 +24,8 @@ from owlat.admin_tenancy import (
 )
 from owlat.models import (
     Contact,
+    Invitation,
+    InvitationStatus,
     Membership,
     Organization,
     OrganizationSettings,
@@ -34,11 +36,9 @@ from owlat.models import (
 
 
 class MembershipForm(forms.ModelForm):
-    member = forms.CharField(
-        label="User",
-        required=False,
-        help_text="Username or email of an existing account (new rows only).",
-    )
+    """A member's row: who (shown), and their role. People join by invitation (InvitationInline)."""
+
+    member = forms.CharField(label="User", required=False, disabled=True)
 
     class Meta:
         model = Membership
@@ -47,33 +47,7 @@ class MembershipForm(forms.ModelForm):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         if not self.instance._state.adding:
-            self.fields["member"].disabled = True
             self.fields["member"].initial = self.instance.user.get_username()
-
-    def clean_member(self) -> Any:
-        if not self.instance._state.adding:
-            return self.instance.user
-        value = (self.cleaned_data.get("member") or "").strip()
-        if not value:
-            if self.has_changed():
-                raise ValidationError("Enter a username or email.")
-            return None
-        from django.contrib.auth import get_user_model
-
-        users = get_user_model().objects.filter(Q(username=value) | Q(email__iexact=value))
-        found = list(users[:2])
-        if len(found) != 1:
-            raise ValidationError(
-                "No single account has this username or email. Platform staff create accounts."
-            )
-        user = found[0]
-        if (
-            self.instance.organization_id
-            and Membership.objects.filter(user=user, organization_id=self.instance.organization_id).exists()
-        ):
-            raise ValidationError("This user is already a member.")
-        self.instance.user = user
-        return user
 
 
 class MembershipFormSet(forms.BaseInlineFormSet):
@@ -117,6 +91,76 @@ class MembershipInline(TenantTabularInline):
     def get_queryset(self, request: HttpRequest):
         return super().get_queryset(request).select_related("user")
 
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False  # people join by invitation: nothing about another account changes before they accept
+
+    def get_formset(self, request: HttpRequest, obj: Any = None, **kwargs: Any):
+        formset = super().get_formset(request, obj, **kwargs)
+        formset.request = request
+        return formset
+
+
+class InvitationForm(forms.ModelForm):
+    class Meta:
+        model = Invitation
+        fields = ("invitee", "role")
+        labels = {"invitee": "Username or email"}
+        help_texts = {"role": "What they may do once they accept (owner: everything, including deleting)."}
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if not self.instance._state.adding:
+            self.fields["invitee"].disabled = True
+
+    def clean_invitee(self) -> str:
+        from owlat.invitations import normalize_invitee
+
+        value = normalize_invitee(self.cleaned_data.get("invitee") or "")
+        if not self.instance._state.adding:
+            return self.instance.invitee
+        if not value:
+            raise ValidationError("Enter a username or an email address.")
+        org_id = self.instance.organization_id
+        if (
+            org_id
+            and Membership.objects.filter(
+                Q(user__username=value) | Q(user__email__iexact=value), organization_id=org_id
+            ).exists()
+        ):
+            raise ValidationError("Already a member of this organization (see Members).")
+        return value
+
+
+class InvitationFormSet(forms.BaseInlineFormSet):
+    request: HttpRequest | None = None
+
+    def clean(self) -> None:
+        super().clean()
+        tenancy = get_tenancy(self.request) if self.request is not None else None
+        acting_is_owner = tenancy is not None and (tenancy.is_platform_staff or tenancy.role == Role.OWNER)
+        for form in self.forms:
+            data = getattr(form, "cleaned_data", None) or {}
+            if data.get("role") == Role.OWNER and form.has_changed() and not acting_is_owner:
+                form.add_error("role", "Only owners can invite owners.")
+
+
+class InvitationInline(TenantTabularInline):
+    """Open invitations. A new row invites the person it names; removing a row withdraws the invitation."""
+
+    hide_title = True
+    model = Invitation
+    form = InvitationForm
+    formset = InvitationFormSet
+    manage_permission = "organization:manage"
+    extra = 0
+    fields = ("invitee", "role", "created_at")
+    readonly_fields = ("created_at",)
+    verbose_name = "invitation"
+    verbose_name_plural = "Invitations (people join when they accept)"
+
+    def get_queryset(self, request: HttpRequest):
+        return super().get_queryset(request).filter(status=InvitationStatus.PENDING)
+
     def get_formset(self, request: HttpRequest, obj: Any = None, **kwargs: Any):
         formset = super().get_formset(request, obj, **kwargs)
         formset.request = request
@@ -136,7 +180,7 @@ class OrganizationAdmin(TenantModelAdmin):
     list_display = ("name", "member_count", "contact_count", "created_at")
     search_fields = ("name",)
     fields = ("name", "postal_address")
-    inlines = (MembershipInline,)
+    inlines = (MembershipInline, InvitationInline)
 
     def get_urls(self):
         return [
@@ -185,13 +229,26 @@ class OrganizationAdmin(TenantModelAdmin):
         organization_settings(obj.pk)  # the settings row with the DOM-17 flag defaults
 
     def save_formset(self, request: HttpRequest, form: Any, formset: Any, change: bool) -> None:
-        super().save_formset(request, form, formset, change)
-        if formset.model is Membership:
-            # Members use the admin as their product UI (D-12): they need staff access, no model permissions.
-            for membership in formset.new_objects:
-                if not membership.user.is_staff:
-                    membership.user.is_staff = True
-                    membership.user.save(update_fields=["is_staff"])
+        if formset.model is not Invitation:
+            super().save_formset(request, form, formset, change)
+            return
+        from owlat.invitations import ANSWER, invitation_create
+
+        formset.save(commit=False)
+        for obj in formset.deleted_objects:
+            obj.delete()  # withdrawn
+        for invitation_form in formset.forms:
+            data = getattr(invitation_form, "cleaned_data", None) or {}
+            if not data or data.get("DELETE") or not invitation_form.has_changed():
+                continue
+            invitation = invitation_create(
+                organization=form.instance,
+                invitee=data.get("invitee") or invitation_form.instance.invitee,
+                role=data["role"],
+                invited_by=request.user,
+            )
+            # the same answer whether or not an account answers to that name
+            messages.success(request, ANSWER.format(invitee=invitation.invitee))
 
 
 # --- organization settings ---------------------------------------------------------------------------------

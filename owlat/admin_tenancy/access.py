@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponseNotAllowed, HttpResponseRedirect
 from django.urls import NoReverseMatch, reverse
+from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 
 from owlat.models import Membership, Organization
@@ -85,7 +87,7 @@ def resolve_tenancy(user: Any, session: Any) -> Tenancy:
         if not chosen:
             # No choice yet: start at the member's own organization, or the only one (issue 8); else "all".
             if memberships:
-                chosen = str(memberships[0].organization_id)
+                chosen = str(last_chosen(memberships).organization_id)
             elif len(choices) == 1:
                 chosen = choices[0][0]
             if chosen and session is not None:
@@ -98,11 +100,20 @@ def resolve_tenancy(user: Any, session: Any) -> Tenancy:
         return Tenancy(organization=org, role=role, is_platform_staff=True, choices=choices)
     if not memberships:
         return NO_TENANCY
-    active = next((m for m in memberships if str(m.organization_id) == str(chosen)), memberships[0])
+    active = next((m for m in memberships if str(m.organization_id) == str(chosen)), None) or last_chosen(
+        memberships
+    )
     if session is not None and chosen != str(active.organization_id):
         session[SESSION_KEY] = str(active.organization_id)
     choices = tuple((str(m.organization_id), m.organization.name) for m in memberships)
     return Tenancy(organization=active.organization, role=active.role, choices=choices)
+
+
+def last_chosen(memberships: list[Membership]) -> Membership:
+    """Where a member lands without a choice in their session (after signing in): the organization they chose
+    last (switch, accepted invitation), else the one they joined first. Every membership was accepted."""
+    never = dt.datetime.min.replace(tzinfo=dt.UTC)
+    return max(memberships, key=lambda m: (m.chosen_at or never, -m.created_at.timestamp()))
 
 
 def get_tenancy(request: HttpRequest) -> Tenancy:
@@ -156,6 +167,8 @@ def tenancy_switch(request: HttpRequest, value: str) -> bool:
             return False
         value = str(org_id)
     request.session[SESSION_KEY] = value
+    if value != ALL_ORGANIZATIONS:
+        Membership.objects.filter(user=user, organization_id=value).update(chosen_at=timezone.now())
     for attr in ("tenancy", "active_organization"):
         if hasattr(request, attr):
             delattr(request, attr)
@@ -184,14 +197,22 @@ class ActiveOrganizationMiddleware:
 
 def active_organization_context(request: HttpRequest) -> dict[str, Any]:
     """Template context for the admin header's organization selector."""
+    from owlat.invitations import SESSION_WAITING
+
+    session = getattr(request, "session", None)
+    waiting = (
+        session.get(SESSION_WAITING) if session is not None and request.path.startswith("/admin/") else 0
+    )
+    extra = {"owlat_pending_invitations": waiting} if waiting else {}
     tenancy = getattr(request, "tenancy", None)
     if tenancy is None or (not tenancy.choices and not tenancy.is_platform_staff):
-        return {}
+        return extra
     try:
         switch_url = reverse(SWITCH_URL_NAME)
     except NoReverseMatch:
-        return {}
+        return extra
     return {
+        **extra,
         "owlat_tenancy": tenancy,
         "owlat_active_organization": tenancy.organization,
         "owlat_active_organization_id": str(tenancy.organization_id) if tenancy.organization else "",

@@ -3,8 +3,10 @@
 Routes are plain `path()`s without a trailing slash; `ApiMiddleware` answers the slash variant too (API-01).
 """
 
+from csp.decorators import csp_update
 from django.urls import include, path, register_converter
-from drf_spectacular.views import SpectacularJSONAPIView, SpectacularRedocView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularJSONAPIView, SpectacularRedocView, SpectacularSwaggerSplitView
+from rest_framework.negotiation import DefaultContentNegotiation
 
 from owlat.api import segment_views, views
 from owlat.api.health import HealthView
@@ -38,14 +40,29 @@ class ResourceIdConverter:
 register_converter(ContactRefConverter, "contact")
 register_converter(ResourceIdConverter, "id")
 
+# the docs pages are HTML (and Swagger's script JavaScript): DRF's negotiation, not the API's JSON-only one
+_HTML = DefaultContentNegotiation
+
 urlpatterns = [
     # the events intake first (issue 12: the most frequent call resolves past 4 patterns instead of ~25; every
     # app's routes are disjoint from the kernel's, so the order decides nothing else)
     path("", include("automations.api.urls")),
     path("health", HealthView.as_view(), name="api-health"),
     path("schema", SpectacularJSONAPIView.as_view(), name="api-schema"),
-    path("docs", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
-    path("redoc", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),
+    # the split view serves its script from a URL of its own: no inline script (Content-Security-Policy)
+    path(
+        "docs",
+        SpectacularSwaggerSplitView.as_view(url_name="api-schema", content_negotiation_class=_HTML),
+        name="api-docs",
+    ),
+    path(
+        "redoc",
+        # Redoc builds its search index in a blob: worker and shows its maker's logo from their CDN
+        csp_update({"worker-src": ["blob:"], "img-src": ["https://cdn.redoc.ly"]})(
+            SpectacularRedocView.as_view(url_name="api-schema", content_negotiation_class=_HTML)
+        ),
+        name="api-redoc",
+    ),
     # contacts (API-13…18)
     path("contacts", views.ContactListView.as_view(), name="api-contacts"),
     path("contacts/<contact:id_or_email>", views.ContactDetailView.as_view(), name="api-contact"),

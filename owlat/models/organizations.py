@@ -38,12 +38,58 @@ class Membership(models.Model):
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="memberships")
     role = models.CharField(max_length=10, choices=Role.choices, default=Role.EDITOR)
     created_at = models.DateTimeField(auto_now_add=True)
+    # when the member last chose this organization (switch or accepted invitation): where they land after login
+    chosen_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["user", "organization"], name="uniq_membership")]
 
     def __str__(self) -> str:
         return f"{self.user} @ {self.organization} ({self.role})"
+
+
+class InvitationStatus(models.TextChoices):
+    PENDING = "pending"
+    ACCEPTED = "accepted"
+    DECLINED = "declined"
+
+
+class Invitation(models.Model):
+    """An offer of membership (DOM-02) to whoever holds the account `invitee` names (a username or an email
+    address, as the inviter typed it): nothing about that account changes until its holder accepts
+    (owlat.invitations)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="invitations")
+    invitee = models.CharField(
+        max_length=254,
+        help_text="Username or email address of the person to invite. They get an email link when their address "
+        "is known and see the invitation when they next sign in; nothing changes for them until they accept.",
+    )
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.EDITOR)
+    status = models.CharField(
+        max_length=10, choices=InvitationStatus.choices, default=InvitationStatus.PENDING
+    )
+    invited_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    accepted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    responded_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["organization", "invitee"],
+                condition=models.Q(status="pending"),
+                name="uniq_pending_invitation",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.invitee} → {self.organization} ({self.role}, {self.status})"
 
 
 class AbuseStatus(models.TextChoices):

@@ -133,7 +133,9 @@ def test_sync_creates_updates_removes_and_is_idempotent():
     assert Schedule.objects.get(name="owlat:purge").next_run.hour == 4
 
     # duplicated rows of one name collapse to one
-    Schedule.objects.create(name="owlat:segments", func="x.y", schedule_type="C", cron="* * * * *")
+    Schedule.objects.create(
+        name="owlat:segments", func="owlat.audit.audit_purge_task", schedule_type="C", cron="* * * * *"
+    )
     fourth = sync_schedules(specs=specs2)
     assert fourth.removed == ["owlat:segments"]
     assert Schedule.objects.filter(name="owlat:segments").count() == 1

@@ -3,6 +3,8 @@ language texts; and its rendering to responsive email HTML and plain text (templ
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from templates.block_render import render_document
@@ -142,6 +144,25 @@ def test_every_block_type_renders_to_responsive_email_html_and_text():
         "Unsubscribe: {{unsubscribeUrl}}" in rendered.text
         and "GitHub: https://github.com/owlat" in rendered.text
     )
+
+
+def test_social_icons_are_our_own_static_files_on_site_url_with_their_size(settings):
+    from django.contrib.staticfiles import finders
+    from PIL import Image
+
+    from templates.blocks import SOCIAL_NETWORKS
+
+    settings.SITE_URL = "https://mail.acme.test"
+    links = [{"network": n, "url": f"https://{n}.example/acme"} for n in SOCIAL_NETWORKS]
+    html = render_document(document_clean(doc({"id": "so", "type": "social", "links": links}))).html
+    icons = re.findall(r'<img alt="[^"]*" title="[^"]*" src="([^"]+)" width="28" height="28"', html)
+    assert icons == [f"https://mail.acme.test/static/editor/social/{n}.png" for n in SOCIAL_NETWORKS]
+    assert "mailjet" not in html and html.count("<img") == len(SOCIAL_NETWORKS)
+    for network in SOCIAL_NETWORKS:  # built at setup (scripts/editor_assets.sh), served as static files
+        path = finders.find(f"editor/social/{network}.png")
+        assert path, f"the {network} icon is missing: run scripts/editor_assets.sh"
+        with Image.open(path) as image:
+            assert image.size == (56, 56) and image.mode == "RGBA"  # twice the shown size
 
 
 def test_an_html_template_converts_to_one_raw_block_sent_as_written():

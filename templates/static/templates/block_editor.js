@@ -72,6 +72,7 @@
       this.texts = this.config.translations || {};
       this.language = this.config.defaultLanguage;
       this.open = new Set();
+      this.frameWidth = 600;
       this.build();
     }
 
@@ -105,12 +106,33 @@
       if (this.isDefault()) left.append(settings);
       left.append(this.blockList(null));
       if (this.isDefault()) left.append(this.addMenu(null));
-      const right = el("div", { class: "obe-preview" },
-        el("div", { class: "obe-preview-head" }, el("strong", { text: "Live preview" }), el("span", { class: "obe-muted", text: " sample data, 600 px" })),
-        el("iframe", { name: this.root.id + "-frame", class: "obe-frame", sandbox: "", title: "Live preview of the email" }));
-      layout.append(left, right);
+      layout.append(left, this.previewPanel());
       this.root.append(bar, layout);
       this.changed();
+    }
+    previewPanel() {
+      const note = el("span", { class: "obe-muted obe-scale-note" });
+      const widths = el("span", { class: "obe-segmented", role: "group", "aria-label": "Preview width" },
+        [[600, "Desktop"], [375, "Mobile"]].map(([w, label]) => el("button", { type: "button", class: "obe-seg" + (w === this.frameWidth ? " obe-on" : ""), "aria-pressed": w === this.frameWidth ? "true" : "false", "data-width": w, onclick: () => { this.frameWidth = w; this.build(); }, text: label + " " + w + " px" })));
+      const frame = el("iframe", { name: this.root.id + "-frame", class: "obe-frame", sandbox: this.config.sandboxFlags, referrerpolicy: "no-referrer", title: "Live preview of the email" });
+      const stage = el("div", { class: "obe-stage" }, frame);
+      const panel = el("div", { class: "obe-preview" },
+        el("div", { class: "obe-preview-head" }, el("strong", { text: "Live preview" }), el("span", { class: "obe-muted", text: "sample data" }), note, widths),
+        stage);
+      // the email is drawn at its real width and scaled down to the column when the column is narrower
+      const fit = () => {
+        const width = this.frameWidth, room = stage.clientWidth;
+        if (!room) return;
+        const scale = Math.min(1, room / width);
+        frame.style.width = width + "px";
+        frame.style.height = Math.round(stage.clientHeight / scale) + "px";
+        frame.style.transform = scale < 1 ? "scale(" + scale.toFixed(4) + ")" : "";
+        note.textContent = scale < 1 ? "shown at " + Math.round(scale * 100) + " %" : "";
+      };
+      if (this.resizer) this.resizer.disconnect();
+      this.resizer = new ResizeObserver(fit);
+      this.resizer.observe(stage);
+      return panel;
     }
     isDefault() { return this.language === this.config.defaultLanguage; }
     allIds() { const ids = []; const walk = (bs) => bs.forEach((b) => { ids.push(b.id); (b.columns || []).forEach((c) => walk(c.blocks)); }); walk(this.doc.blocks); return ids; }
@@ -164,16 +186,16 @@
       const open = this.open.has(block.id);
       const isDefault = this.isDefault();
       const head = el("div", { class: "obe-card-head" },
-        isDefault ? el("span", { class: "obe-handle", title: "Drag to reorder", "aria-hidden": "true", text: "⠿" }) : null,
+        isDefault ? el("span", { class: "obe-handle material-symbols-outlined", title: "Drag to reorder", "aria-hidden": "true", text: "drag_indicator" }) : null,
         el("button", { type: "button", class: "obe-toggle", "aria-expanded": open ? "true" : "false", onclick: () => { open ? this.open.delete(block.id) : this.open.add(block.id); this.build(); } },
           el("strong", { text: TYPES[block.type] }), el("span", { class: "obe-summary", text: this.summary(block) })));
       if (isDefault) {
         const list = this.list(path);
         head.append(el("span", { class: "obe-actions" },
-          el("button", { type: "button", class: "obe-icon", title: "Move up", "aria-label": "Move up", disabled: index === 0, onclick: () => { list.splice(index - 1, 0, list.splice(index, 1)[0]); this.build(); }, text: "↑" }),
-          el("button", { type: "button", class: "obe-icon", title: "Move down", "aria-label": "Move down", disabled: index === list.length - 1, onclick: () => { list.splice(index + 1, 0, list.splice(index, 1)[0]); this.build(); }, text: "↓" }),
-          el("button", { type: "button", class: "obe-icon", title: "Duplicate", "aria-label": "Duplicate", onclick: () => { const copy = renew(clone(block)); list.splice(index + 1, 0, copy); this.open.add(copy.id); this.build(); }, text: "⧉" }),
-          el("button", { type: "button", class: "obe-icon obe-danger", title: "Delete", "aria-label": "Delete", onclick: () => { if (window.confirm("Delete this " + TYPES[block.type].toLowerCase() + " block? Its texts in other languages go with it.")) { list.splice(index, 1); this.build(); } }, text: "✕" })));
+          icon("Move up", "arrow_upward", index === 0, () => { list.splice(index - 1, 0, list.splice(index, 1)[0]); this.build(); }, "obe-move"),
+          icon("Move down", "arrow_downward", index === list.length - 1, () => { list.splice(index + 1, 0, list.splice(index, 1)[0]); this.build(); }, "obe-move"),
+          icon("Duplicate", "content_copy", false, () => { const copy = renew(clone(block)); list.splice(index + 1, 0, copy); this.open.add(copy.id); this.build(); }),
+          icon("Delete", "delete", false, () => { if (window.confirm("Delete this " + TYPES[block.type].toLowerCase() + " block? Its texts in other languages go with it.")) { list.splice(index, 1); this.build(); } }, "obe-danger")));
       }
       const card = el("div", { class: "obe-block", "data-type": block.type, "data-id": block.id }, head);
       if (open) card.append(isDefault ? this.blockFields(block) : this.textFields(block));
@@ -238,15 +260,16 @@
       }
       return box;
     }
-    wrap(label, input, help) {
-      return el("label", { class: "obe-field" }, el("span", { class: "obe-label", text: label }), input, help ? el("span", { class: "obe-help", text: help }) : null);
+    wrap(label, input, help, extra) {
+      return el("label", { class: "obe-field" + (extra ? " " + extra : "") }, el("span", { class: "obe-label", text: label }), input, help ? el("span", { class: "obe-help", text: help }) : null);
     }
     field(block, key, label, kind, opts) {
       const set = (value) => { block[key] = value; (opts.onset || (() => this.changed()))(); };
       if (kind === "text" || kind === "link") {
         const input = el("input", { type: kind === "link" ? "url" : "text", class: "obe-input", value: block[key] || "", placeholder: opts.placeholder || (kind === "link" ? "https://" : ""), "data-key": key, oninput: (e) => set(e.target.value || (kind === "link" ? null : "")) });
-        const row = el("span", { class: "obe-row" }, input, opts.variables || kind === "link" ? this.variablePicker((text) => { insertAt(input, text); set(input.value); }) : null);
-        return this.wrap(label, row, opts.help);
+        const picker = opts.variables || kind === "link";
+        const row = el("span", { class: "obe-row obe-nowrap" }, input, picker ? this.variablePicker((text) => { insertAt(input, text); set(input.value); }) : null);
+        return this.wrap(label, row, opts.help, picker ? "obe-wide" : null); // a field with its picker: a whole row
       }
       if (kind === "textarea" || kind === "code") {
         const input = el("textarea", { class: "obe-input" + (kind === "code" ? " obe-code" : ""), rows: kind === "code" ? 8 : 2, "data-key": key, oninput: (e) => set(e.target.value), placeholder: opts.placeholder || "" });
@@ -288,10 +311,10 @@
     }
     paddingField(block) {
       const p = block.padding = Object.assign({}, PADDING, block.padding || {});
-      const row = el("span", { class: "obe-row" });
-      ["top", "right", "bottom", "left"].forEach((side) => row.append(el("label", { class: "obe-pad" }, el("span", { class: "obe-muted", text: side }),
-        el("input", { type: "number", class: "obe-input obe-number", min: 0, max: 120, value: p[side], oninput: (e) => { p[side] = Math.max(0, Math.min(120, Number(e.target.value) || 0)); this.changed(); } }))));
-      return this.wrap("Padding (px)", row);
+      const row = el("span", { class: "obe-padding" });
+      [["top", "Top"], ["right", "Right"], ["bottom", "Bottom"], ["left", "Left"]].forEach(([side, name]) => row.append(el("label", { class: "obe-pad", title: name + " padding (px)" }, el("span", { class: "obe-muted", text: name }),
+        el("input", { type: "number", class: "obe-input obe-pad-input", min: 0, max: 120, value: p[side], "data-key": "padding-" + side, "aria-label": name + " padding (px)", oninput: (e) => { p[side] = Math.max(0, Math.min(120, Number(e.target.value) || 0)); this.changed(); } }))));
+      return el("div", { class: "obe-field obe-wide" }, el("span", { class: "obe-label", text: "Padding (px)" }), row);
     }
     variablePicker(insert) {
       const select = el("select", { class: "obe-vars", title: "Insert a variable", "aria-label": "Insert a variable", onchange: (e) => {
@@ -305,7 +328,7 @@
           if (fallback) text = "{{" + name + "|'" + fallback.replace(/'/g, "’") + "'}}";
         }
         insert(text);
-      } }, el("option", { value: "", text: "{{ }} Insert variable" }), this.config.variables.map((v) => el("option", { value: v.name, text: v.label })));
+      } }, el("option", { value: "", text: "{{ }} Variable" }), this.config.variables.map((v) => el("option", { value: v.name, text: v.label })));
       return select;
     }
     richText(block, key, label, set, opts) {
@@ -334,7 +357,7 @@
       block.links.forEach((link, i) => box.append(el("span", { class: "obe-row" },
         el("select", { class: "obe-input", "aria-label": "Network", onchange: (e) => { link.network = e.target.value; this.changed(); } }, NETWORKS.map((n) => el("option", { value: n, selected: n === link.network, text: n }))),
         el("input", { type: "url", class: "obe-input", value: link.url, placeholder: "https://", oninput: (e) => { link.url = e.target.value; this.changed(); } }),
-        el("button", { type: "button", class: "obe-icon obe-danger", title: "Remove", disabled: block.links.length === 1, onclick: () => { block.links.splice(i, 1); this.build(); }, text: "✕" }))));
+        icon("Remove this link", "close", block.links.length === 1, () => { block.links.splice(i, 1); this.build(); }, "obe-danger"))));
       box.append(el("button", { type: "button", class: "obe-btn", disabled: block.links.length >= 12, onclick: () => { block.links.push({ network: "web", url: "https://" }); this.build(); }, text: "+ Add a link" }));
       return this.wrap("Links", box);
     }
@@ -385,6 +408,10 @@
     }
   }
 
+  function icon(label, glyph, disabled, onclick, extra) {
+    return el("button", { type: "button", class: "obe-icon" + (extra ? " " + extra : ""), title: label, "aria-label": label, disabled: disabled, onclick: onclick },
+      el("span", { class: "material-symbols-outlined", "aria-hidden": "true", text: glyph }));
+  }
   function stripHtml(html) { const d = document.createElement("div"); d.innerHTML = html; return d.textContent; }
   function insertAt(input, text) {
     const start = input.selectionStart ?? input.value.length, end = input.selectionEnd ?? input.value.length;
