@@ -982,3 +982,67 @@ def test_every_admin_has_a_role_row():
     assert sorted(set(EXPECTED) ^ set(RULES)) == []
     for label, row in RULES.items():
         assert tuple(sorted(row[4])) == EXPECTED[label][3], f"{label}: declare who may run each action"
+
+
+# --- invitations (membership by invitation, owlat.invitations) ----------------------------------------------------
+
+
+def _invitation_post(org, rows, initial=0):
+    members = list(Membership.objects.filter(organization=org).order_by("pk"))
+    data = {"name": org.name, "postal_address": ""}
+    data.update(
+        {"memberships-TOTAL_FORMS": str(len(members)), "memberships-INITIAL_FORMS": str(len(members))}
+    )
+    for i, m in enumerate(members):
+        data.update({f"memberships-{i}-id": str(m.pk), f"memberships-{i}-role": m.role})
+        data[f"memberships-{i}-organization"] = str(org.pk)
+    data.update({"invitations-TOTAL_FORMS": str(len(rows)), "invitations-INITIAL_FORMS": str(initial)})
+    for i, row in enumerate(rows):
+        data.update({f"invitations-{i}-{k}": v for k, v in row.items()})
+        data[f"invitations-{i}-organization"] = str(org.pk)
+    return data
+
+
+def test_invitations_stay_within_their_organization_and_with_their_invitee(client, django_user_model):
+    """Per actor: who may invite into A, withdraw A's invitations or answer them (only A's owner and admin invite;
+    only the invitee answers); every refused cell leaves the invitations and memberships as they were."""
+    from owlat.invitations import invitation_create
+    from owlat.models import Invitation
+
+    acme = organization_create(name="Acme")
+    beta = organization_create(name="Beta")
+    users = {role: _user(django_user_model, role, (acme, role)) for role in ROLES}
+    users["foreign"] = _user(django_user_model, "mallory", (beta, "owner"))
+    invitee = django_user_model.objects.create_user("ivy", "ivy@example.com", "pw")
+    open_one = invitation_create(organization=acme, invitee="ivy", role="editor", invited_by=users["owner"])
+    acme_url = reverse("admin:owlat_organization_change", args=[acme.pk])
+    cells = 0
+    for who, user in users.items():
+        client.cookies.pop("messages", None)  # each actor in a browser of their own
+        client.force_login(user)
+        before = set(Invitation.objects.values_list("pk", "invitee", "status", "role"))
+        # invite into A
+        client.post(
+            acme_url, _invitation_post(acme, [{"invitee": f"new-{who}@example.com", "role": "editor"}])
+        )
+        invited = Invitation.objects.filter(invitee=f"new-{who}@example.com").exists()
+        assert invited == (who in MANAGERS), (who, "invite")
+        # withdraw A's open invitation through B's page (the foreign owner's own organization)
+        beta_data = _invitation_post(
+            beta, [{"id": str(open_one.pk), "invitee": "ivy", "role": "owner"}], initial=1
+        )
+        beta_data["invitations-0-DELETE"] = "on"
+        client.post(reverse("admin:owlat_organization_change", args=[beta.pk]), beta_data)
+        assert Invitation.objects.filter(pk=open_one.pk, status="pending", role="editor").exists(), who
+        # nobody but the invitee answers it, and A's invitations are never listed on B's page
+        client.post(reverse("owlat-invitations"), {"invitation": str(open_one.pk), "decision": "accept"})
+        assert not Membership.objects.filter(user=invitee).exists(), who
+        if who == "foreign":
+            page = client.get(reverse("admin:owlat_organization_change", args=[beta.pk])).content.decode()
+            assert 'value="ivy"' not in page and "new-owner@example.com" not in page
+            assert set(Invitation.objects.values_list("pk", "invitee", "status", "role")) == before
+        cells += 3
+    client.force_login(invitee)
+    client.post(reverse("owlat-invitations"), {"invitation": str(open_one.pk), "decision": "accept"})
+    assert Membership.objects.get(user=invitee).organization == acme
+    print(f"admin invitation matrix: {cells} cells ({len(users)} actors x invite, withdraw, answer)")
