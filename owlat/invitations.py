@@ -21,6 +21,7 @@ from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from owlat.lifecycle import Audit, Decision, Lifecycle
 from owlat.models import Invitation, InvitationStatus, Membership, Role
 
 logger = logging.getLogger(__name__)
@@ -32,6 +33,32 @@ ANSWER = (
     "Invitation for {invitee} recorded: they see it when they next sign in, and get an email link when their "
     "address is known. Nothing changes for them until they accept."
 )
+
+
+class InvitationLifecycle(Lifecycle):
+    """The single writer of `Invitation.status`: a pending invitation is accepted or declined by its holder."""
+
+    model = Invitation
+    resource = "invitation"
+    not_found_reason = "invitation_not_found"
+    self_loop = "reducer"
+    messages = {
+        "invitation_not_found": "Invitation not found",
+        "illegal_edge": "This invitation has already been answered.",
+    }
+
+    def reduce(
+        self, obj: Any, frm: str, to: str, *, input: dict[str, Any], actor: str, at: dt.datetime
+    ) -> Decision:
+        if frm != InvitationStatus.PENDING or to not in (InvitationStatus.ACCEPTED, InvitationStatus.DECLINED):
+            return Decision.refuse("illegal_edge")
+        patch: dict[str, Any] = {"status": to, "responded_at": at}
+        if to == InvitationStatus.ACCEPTED:
+            patch["accepted_by_id"] = input["user_id"]
+        return Decision.accept(patch, [Audit(f"invitation.{to}", {"invitee": obj.invitee, "role": obj.role})])
+
+
+INVITATIONS = InvitationLifecycle()
 
 
 class InvitationError(Exception):
@@ -178,8 +205,8 @@ def invitation_accept(*, invitation_id: Any, user: Any) -> Membership:
         if not user.is_staff:
             user.is_staff = True
             user.save(update_fields=["is_staff"])
-        Invitation.objects.filter(pk=invitation.pk).update(
-            status=InvitationStatus.ACCEPTED, accepted_by=user, responded_at=timezone.now()
+        INVITATIONS.transition_locked(
+            invitation, InvitationStatus.ACCEPTED, actor=str(user.pk), input={"user_id": user.pk}
         )
         audit_write(
             organization_id=invitation.organization_id,
@@ -195,9 +222,7 @@ def invitation_accept(*, invitation_id: Any, user: Any) -> Membership:
 def invitation_decline(*, invitation_id: Any, user: Any) -> None:
     with transaction.atomic():
         invitation = _pending_for(invitation_id, user)
-        Invitation.objects.filter(pk=invitation.pk).update(
-            status=InvitationStatus.DECLINED, responded_at=timezone.now()
-        )
+        INVITATIONS.transition_locked(invitation, InvitationStatus.DECLINED, actor=str(user.pk))
 
 
 def remember_waiting_invitations(sender: Any, request: Any, user: Any, **kwargs: Any) -> None:

@@ -40,6 +40,7 @@ EXEMPT = {
 LIFECYCLE_MODULES = {
     "owlat.Contact.doi_status": "owlat/topics.py",  # the DOI lifecycle (DOM-08)
     "owlat.Domain.status": "owlat/domains/lifecycle.py",  # domain verification (DOM-12, DOM-20)
+    "owlat.Invitation.status": "owlat/invitations.py",  # membership by invitation (DOM-02)
 }
 KERNEL_RUNNER = "owlat/lifecycle.py"
 

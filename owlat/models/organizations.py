@@ -6,6 +6,9 @@ import uuid
 
 from django.conf import settings
 from django.db import models
+from django_fsm import FSMField, FSMModelMixin, transition
+
+from owlat.transitions import apply_patch
 
 
 class Organization(models.Model):
@@ -54,7 +57,7 @@ class InvitationStatus(models.TextChoices):
     DECLINED = "declined"
 
 
-class Invitation(models.Model):
+class Invitation(FSMModelMixin, models.Model):
     """An offer of membership (DOM-02) to whoever holds the account `invitee` names (a username or an email
     address, as the inviter typed it): nothing about that account changes until its holder accepts
     (owlat.invitations)."""
@@ -67,8 +70,8 @@ class Invitation(models.Model):
         "is known and see the invitation when they next sign in; nothing changes for them until they accept.",
     )
     role = models.CharField(max_length=10, choices=Role.choices, default=Role.EDITOR)
-    status = models.CharField(
-        max_length=10, choices=InvitationStatus.choices, default=InvitationStatus.PENDING
+    status = FSMField(
+        max_length=10, choices=InvitationStatus.choices, default=InvitationStatus.PENDING, protected=True
     )
     invited_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
@@ -90,6 +93,14 @@ class Invitation(models.Model):
 
     def __str__(self) -> str:
         return f"{self.invitee} → {self.organization} ({self.role}, {self.status})"
+
+    @transition(field=status, source=InvitationStatus.PENDING, target=InvitationStatus.ACCEPTED)
+    def accept(self, patch: dict) -> None:
+        apply_patch(self, patch)
+
+    @transition(field=status, source=InvitationStatus.PENDING, target=InvitationStatus.DECLINED)
+    def decline(self, patch: dict) -> None:
+        apply_patch(self, patch)
 
 
 class AbuseStatus(models.TextChoices):
