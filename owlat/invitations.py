@@ -50,7 +50,10 @@ class InvitationLifecycle(Lifecycle):
     def reduce(
         self, obj: Any, frm: str, to: str, *, input: dict[str, Any], actor: str, at: dt.datetime
     ) -> Decision:
-        if frm != InvitationStatus.PENDING or to not in (InvitationStatus.ACCEPTED, InvitationStatus.DECLINED):
+        if frm != InvitationStatus.PENDING or to not in (
+            InvitationStatus.ACCEPTED,
+            InvitationStatus.DECLINED,
+        ):
             return Decision.refuse("illegal_edge")
         patch: dict[str, Any] = {"status": to, "responded_at": at}
         if to == InvitationStatus.ACCEPTED:
