@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import contextlib
 import html as html_lib
+import re
 from dataclasses import dataclass
 from typing import Any
 
 import css_inline
 import mjml
 
-from templates.blocks import FONT_FAMILIES, apply_overrides
+from templates.blocks import FONT_FAMILIES, apply_overrides, iter_blocks
 from templates.social_icons import ICON_SIZE, icon_url
 
 POSTAL_ADDRESS_VARIABLE = "postalAddress"
@@ -40,6 +41,12 @@ _inliner = css_inline.CSSInliner(load_remote_stylesheets=False, keep_style_tags=
 class RenderedDocument:
     html: str
     text: str
+
+
+RAW_MARK = "owlat-raw:"
+_RAW_PLACEHOLDER = re.compile(r"<!--" + re.escape(RAW_MARK) + r"([A-Za-z0-9_-]{1,40})-->")
+# C0 control characters (but tab and line breaks): invisible, not allowed in HTML, and refused by MJML's parser
+_CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 def _attr(value: Any) -> str:
@@ -126,7 +133,9 @@ def _component(block: dict[str, Any], width: int) -> str:
         )
         return f"<mj-text{attrs}>{_footer_html(block)}</mj-text>"
     if kind == "raw":
-        return f"<mj-raw>{block['html']}</mj-raw>"
+        # a placeholder MJML passes through; `render_document` puts the HTML in afterwards, as written (MJML's
+        # parser would refuse HTML a browser reads, such as `a < b` or a stray closing tag)
+        return f"<mj-raw><!--{RAW_MARK}{block['id']}--></mj-raw>"
     raise ValueError(f"unknown block type {kind}")
 
 
@@ -223,11 +232,14 @@ def render_document(
         from templates.rendering import html_to_text
 
         return RenderedDocument(html=blocks[0]["html"], text=html_to_text(blocks[0]["html"]))
-    markup = mjml.mjml2html(document_mjml(document, language=language, preview_text=preview_text))
+    source = _CONTROL_CHARS.sub("", document_mjml(document, language=language, preview_text=preview_text))
+    markup = mjml.mjml2html(source)
     markup = _sized_social_icons(markup)
     # MJML already wrote the block styles inline; a raw block's odd CSS must not make it unsendable
     with contextlib.suppress(ValueError, css_inline.InlineError):
         markup = _inliner.inline(markup)
+    raw = {block["id"]: block["html"] for block in iter_blocks(blocks) if block["type"] == "raw"}
+    markup = _RAW_PLACEHOLDER.sub(lambda m: raw.get(m.group(1), ""), markup)  # one pass: never re-read
     return RenderedDocument(html=markup, text=document_text(document))
 
 

@@ -32,13 +32,25 @@ BlockId = Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,40}$", examples=["b1"]
 LINK_RE = re.compile(
     r"^(https?://[^\s<>\"']{1,2000}|mailto:[^\s<>\"']{1,500}|tel:[+0-9() .-]{3,40}|\{\{[^{}<>\"]{1,200}\}\})$"
 )
+# The document states the link pattern (what clients may send); the validators enforce it, after trimming the
+# spaces an editor leaves around a pasted address, so every string the pattern allows is accepted.
 Link = Annotated[
     str,
     Field(
         max_length=2000,
         description="https:// (or http://, mailto:, tel:) URL, or a variable such as {{unsubscribeUrl}}",
+        json_schema_extra={"pattern": LINK_RE.pattern},
     ),
 ]
+OptionalLink = Annotated[
+    str,
+    Field(
+        max_length=2000,
+        description="https:// (or http://, mailto:, tel:) URL, a variable such as {{unsubscribeUrl}}, or empty",
+        json_schema_extra={"pattern": f"^$|{LINK_RE.pattern}"},
+    ),
+]
+IMAGE_SRC_RE = re.compile(r"^https?://[^\s<>\"']+$")
 FONT_FAMILIES = {
     "Arial": "Arial, Helvetica, sans-serif",
     "Helvetica": "Helvetica, Arial, sans-serif",
@@ -55,6 +67,8 @@ RICH_TEXT_TAGS = {"p", "div", "br", "strong", "b", "em", "i", "u", "s", "a", "ul
 def _check_link(value: str | None) -> str | None:
     if value is None or value == "":
         return None
+    if LINK_RE.match(value):
+        return value
     value = value.strip()
     if not LINK_RE.match(value):
         raise ValueError(
@@ -76,7 +90,7 @@ def sanitize_rich_text(markup: str) -> str:
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)  # JSON types as written: no `false` for 0
 
 
 class BlockPadding(_Model):
@@ -118,9 +132,14 @@ class TextBlock(_Block):
 class ImageBlock(_Block):
     type: Literal["image"]
     imageId: str | None = Field(None, max_length=40, description="An image of the library (its id)")
-    src: str = Field("", max_length=2000, description="The image's https:// address (empty: not chosen yet)")
+    src: str = Field(
+        "",
+        max_length=2000,
+        description="The image's https:// address (empty: not chosen yet)",
+        json_schema_extra={"pattern": f"^$|{IMAGE_SRC_RE.pattern}"},
+    )
     alt: str = Field("", max_length=500)
-    href: Link | None = None
+    href: OptionalLink | None = None
     width: int | None = Field(None, ge=16, le=600, description="Pixels; empty: the full width")
     height: int | None = Field(None, ge=1, le=4000, description="Pixels of the image at `width`")
     align: Align = "center"
@@ -128,7 +147,7 @@ class ImageBlock(_Block):
     @field_validator("src")
     @classmethod
     def _src(cls, value: str) -> str:
-        if value.strip() and not re.match(r"^https?://[^\s<>\"']+$", value.strip()):
+        if value.strip() and not IMAGE_SRC_RE.match(value.strip()):
             raise ValueError("must be an https:// image address (pick one from the image library)")
         return value.strip()
 

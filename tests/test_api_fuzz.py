@@ -121,6 +121,10 @@ def _spec_refusal(response) -> str | None:
         # custom properties' names are 1–100 characters (contacts and events); OpenAPI 3.0 cannot constrain an
         # object's keys
         return "property-names"
+    if response.status_code == 400 and error.get("message", "").endswith("ids must be unique"):
+        # DOM-13: a block document's block ids are unique (translations refer to them); JSON Schema's
+        # `uniqueItems` compares whole items, not one key of each
+        return "DOM-13"
     if response.status_code == 422 and error.get("category") == "invalid_state":
         # API-12: a transition or deletion refused in the resource's current state (a state the request can't show)
         return "API-12"

@@ -190,3 +190,38 @@ def test_language_texts_override_the_translatable_fields_only():
     with pytest.raises(BlockError) as err:
         overrides_clean({"de": {"d": {"color": "#000000"}}}, document)
     assert err.value.field == "translations.de.d.color"
+
+
+def test_raw_html_mjml_would_refuse_is_sent_as_written_and_control_characters_dropped():
+    document = document_clean(
+        {
+            "version": 1,
+            "blocks": [
+                {"type": "text", "id": "t", "html": "Hello\x01 wor\bld"},
+                {"type": "raw", "id": "r1", "html": "<p>1 < 2</p></div>"},
+                {
+                    "type": "columns",
+                    "id": "c",
+                    "columns": [
+                        {"blocks": [{"type": "raw", "id": "r2", "html": "<b>left <!--owlat-raw:r1--></b>"}]},
+                        {"blocks": []},
+                    ],
+                },
+            ],
+        }
+    )
+    html = render_document(document).html
+    assert "<p>1 < 2</p></div>" in html
+    # a raw block's text that looks like a placeholder stays text: raw HTML is put in once, never re-read
+    assert "<b>left <!--owlat-raw:r1--></b>" in html
+    assert html.count("<p>1 < 2</p></div>") == 1
+    assert "Hello world" in html and "\x01" not in html and "\b" not in html
+
+
+def test_links_the_document_allows_are_accepted():
+    for url in ("tel:12 ", "mailto:a", "{{unsubscribeUrl}}", "https://example.com/x"):
+        block = {"type": "button", "id": "b", "label": "Go", "href": url}
+        cleaned = document_clean({"version": 1, "blocks": [block]})
+        assert cleaned["blocks"][0]["href"] == url
+    with pytest.raises(BlockError, match="must be an integer"):
+        document_clean({"version": 1, "blocks": [{"type": "spacer", "id": "s", "padding": {"left": False}}]})

@@ -25,6 +25,8 @@ def test_create_and_publish_a_template(page, live_server, operator):
     page.goto(f"{live_server.url}/admin/templates/emailtemplate/add/")
     page.fill("#id_name", "Welcome")
     page.fill("#id_subject", "Welcome, {{firstName|'friend'}}!")
+    # a new template offers the block editor; raw HTML is behind "Or write raw HTML instead"
+    page.locator("summary", has_text="Or write raw HTML instead").click()
     page.fill("#id_html_content", "<p>Hi {{firstName}}, welcome to Acme.</p>")
     # the language picker (a searchable multi-select, no JSON): German, then its subject and HTML
     page.locator("#id_supported_languages + .select2").click()
