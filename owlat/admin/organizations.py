@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import uuid
 import zoneinfo
 from typing import Any
 
@@ -12,7 +14,8 @@ from django.db import transaction
 from django.db.models import Count, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 from django.http import HttpRequest
-from django.urls import path
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
 from django.utils import timezone
 
 from owlat.admin_tenancy import (
@@ -217,6 +220,23 @@ class OrganizationAdmin(TenantModelAdmin):
     def has_add_permission(self, request: HttpRequest, *args: Any) -> bool:
         return is_platform_staff(request.user)
 
+    def changeform_view(
+        self,
+        request: HttpRequest,
+        object_id: str | None = None,
+        form_url: str = "",
+        extra_context: Any = None,
+    ):
+        """Removing members or withdrawing invitations (their rows' Delete boxes) asks first, naming who loses
+        what; the confirmation posts the same form again with `_confirm_removal`."""
+        if request.method == "POST" and object_id and "_confirm_removal" not in request.POST:
+            obj = self.get_object(request, object_id)
+            if obj is not None and self.has_change_permission(request, obj):
+                members, invitations = _removals(request, obj)
+                if members or invitations:
+                    return _removal_confirmation(self, request, obj, members, invitations)
+        return super().changeform_view(request, object_id, form_url, extra_context)
+
     def get_deleted_objects(self, objs: Any, request: HttpRequest):
         # `organization:delete` covers every row of the organization (audit rows included).
         deleted, model_count, _perms_needed, protected = super().get_deleted_objects(objs, request)
@@ -229,6 +249,12 @@ class OrganizationAdmin(TenantModelAdmin):
         organization_settings(obj.pk)  # the settings row with the DOM-17 flag defaults
 
     def save_formset(self, request: HttpRequest, form: Any, formset: Any, change: bool) -> None:
+        if formset.model is Membership:
+            for member_form in formset.deleted_forms:
+                member = member_form.instance
+                if member._state.adding:
+                    continue  # a row naming no member of this organization: nothing to remove
+                _audit_removal(request, member, "member_removed", member.user.get_username())
         if formset.model is not Invitation:
             super().save_formset(request, form, formset, change)
             return
@@ -236,6 +262,7 @@ class OrganizationAdmin(TenantModelAdmin):
 
         formset.save(commit=False)
         for obj in formset.deleted_objects:
+            _audit_removal(request, obj, "invitation_withdrawn", obj.invitee)
             obj.delete()  # withdrawn
         for invitation_form in formset.forms:
             data = getattr(invitation_form, "cleaned_data", None) or {}
@@ -249,6 +276,71 @@ class OrganizationAdmin(TenantModelAdmin):
             )
             # the same answer whether or not an account answers to that name
             messages.success(request, ANSWER.format(invitee=invitation.invitee))
+
+
+_DELETE_KEY = re.compile(r"^(memberships|invitations)-(\d{1,4})-DELETE$")
+
+
+def _removals(request: HttpRequest, org: Organization) -> tuple[list[Membership], list[Invitation]]:
+    """The members and open invitations of `org` whose rows the posted form deletes (other ids: not ours)."""
+    ids: dict[str, list[str]] = {"memberships": [], "invitations": []}
+    for key, value in request.POST.items():
+        match = _DELETE_KEY.match(key)
+        if match and value and value.lower() not in ("off", "false", "0"):
+            ids[match[1]].append(request.POST.get(f"{match[1]}-{match[2]}-id", ""))
+
+    def valid(values: list[str]) -> list[uuid.UUID]:
+        out = []
+        for value in values:
+            try:
+                out.append(uuid.UUID(value))
+            except ValueError:
+                continue  # the formset names the broken row
+        return out
+
+    members = list(
+        Membership.objects.filter(organization=org, pk__in=valid(ids["memberships"])).select_related("user")
+    )
+    invitations = list(
+        Invitation.objects.filter(
+            organization=org, pk__in=valid(ids["invitations"]), status=InvitationStatus.PENDING
+        )
+    )
+    return members, invitations
+
+
+def _removal_confirmation(
+    model_admin: Any,
+    request: HttpRequest,
+    org: Organization,
+    members: list[Membership],
+    invitations: list[Invitation],
+) -> TemplateResponse:
+    fields = [(k, v) for k, values in request.POST.lists() for v in values if k != "csrfmiddlewaretoken"]
+    context = {
+        **model_admin.admin_site.each_context(request),
+        "title": "Remove members?" if members else "Withdraw invitations?",
+        "opts": Organization._meta,
+        "original": org,
+        "members": members,
+        "invitations": invitations,
+        "fields": fields,
+        "back": reverse("admin:owlat_organization_change", args=[org.pk]),
+    }
+    return TemplateResponse(request, "admin/owlat/organization/confirm_removal.html", context)
+
+
+def _audit_removal(request: HttpRequest, obj: Any, action: str, who: str) -> None:
+    from owlat.audit import audit_write
+
+    audit_write(
+        organization_id=obj.organization_id,
+        actor=str(request.user.pk),  # as every admin audit row (TenantModelAdmin.actor)
+        action=action,
+        resource="membership" if isinstance(obj, Membership) else "invitation",
+        resource_id=str(obj.pk),
+        details={"who": who, "role": obj.role},
+    )
 
 
 # --- organization settings ---------------------------------------------------------------------------------

@@ -165,3 +165,76 @@ def test_after_signing_in_a_member_lands_where_they_chose_last(client, acme, dja
     client.force_login(ann)
     assert SESSION_KEY not in client.session
     assert client.get(reverse("admin:index")).wsgi_request.active_organization == beta
+
+
+def _page_post(org, members, invitations):
+    """The organization page's POST as the admin sends it: every member and open invitation row as shown."""
+    data = {"name": org.name, "postal_address": "", "_save": "Save"}
+    data.update(
+        {"memberships-TOTAL_FORMS": str(len(members)), "memberships-INITIAL_FORMS": str(len(members))}
+    )
+    for i, m in enumerate(members):
+        data.update({f"memberships-{i}-id": str(m.pk), f"memberships-{i}-role": m.role})
+        data[f"memberships-{i}-organization"] = str(org.pk)
+    data.update(
+        {"invitations-TOTAL_FORMS": str(len(invitations)), "invitations-INITIAL_FORMS": str(len(invitations))}
+    )
+    for i, inv in enumerate(invitations):
+        data.update({f"invitations-{i}-id": str(inv.pk), f"invitations-{i}-role": inv.role})
+        data[f"invitations-{i}-organization"] = str(org.pk)
+    return data
+
+
+def test_removing_a_member_or_withdrawing_an_invitation_asks_first_and_is_audited(
+    client, acme, django_user_model
+):
+    from owlat.invitations import invitation_create
+    from owlat.models import AuditLog
+
+    org = acme["org"]
+    bob = django_user_model.objects.create_user("bob", "bob@example.com", "pw")
+    bob_member = Membership.objects.create(user=bob, organization=org, role="editor")
+    ivy = invitation_create(
+        organization=org, invitee="ivy@example.com", role="editor", invited_by=acme["owner"]
+    )
+    members = list(Membership.objects.filter(organization=org).order_by("created_at"))
+    data = _page_post(org, members, [ivy])
+    data[f"memberships-{members.index(bob_member)}-DELETE"] = "on"
+    data["invitations-0-DELETE"] = "on"
+    url = reverse("admin:owlat_organization_change", args=[org.pk])
+    client.force_login(acme["owner"])
+
+    # Given the owner ticks Delete on bob's row and ivy's invitation, the page asks and names the consequences
+    page = client.post(url, data)
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "Remove members?" in html and "bob" in html and "ivy@example.com" in html
+    assert "lose access to this organization at once" in html and "links stop working" in html
+    assert Membership.objects.filter(pk=bob_member.pk).exists()
+    assert Invitation.objects.filter(pk=ivy.pk).exists()
+
+    # When they confirm (the same form, posted again), bob is removed, ivy's invitation withdrawn, both audited
+    confirmed = dict(page.context["fields"]) | {"_confirm_removal": "1"}
+    assert client.post(url, confirmed).status_code == 302
+    assert not Membership.objects.filter(pk=bob_member.pk).exists()
+    assert not Invitation.objects.filter(pk=ivy.pk).exists()
+    audited = dict(AuditLog.objects.filter(organization=org).values_list("action", "details__who"))
+    assert audited["member_removed"] == "bob" and audited["invitation_withdrawn"] == "ivy@example.com"
+    assert bob.memberships.count() == 0 and django_user_model.objects.filter(pk=bob.pk).exists()
+
+
+def test_the_confirmation_never_names_another_organizations_people(client, acme, django_user_model):
+    other = organization_create(name="Beta")
+    mallory = django_user_model.objects.create_user("mallory", "m@beta.test", "pw", is_staff=True)
+    Membership.objects.create(user=mallory, organization=other, role="owner")
+    bob = django_user_model.objects.create_user("bob", "bob@example.com", "pw")
+    bob_member = Membership.objects.create(user=bob, organization=acme["org"], role="editor")
+    data = _page_post(other, list(Membership.objects.filter(organization=other)), [])
+    data.update({"memberships-TOTAL_FORMS": "2", "memberships-INITIAL_FORMS": "2"})
+    data.update(
+        {"memberships-1-id": str(bob_member.pk), "memberships-1-role": "editor", "memberships-1-DELETE": "on"}
+    )
+    client.force_login(mallory)
+    response = client.post(reverse("admin:owlat_organization_change", args=[other.pk]), data)
+    assert "Remove members?" not in response.content.decode() and "bob" not in response.content.decode()
+    assert Membership.objects.filter(pk=bob_member.pk).exists()
