@@ -3,8 +3,9 @@
 Every message's class (marketing, transactional, reply) and the headers that go with it — bulk markers,
 `List-Id`, `Feedback-ID`, one-click `List-Unsubscribe`, the Message-ID label — come from `delivery.headers`.
 
-- campaign (marketing): the row's template in its language, personalized from the row's snapshot; open pixel and
-  signed click links when tracking is on (DLV-20); `List-Id` for topic campaigns; a footer with the
+- campaign (marketing): the row's template in its language, personalized from the row's snapshot; signed click
+  links when tracking is on (DLV-20), and the open pixel when the body has enough text not to look image-only
+  (`OPEN_PIXEL_MIN_TEXT`; else the message's opens are not measured, `OutgoingMessage.open_tracked`); `List-Id` for topic campaigns; a footer with the
   unsubscribe link (topic and segment campaigns, issue 11 item 4), the preference link (topic campaigns) and the
   organization's postal address — a link the template already has through `{{unsubscribeUrl}}` /
   `{{preferencesUrl}}` is not repeated;
@@ -26,6 +27,8 @@ import html as html_lib
 import re
 from typing import Any
 from urllib.parse import urlparse
+
+from django.conf import settings
 
 from delivery import headers as headers_lib
 from delivery import tokens, verp
@@ -109,6 +112,28 @@ def _anchor_plan(tag: str) -> tuple[str, str, str, str] | None:
     if not target or target.lower().startswith(_SKIP_PREFIXES) or not tokens.is_safe_target(target):
         return None
     return tag[: m.start(3)], target, tokens.encode_target(target), tag[m.end(3) :]
+
+
+#: Below this much visible text (bytes; setting `DELIVERY_OPEN_PIXEL_MIN_TEXT`) a 1×1 image makes the body look
+#: image-only to filters (SpamAssassin's HTML_IMAGE_ONLY_04 … _32 cover 0–3,200 bytes of text with any image);
+#: such messages get no open pixel, and their opens are not measured (`OutgoingMessage.open_tracked`).
+OPEN_PIXEL_MIN_TEXT = 3300
+_SKIPPED_BLOCKS_RE = re.compile(r"<(head|style|script)\b.*?</\1\s*>", re.IGNORECASE | re.DOTALL)
+_TAG_RE = re.compile(r"<[^>]*>")
+_SPACE_RE = re.compile(r"\s+")
+
+
+def visible_text_length(markup: str) -> int:
+    """About what a filter counts as the HTML's text: tags, head, styles and scripts removed, whitespace
+    collapsed, entities as one character."""
+    text = _TAG_RE.sub(" ", _SKIPPED_BLOCKS_RE.sub(" ", markup))
+    return len(_SPACE_RE.sub(" ", html_lib.unescape(text)).strip().encode("utf-8"))
+
+
+def pixel_fits(markup: str) -> bool:
+    """The open pixel goes in only when the body has enough text not to look image-only."""
+    minimum = getattr(settings, "DELIVERY_OPEN_PIXEL_MIN_TEXT", OPEN_PIXEL_MIN_TEXT)
+    return minimum <= 0 or visible_text_length(markup) >= minimum
 
 
 def add_open_pixel(markup: str, *, organization_id: Any, send_id: Any) -> str:
@@ -236,10 +261,13 @@ def compose_campaign(send: Any, ctx: Any, *, postal_address: str = "") -> Outgoi
             unsubscribe=body_unsubscribe, preferences=body_preferences, postal_address=postal_address
         )
     )
+    open_tracked = False
     if site and ctx.track:
         no_track = tuple(u for u in (unsubscribe, preferences, ctx.view_in_browser_url) if u)
         html = rewrite_links(html, organization_id=org_id, send_id=send.pk, no_track=no_track)
-        html = add_open_pixel(html, organization_id=org_id, send_id=send.pk)
+        if pixel_fits(html):
+            html = add_open_pixel(html, organization_id=org_id, send_id=send.pk)
+            open_tracked = True
     return OutgoingMessage(
         from_email=ctx.from_email,
         from_name=ctx.from_name or "",
@@ -254,6 +282,7 @@ def compose_campaign(send: Any, ctx: Any, *, postal_address: str = "") -> Outgoi
         send_kind="campaign",
         send_id=send.pk,
         return_path=return_path_for(send, ctx.from_email),
+        open_tracked=open_tracked,
     )
 
 
@@ -336,6 +365,7 @@ def compose_transactional(
     for name, value in (send.extra_headers or {}).items():
         headers[str(name)] = str(value).replace("\r", " ").replace("\n", " ")
     cls = headers_lib.message_class(kind)
+    open_tracked = False
     if kind == "automation" and unsubscribe is None:  # content given directly, no template
         unsubscribe, preferences = _contact_links(send, with_preferences=options.footer)
     from_email = send.from_email or ""
@@ -371,7 +401,9 @@ def compose_transactional(
             html = rewrite_links(
                 html, organization_id=send.organization_id, send_id=send.pk, no_track=no_track
             )
-            html = add_open_pixel(html, organization_id=send.organization_id, send_id=send.pk)
+            if pixel_fits(html):
+                html = add_open_pixel(html, organization_id=send.organization_id, send_id=send.pk)
+                open_tracked = True
     return OutgoingMessage(
         from_email=from_email,
         from_name=send.from_name or "",
@@ -387,4 +419,5 @@ def compose_transactional(
         send_kind=kind,
         send_id=send.pk,
         return_path=return_path_for(send, from_email),
+        open_tracked=open_tracked,
     )

@@ -213,6 +213,7 @@ def test_a_task_delivered_twice_sends_once(automation_send, smtp_sink):
 
 @pytest.mark.django_db
 def test_campaign_batch_headers_footer_and_tracking(make_campaign_send, smtp_sink, no_pacing, org, settings):
+    settings.DELIVERY_OPEN_PIXEL_MIN_TEXT = 0  # the short test body gets the pixel too
     from delivery.services import CampaignSendContext
 
     ctx = CampaignSendContext(

@@ -53,3 +53,15 @@ def test_a_long_ascii_line_is_quoted_printable_not_over_998():
     ).as_bytes()
     assert _parts(raw)["text/plain"] == ("quoted-printable", text)
     assert max(len(line) for line in raw.split(b"\r\n")) <= 998
+
+
+def test_the_open_pixel_goes_only_into_bodies_with_enough_text(settings):
+    from delivery.compose import OPEN_PIXEL_MIN_TEXT, pixel_fits, visible_text_length
+
+    settings.DELIVERY_OPEN_PIXEL_MIN_TEXT = OPEN_PIXEL_MIN_TEXT
+    short = "<html><head><style>p{color:red}</style></head><body><p>Hello &amp; welcome</p></body></html>"
+    assert visible_text_length(short) == len("Hello & welcome")
+    assert not pixel_fits(short)  # a 1x1 image would make it look image-only
+    assert pixel_fits("<p>" + "Plenty of words here. " * 200 + "</p>")
+    settings.DELIVERY_OPEN_PIXEL_MIN_TEXT = 0
+    assert pixel_fits(short)
