@@ -101,6 +101,7 @@ def validate_ready_to_send(
     (CMP-24: the capacity check, #9, is skipped at fire time; see `campaigns.capacity`)."""
     from delivery.providers import delivery_configured
     from delivery.services import sender_domain_problem
+    from owlat.domains.signing import dkim_warning, installation_signs
     from owlat.domains.verification import stale_warning
     from owlat.models import AbuseStatus, Domain
     from owlat.organizations import organization_settings
@@ -128,6 +129,9 @@ def validate_ready_to_send(
     stale = stale_warning(row, now) if row is not None else None  # DOM-12: older than 24 h, a warning only
     if stale:
         warnings.append(stale)
+    unsigned = dkim_warning(row) if installation_signs() else None  # verified without DKIM, no key
+    if unsigned:
+        warnings.append(unsigned)
     if not sender_allowed(campaign.organization_id, from_email, settings_row=org_settings):
         return _fail(
             "sender_not_allowed",

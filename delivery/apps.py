@@ -6,7 +6,7 @@ class DeliveryConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from delivery import services
+        from delivery import checks, services  # noqa: F401 - checks registers the deploy checks
         from owlat.registry import (
             register_contact_erasure_hook,
             register_doi_started_hook,

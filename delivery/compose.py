@@ -1,19 +1,22 @@
 """Composing the message of one send row (DLV-16, DLV-20, DLV-21, DLV-23, AUT-31 step 5, AGT-22).
 
-- campaign: the row's template in its language, personalized from the row's snapshot; open pixel and signed
-  click links when tracking is on (DLV-20); `List-Unsubscribe` + one-click, `Precedence: bulk`,
-  `Auto-Submitted: auto-generated`, `List-Id` (topic campaigns), `Feedback-ID` (DLV-23); a footer with the
+Every message's class (marketing, transactional, reply) and the headers that go with it — bulk markers,
+`List-Id`, `Feedback-ID`, one-click `List-Unsubscribe`, the Message-ID label — come from `delivery.headers`.
+
+- campaign (marketing): the row's template in its language, personalized from the row's snapshot; signed click
+  links when tracking is on (DLV-20), and the open pixel when the body has enough text not to look image-only
+  (`OPEN_PIXEL_MIN_TEXT`; else the message's opens are not measured, `OutgoingMessage.open_tracked`); `List-Id` for topic campaigns; a footer with the
   unsubscribe link (topic and segment campaigns, issue 11 item 4), the preference link (topic campaigns) and the
   organization's postal address — a link the template already has through `{{unsubscribeUrl}}` /
   `{{preferencesUrl}}` is not repeated;
-- automation: the template personalized for the contact, one-click `List-Unsubscribe` headers (AUT-31,
-  DLV-21), and — per automation (delivery.mail_options) — the footer with the unsubscribe link (on by default,
-  not repeated when the template has `{{unsubscribeUrl}}`) and open/click tracking (off by default);
+- automation (marketing): the template personalized for the contact, the automation's `List-Id`, and — per
+  automation (delivery.mail_options) — the footer with the unsubscribe link (on by default, not repeated when
+  the template has `{{unsubscribeUrl}}`) and open/click tracking (off by default);
 - transactional: the transactional template with the request's data variables, attachments;
 - every template of a row with a contact can use `{{unsubscribeUrl}}` and `{{preferencesUrl}}`; campaign templates
   `{{viewInBrowserUrl}}` too (CMP-27: else the link is added above the footer when the campaign is archived);
 - the envelope sender is the row's VERP return path when `BOUNCE_DOMAIN` is set (delivery.verp);
-- agent_reply: the given body, `Auto-Submitted: auto-replied` and threading headers, no List-Unsubscribe;
+- agent_reply (reply): the given body, `Auto-Submitted: auto-replied` and threading headers, no List-Unsubscribe;
 - test: the given content or template, subject prefixed "[Test] ".
 """
 
@@ -25,6 +28,9 @@ import re
 from typing import Any
 from urllib.parse import urlparse
 
+from django.conf import settings
+
+from delivery import headers as headers_lib
 from delivery import tokens, verp
 from delivery.mail_options import DEFAULT_OPTIONS, AutomationMailOptions
 from delivery.messages import Attachment, OutgoingMessage
@@ -60,8 +66,8 @@ def return_path_for(send: Any, from_email: str | None) -> str:
 
 
 def message_id_for(send: Any, from_email: str | None) -> str:
-    """Stable per send row (D-07): derived from the row id and kind, never random per attempt."""
-    return f"<{send.pk.hex}.{send.ref_kind}@{message_domain(from_email)}>"
+    """Stable per send row (D-07): the row id labelled with the message class (`delivery.headers`)."""
+    return headers_lib.message_id(send.pk, getattr(send, "kind", "campaign"), message_domain(from_email))
 
 
 # --- tracking (DLV-20) ------------------------------------------------------------------------------------
@@ -106,6 +112,28 @@ def _anchor_plan(tag: str) -> tuple[str, str, str, str] | None:
     if not target or target.lower().startswith(_SKIP_PREFIXES) or not tokens.is_safe_target(target):
         return None
     return tag[: m.start(3)], target, tokens.encode_target(target), tag[m.end(3) :]
+
+
+#: Below this much visible text (bytes; setting `DELIVERY_OPEN_PIXEL_MIN_TEXT`) a 1×1 image makes the body look
+#: image-only to filters (SpamAssassin's HTML_IMAGE_ONLY_04 … _32 cover 0–3,200 bytes of text with any image);
+#: such messages get no open pixel, and their opens are not measured (`OutgoingMessage.open_tracked`).
+OPEN_PIXEL_MIN_TEXT = 3300
+_SKIPPED_BLOCKS_RE = re.compile(r"<(head|style|script)\b.*?</\1\s*>", re.IGNORECASE | re.DOTALL)
+_TAG_RE = re.compile(r"<[^>]*>")
+_SPACE_RE = re.compile(r"\s+")
+
+
+def visible_text_length(markup: str) -> int:
+    """About what a filter counts as the HTML's text: tags, head, styles and scripts removed, whitespace
+    collapsed, entities as one character."""
+    text = _TAG_RE.sub(" ", _SKIPPED_BLOCKS_RE.sub(" ", markup))
+    return len(_SPACE_RE.sub(" ", html_lib.unescape(text)).strip().encode("utf-8"))
+
+
+def pixel_fits(markup: str) -> bool:
+    """The open pixel goes in only when the body has enough text not to look image-only."""
+    minimum = getattr(settings, "DELIVERY_OPEN_PIXEL_MIN_TEXT", OPEN_PIXEL_MIN_TEXT)
+    return minimum <= 0 or visible_text_length(markup) >= minimum
 
 
 def add_open_pixel(markup: str, *, organization_id: Any, send_id: Any) -> str:
@@ -168,11 +196,6 @@ def footer_text(*, unsubscribe: str | None, preferences: str | None, postal_addr
     return ("\n\n-- \n" + "\n".join(lines)) if lines else ""
 
 
-def list_unsubscribe_headers(url: str) -> dict[str, str]:
-    """DLV-21 / RFC 8058 one-click headers."""
-    return {"List-Unsubscribe": f"<{url}>", "List-Unsubscribe-Post": "List-Unsubscribe=One-Click"}
-
-
 # --- composers ----------------------------------------------------------------------------------------
 
 
@@ -187,25 +210,24 @@ def compose_campaign(send: Any, ctx: Any, *, postal_address: str = "") -> Outgoi
     org_id = send.organization_id
     site = tokens.site_url()
     unsubscribe = preferences = None
-    headers: dict[str, str] = {
-        "Precedence": "bulk",
-        "Auto-Submitted": "auto-generated",
-        "Feedback-ID": f"campaign:{org_id}:{send.campaign_id}:owlat",
-    }
-    domain = message_domain(ctx.from_email)
-    if ctx.topic_id:
-        label = re.sub(r"[^\w .-]", "", ctx.topic_name or "").strip()
-        list_id = f"{ctx.topic_id}.{domain}"
-        headers["List-Id"] = f"{label} <{list_id}>" if label else f"<{list_id}>"
     uses_unsubscribe = prepared_uses(prepared, UNSUBSCRIBE_VARIABLE)
     uses_preferences = prepared_uses(prepared, PREFERENCES_VARIABLE)
     if site and send.contact_id:
         unsubscribe = tokens.unsubscribe_url(
             organization_id=org_id, contact_id=send.contact_id, send_kind="campaign", send_id=send.pk
         )
-        headers.update(list_unsubscribe_headers(unsubscribe))
         if ctx.topic_id or uses_preferences:
             preferences = tokens.preferences_url(organization_id=org_id, contact_id=send.contact_id)
+    headers = headers_lib.class_headers(
+        headers_lib.MARKETING,
+        organization_id=org_id,
+        domain=message_domain(ctx.from_email),
+        source_kind="campaign",
+        source_id=send.campaign_id,
+        list_key=ctx.topic_id,
+        list_label=ctx.topic_name or "",
+        unsubscribe_url=unsubscribe,
+    )
     variables = {
         "email": send.contact_email,
         "firstName": send.contact_first_name or "",
@@ -239,10 +261,13 @@ def compose_campaign(send: Any, ctx: Any, *, postal_address: str = "") -> Outgoi
             unsubscribe=body_unsubscribe, preferences=body_preferences, postal_address=postal_address
         )
     )
+    open_tracked = False
     if site and ctx.track:
         no_track = tuple(u for u in (unsubscribe, preferences, ctx.view_in_browser_url) if u)
         html = rewrite_links(html, organization_id=org_id, send_id=send.pk, no_track=no_track)
-        html = add_open_pixel(html, organization_id=org_id, send_id=send.pk)
+        if pixel_fits(html):
+            html = add_open_pixel(html, organization_id=org_id, send_id=send.pk)
+            open_tracked = True
     return OutgoingMessage(
         from_email=ctx.from_email,
         from_name=ctx.from_name or "",
@@ -257,6 +282,7 @@ def compose_campaign(send: Any, ctx: Any, *, postal_address: str = "") -> Outgoi
         send_kind="campaign",
         send_id=send.pk,
         return_path=return_path_for(send, ctx.from_email),
+        open_tracked=open_tracked,
     )
 
 
@@ -334,17 +360,28 @@ def compose_transactional(
         html, text = rendered.html, rendered.text
         # `send.subject` is the final subject when it was personalized at intake (AUT-31 step 5).
         subject = send.subject or rendered.subject
-    if kind == "agent_reply":
-        headers["Auto-Submitted"] = "auto-replied"
     if kind == "test":
         subject = f"[Test] {subject}"
     for name, value in (send.extra_headers or {}).items():
         headers[str(name)] = str(value).replace("\r", " ").replace("\n", " ")
+    cls = headers_lib.message_class(kind)
+    open_tracked = False
+    if kind == "automation" and unsubscribe is None:  # content given directly, no template
+        unsubscribe, preferences = _contact_links(send, with_preferences=options.footer)
+    from_email = send.from_email or ""
+    headers.update(
+        headers_lib.class_headers(
+            cls,
+            organization_id=send.organization_id,
+            domain=message_domain(from_email),
+            source_kind="automation",
+            source_id=send.automation_id,
+            list_key=send.automation_id,
+            list_label="Automation",
+            unsubscribe_url=unsubscribe if kind == "automation" else None,
+        )
+    )
     if kind == "automation":
-        if unsubscribe is None:  # content given directly, no template
-            unsubscribe, preferences = _contact_links(send, with_preferences=options.footer)
-        if unsubscribe:
-            headers.update(list_unsubscribe_headers(unsubscribe))
         if options.footer and html is not None:
             # Issue 11 item 4 (overrides AUT-31 step 5's "no footer"): the visible link, once.
             body_unsubscribe = None if uses_unsubscribe else unsubscribe
@@ -364,8 +401,9 @@ def compose_transactional(
             html = rewrite_links(
                 html, organization_id=send.organization_id, send_id=send.pk, no_track=no_track
             )
-            html = add_open_pixel(html, organization_id=send.organization_id, send_id=send.pk)
-    from_email = send.from_email or ""
+            if pixel_fits(html):
+                html = add_open_pixel(html, organization_id=send.organization_id, send_id=send.pk)
+                open_tracked = True
     return OutgoingMessage(
         from_email=from_email,
         from_name=send.from_name or "",
@@ -381,4 +419,5 @@ def compose_transactional(
         send_kind=kind,
         send_id=send.pk,
         return_path=return_path_for(send, from_email),
+        open_tracked=open_tracked,
     )

@@ -3,7 +3,8 @@ email message (django-anymail backends)."""
 
 from __future__ import annotations
 
-import base64
+import binascii
+import email.charset
 import email.policy
 import uuid
 from dataclasses import dataclass, field
@@ -19,6 +20,8 @@ from typing import Any
 # compat32 with CRLF: the classic `email.mime` API, about twice as fast as `EmailMessage` with the SMTP policy
 # (stack-facts: building the MIME message costs about as much as sending it).
 _POLICY = email.policy.compat32.clone(linesep="\r\n", max_line_length=None)
+_QP_UTF8 = email.charset.Charset("utf-8")
+_QP_UTF8.body_encoding = email.charset.QP
 
 
 def _header(value: str) -> str | Header:
@@ -32,10 +35,39 @@ def _encoded(value: str) -> str:
     return value if value.isascii() else Header(value, "utf-8").encode(linesep="\r\n")
 
 
-def _base64_part(content_type: str, text: str) -> bytes:
-    body = base64.encodebytes(text.encode("utf-8")).replace(b"\n", b"\r\n")
-    header = f'Content-Type: {content_type}; charset="utf-8"\r\nContent-Transfer-Encoding: base64\r\n\r\n'
+MAX_LINE = 998  # RFC 5322 2.1.1, without the CRLF
+
+
+def _lines(text: str) -> str:
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def text_transfer(text: str) -> tuple[str, bytes]:
+    """(charset and Content-Transfer-Encoding, body with CRLF line ends) of a text part: `7bit` for ASCII whose
+    lines fit, quoted-printable otherwise — what receivers expect of text (base64 text is a spam signal);
+    base64 is kept for binary attachments."""
+    text = _lines(text)
+    if text.isascii() and all(len(line) <= MAX_LINE for line in text.split("\n")):
+        return "us-ascii", text.replace("\n", "\r\n").encode("ascii")
+    body = binascii.b2a_qp(text.encode("utf-8"), istext=True)
+    return "utf-8", body.replace(b"\n", b"\r\n")
+
+
+def _text_part(content_type: str, text: str) -> bytes:
+    charset, body = text_transfer(text)
+    encoding = "7bit" if charset == "us-ascii" else "quoted-printable"
+    header = (
+        f'Content-Type: {content_type}; charset="{charset}"\r\nContent-Transfer-Encoding: {encoding}\r\n\r\n'
+    )
     return header.encode("ascii") + body
+
+
+def _mime_text(text: str, subtype: str) -> MIMEText:
+    """The stdlib part (the attachments path) with the same choice: 7bit ASCII or quoted-printable UTF-8."""
+    text = _lines(text)
+    if text.isascii() and all(len(line) <= MAX_LINE for line in text.split("\n")):
+        return MIMEText(text, subtype, "us-ascii")
+    return MIMEText(text, subtype, _QP_UTF8)
 
 
 def _address(name: str, address: str) -> str:
@@ -65,6 +97,9 @@ class OutgoingMessage:
     send_kind: str | None = None
     send_id: Any = None
     return_path: str = ""  # the envelope sender (VERP, delivery.verp); empty → the From address
+    #: The body carries the open pixel; False when tracking is off or the body is too short for one
+    #: (delivery.compose.OPEN_PIXEL_MIN_TEXT): an open of that message is not measured.
+    open_tracked: bool = False
     _bytes: bytes | None = field(default=None, repr=False)
 
     @property
@@ -82,11 +117,11 @@ class OutgoingMessage:
     def as_email_message(self) -> Message:
         """The MIME message (stdlib `email.mime`; text + HTML alternative, attachments in a mixed part)."""
         body: Message = MIMEMultipart("alternative")
-        body.attach(MIMEText(self.text or "", "plain", "utf-8"))
+        body.attach(_mime_text(self.text or "", "plain"))
         if self.html:
-            body.attach(MIMEText(self.html, "html", "utf-8"))
+            body.attach(_mime_text(self.html, "html"))
         else:
-            body = MIMEText(self.text or "", "plain", "utf-8")
+            body = _mime_text(self.text or "", "plain")
         if self.attachments:
             mixed = MIMEMultipart("mixed")
             mixed.attach(body)
@@ -113,7 +148,7 @@ class OutgoingMessage:
 
     def as_bytes(self) -> bytes:
         """The message as sent on the wire (CRLF line ends). Without attachments it is written directly
-        (multipart/alternative, base64 parts); the stdlib generator re-folds every header through `Header` and
+        (multipart/alternative, 7bit or quoted-printable parts); the stdlib generator re-folds every header through `Header` and
         compiles a regex per message for its boundary check, which makes it the largest CPU cost of a send.
         With attachments the stdlib `email.mime` generator is used."""
         if self._bytes is None:
@@ -136,9 +171,13 @@ class OutgoingMessage:
         for name, value in self.headers.items():
             lines.append(f"{name}: {_encoded(value)}")
         lines.append("MIME-Version: 1.0")
-        text_part = _base64_part("text/plain", self.text or "")
+        text_part = _text_part("text/plain", self.text or "")
         if self.html:
-            boundary = f"=_owlat_{uuid.uuid4().hex}"  # '_' never occurs in base64 bodies
+            html_part = _text_part("text/html", self.html)
+            # "=_" never occurs in quoted-printable (every "=" is escaped); 7bit text is checked
+            boundary = f"=_owlat_{uuid.uuid4().hex}"
+            while boundary.encode() in text_part or boundary.encode() in html_part:
+                boundary = f"=_owlat_{uuid.uuid4().hex}"
             lines.append(f'Content-Type: multipart/alternative; boundary="{boundary}"')
             head = "\r\n".join(lines).encode("ascii")
             return b"".join(
@@ -148,7 +187,7 @@ class OutgoingMessage:
                     f"--{boundary}\r\n".encode(),
                     text_part,
                     f"\r\n--{boundary}\r\n".encode(),
-                    _base64_part("text/html", self.html),
+                    html_part,
                     f"\r\n--{boundary}--\r\n".encode(),
                 ]
             )

@@ -193,14 +193,11 @@ def _contact_token(
     if send_id:
         payload["k"] = send_kind or "campaign"
         payload["s"] = str(send_id)
-    # django.core.signing.dumps(payload, salt=salt, compress=True) with the small compressor (same format:
-    # JSON, compressed only when that is shorter, "." marking it; `signing.loads` and `_check` read both)
+    # django.core.signing.dumps(payload, salt=salt) without compression: a compressed value starts with "."
+    # and a URL path segment beginning with a dot is a spam signal (rspamd URI_HIDDEN_PATH); the payload is two
+    # UUIDs, which do not compress anyway. Tokens issued compressed before are still read (`_decode_payload`).
     data = json.dumps(payload, separators=(",", ":")).encode("utf-8")
-    compressed = _deflate(data)
-    if len(compressed) < len(data) - 1:
-        value = "." + signing.b64_encode(compressed).decode()
-    else:
-        value = signing.b64_encode(data).decode()
+    value = signing.b64_encode(data).decode()
     return _timestamp_signer(salt).sign(value)
 
 

@@ -412,6 +412,14 @@ DOMAIN_SPF_MECHANISM = env.str("DOMAIN_SPF_MECHANISM", default="")
 RETURN_PATH_SUBDOMAIN = env.str("RETURN_PATH_SUBDOMAIN", default="bounces")
 # A verification older than this is flagged stale (a warning, DOM-12); the cron re-check runs every 6 hours.
 DOMAIN_VERIFICATION_STALE_HOURS = env.int("DOMAIN_VERIFICATION_STALE_HOURS", default=24)
+# A verified domain that should sign with DKIM and cannot (its key not published, or undecryptable): "refuse"
+# (default) fails its sends with the reason; "send_unsigned" sends them unsigned. Both put it on the dashboard.
+DKIM_UNSIGNABLE = env.str("DKIM_UNSIGNABLE", default="refuse")
+if DKIM_UNSIGNABLE not in ("refuse", "send_unsigned"):
+    raise ImproperlyConfigured('DKIM_UNSIGNABLE must be "refuse" or "send_unsigned".')
+# Tracked mail gets the open pixel only with at least this many bytes of visible text (shorter bodies with an
+# image look image-only to spam filters); their opens are not measured. 0: always add the pixel.
+DELIVERY_OPEN_PIXEL_MIN_TEXT = env.int("DELIVERY_OPEN_PIXEL_MIN_TEXT", default=3300)
 # Pacing per pool, messages/second (D-06); 0 = unlimited.
 DELIVERY_TRANSACTIONAL_RATE = env.float("DELIVERY_TRANSACTIONAL_RATE", default=30.0)
 DELIVERY_CAMPAIGN_RATE = env.float("DELIVERY_CAMPAIGN_RATE", default=20.0)

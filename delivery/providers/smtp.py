@@ -14,6 +14,7 @@ from delivery.messages import OutgoingMessage
 from delivery.providers.base import (
     AMBIGUOUS_TIMEOUT,
     AUTH_FAILED,
+    DKIM_UNAVAILABLE,
     SERVER_ERROR,
     SMTPUTF8_UNSUPPORTED,
     DispatchError,
@@ -137,6 +138,7 @@ class SmtpTransport:
             self._abort()
 
     def send(self, message: OutgoingMessage) -> str:
+        wire = signed(message)  # before the transaction starts: an unsignable message never reaches DATA
         self.open()
         conn = self.conn
         assert conn is not None
@@ -162,7 +164,7 @@ class SmtpTransport:
             if code != 354:
                 self._reset()
                 raise DispatchError(smtp_error_code(code), _reply_text(code, reply))
-            payload = _DOT_RE.sub(b"..", signed(message))  # dot-stuffing (RFC 5321 4.5.2)
+            payload = _DOT_RE.sub(b"..", wire)  # dot-stuffing (RFC 5321 4.5.2)
             if not payload.endswith(b"\r\n"):
                 payload += b"\r\n"
             conn.send(payload + b".\r\n")
@@ -187,13 +189,17 @@ class SmtpTransport:
 
 
 def signed(message: OutgoingMessage) -> bytes:
-    """The wire bytes with the sending domain's DKIM signature (issue 11 item 2; `owlat.domains.signing`): this
-    path hands mail to an SMTP server itself, so it signs; the ESPs of `delivery.providers.esp` sign for us."""
-    from owlat.domains.signing import dkim_sign
+    """The wire bytes with the sending domain's DKIM signature (`owlat.domains.signing`): this path hands mail
+    to an SMTP server itself, so it signs; the ESPs of `delivery.providers.esp` sign for us. A domain that should
+    sign and cannot fails the send with `DKIM_UNAVAILABLE` and the reason (not retried: the operator must act)."""
+    from owlat.domains.signing import SigningUnavailable, dkim_sign
 
-    return dkim_sign(
-        message.as_bytes(), organization_id=message.organization_id, from_email=message.from_email
-    )
+    try:
+        return dkim_sign(
+            message.as_bytes(), organization_id=message.organization_id, from_email=message.from_email
+        )
+    except SigningUnavailable as exc:
+        raise DispatchError(DKIM_UNAVAILABLE, str(exc)) from exc
 
 
 _DOT_RE = re.compile(rb"(?m)^\.")

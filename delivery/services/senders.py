@@ -22,7 +22,9 @@ def default_sender(organization_id: Any) -> Sender | None:
 
 
 def sender_domain_problem(organization_id: Any, email: str) -> str | None:
-    """DOM-12: None when the address's domain is registered and verified, else the message."""
+    """DOM-12: None when the address's domain is registered and verified, else the message. On the SMTP path
+    (the installation signs itself) a verified domain that should sign with DKIM and cannot is refused too, with
+    the reason (`owlat.domains.signing`; the `DKIM_UNSIGNABLE` setting can let such mail go out unsigned)."""
     from owlat.models import Domain, DomainStatus
 
     domain = email.rpartition("@")[2].strip().lower()
@@ -31,4 +33,6 @@ def sender_domain_problem(organization_id: Any, email: str) -> str | None:
         return f'Domain "{domain}" is not registered. Please add it in Settings > Domains.'
     if row.status != DomainStatus.VERIFIED:
         return f'Domain "{domain}" is not verified. Please verify DNS records in Settings > Domains.'
-    return None
+    from owlat.domains.signing import installation_signs, signing_problem
+
+    return signing_problem(organization_id, email) if installation_signs() else None

@@ -60,7 +60,10 @@ def test_automation_send_arrives_once_personalized_with_headers(automation_send,
     assert msg["Message-ID"].endswith("@acme.test>")
     assert msg["List-Unsubscribe"].startswith("<http") and "/unsub/" in msg["List-Unsubscribe"]
     assert msg["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
-    assert "Precedence" not in msg  # not campaign mail
+    # automation mail is marketing mail: marked as bulk, its own list and feedback id, the class in the Message-ID
+    assert msg["Precedence"] == "bulk" and msg["Auto-Submitted"] == "auto-generated"
+    assert msg["List-Id"] == f"Automation <{automation_send.automation_id}.acme.test>"
+    assert msg["Feedback-ID"].startswith("automation:") and ".marketing@" in msg["Message-ID"]
     assert "Hi Jane Doe!" in msg.html() and 'style="color: #333333;"' in msg.html()  # CSS inlined
     assert "/t/o/" not in msg.html() and "/t/c/" not in msg.html()  # automation mail is not tracked
     assert msg.text().strip().startswith("Hi Jane!")
@@ -210,6 +213,7 @@ def test_a_task_delivered_twice_sends_once(automation_send, smtp_sink):
 
 @pytest.mark.django_db
 def test_campaign_batch_headers_footer_and_tracking(make_campaign_send, smtp_sink, no_pacing, org, settings):
+    settings.DELIVERY_OPEN_PIXEL_MIN_TEXT = 0  # the short test body gets the pixel too
     from delivery.services import CampaignSendContext
 
     ctx = CampaignSendContext(

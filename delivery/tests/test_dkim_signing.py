@@ -72,11 +72,26 @@ def test_rotation_signs_with_the_old_key_until_the_new_one_is_published(
     assert DkimKey.objects.get(selector=old).retired_at is not None
 
 
-def test_a_domain_without_a_verified_key_is_sent_unsigned(org, make_tx_send, smtp_sink, settings):
+def test_a_domain_whose_key_is_not_published_is_refused_not_sent_unsigned(
+    org, make_tx_send, smtp_sink, settings
+):
     settings.DELIVERY_TRANSACTIONAL_RATE = 0
     signing.clear_cache()
     keys.dkim_key_create(Domain.objects.get(organization=org))  # a key whose record was never found
-    dispatch_batch("transactional", [str(make_tx_send().pk)])
+    send = make_tx_send()
+    assert dispatch_batch("transactional", [str(send.pk)]).sent == 0
+    send.refresh_from_db()
+    assert send.status == "failed" and send.error_code == "DKIM_UNAVAILABLE"
+    assert "not published yet" in send.error_message and "Check now" in send.error_message
+    assert smtp_sink.messages == []
+
+
+def test_send_unsigned_policy_sends_the_unsignable_domain_unsigned(org, make_tx_send, smtp_sink, settings):
+    settings.DELIVERY_TRANSACTIONAL_RATE = 0
+    settings.DKIM_UNSIGNABLE = "send_unsigned"
+    signing.clear_cache()
+    keys.dkim_key_create(Domain.objects.get(organization=org))
+    assert dispatch_batch("transactional", [str(make_tx_send().pk)]).sent == 1
     [msg] = smtp_sink.wait_for(1)
     assert msg["DKIM-Signature"] is None
 

@@ -65,3 +65,25 @@ def test_rewritten_links_are_signed_per_send_and_read_back(settings):
         org_id, send_id, encoded, signature = url.split("/")[-4:]
         assert (org_id, send_id) == (str(org), send)
         assert tokens.read_click(org_id, send_id, encoded, signature) == "https://example.org/a?x=1&y=2"
+
+
+def test_unsubscribe_tokens_never_start_with_a_dot_and_old_compressed_ones_still_read():
+    for _ in range(50):
+        org, contact, send = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+        token = tokens.unsubscribe_token(
+            organization_id=org, contact_id=contact, send_kind="campaign", send_id=send
+        )
+        assert not token.startswith(".")  # rspamd URI_HIDDEN_PATH
+        assert tokens.check_unsubscribe_token(token).token.contact_id == str(contact)
+        assert not tokens.preferences_token(organization_id=org, contact_id=contact).startswith(".")
+    legacy = signing.dumps({"o": "o1", "c": "c" * 80}, salt=tokens.UNSUBSCRIBE_SALT, compress=True)
+    assert legacy.startswith(".")  # the old form, in mail sent before
+    assert tokens.check_unsubscribe_token(legacy).token.contact_id == "c" * 80
+
+
+def test_deploy_check_warns_when_site_url_is_not_https():
+    from delivery.checks import site_url_warnings
+
+    [warning] = site_url_warnings("http://127.0.0.1:8000")
+    assert warning.id == "delivery.W001" and "https" in warning.hint
+    assert site_url_warnings("https://mail.example.com") == []

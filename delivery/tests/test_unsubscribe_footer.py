@@ -21,6 +21,7 @@ UNSUB_RE = re.compile(r"/unsub/[^\"'\s<>]+")
 @pytest.fixture
 def site(settings):
     settings.SITE_URL = "https://owlat.example"
+    settings.DELIVERY_OPEN_PIXEL_MIN_TEXT = 0  # the short test bodies get the open pixel too
     return settings
 
 

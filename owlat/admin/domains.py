@@ -86,7 +86,7 @@ class DomainAdmin(TenantModelAdmin):
         from owlat.domains.verification import is_stale
 
         if obj.verification_overridden_at:
-            return "overridden by staff"
+            return "overridden by staff" + (", without DKIM" if obj.dkim_waived_at else "")
         if is_stale(obj):
             return "stale (older than 24 h)"
         return "–"
@@ -123,9 +123,17 @@ class DomainAdmin(TenantModelAdmin):
                     "found": check.get("found") or [],
                 }
             )
+        from owlat.domains.signing import UNSIGNABLE, dkim_warning, domain_plan, unsignable_policy
+
         keys = live_keys(obj)
         current = signing_key(keys)
+        plan = domain_plan(obj) if obj.status == "verified" else None
+        problem = ""
+        if plan is not None and plan.action == UNSIGNABLE and unsignable_policy() == "refuse":
+            problem = f"Mail from this domain is refused: {plan.reason}"
         return {
+            "domain_dkim_problem": problem,
+            "domain_dkim_warning": dkim_warning(obj),
             "domain_records": rows,
             "domain_keys": [
                 {"key": k, "signing": current is not None and k.pk == current.pk} for k in obj.dkim_keys.all()
@@ -238,11 +246,23 @@ class DomainAdmin(TenantModelAdmin):
                 messages.ERROR,
             )
             return self._back(obj)
-        outcome = domain_override(obj, actor=self.actor(request), reason=reason[:500])
+        dkim = "trust" if request.POST.get("dkim") == "trust" else "check"
+        outcome = domain_override(obj, actor=self.actor(request), reason=reason[:500], dkim=dkim)
         if outcome.ok:
-            self.message_user(
-                request, f"{obj.domain} marked verified by override (audited).", messages.SUCCESS
-            )
+            obj.refresh_from_db()
+            if obj.dkim_waived_at:
+                self.message_user(
+                    request,
+                    f"{obj.domain} marked verified by override (audited), without DKIM: its key is not "
+                    "published, so its mail goes out unsigned until a check finds the record.",
+                    messages.WARNING,
+                )
+            else:
+                self.message_user(
+                    request,
+                    f"{obj.domain} marked verified by override (audited); it signs with DKIM.",
+                    messages.SUCCESS,
+                )
         else:
             self.message_user(request, f"{obj.domain}: {outcome.message}", messages.ERROR)
         return self._back(obj)

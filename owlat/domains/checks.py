@@ -96,13 +96,16 @@ def check_dmarc(record: dict[str, str], result: Lookup) -> dict[str, Any]:
 
 
 def check_return_path(record: dict[str, str], result: Lookup) -> dict[str, Any]:
-    bad = _unanswered(result, "CNAME record")
+    rdtype = record.get("type", "CNAME")
+    bad = _unanswered(result, f"{rdtype} record")
     if bad:
         return bad
-    want = rec.bounce_target()
+    want = record["value"].rstrip(".").lower()
     if any(v.rstrip(".").lower() == want for v in result.values):
         return _result(OK, result.values, "Bounces reach this installation.")
-    return _result(WRONG, result.values, f"The CNAME record must point to {want}.")
+    if rdtype == "CNAME":
+        return _result(WRONG, result.values, f"The CNAME record must point to {want}.")
+    return _result(WRONG, result.values, f"The {rdtype} record must be {want}.")
 
 
 CHECKS: dict[str, Callable[[dict[str, str], Lookup], dict[str, Any]]] = {

@@ -10,7 +10,10 @@ Events (the `input["event"]` of a move):
 - `check`: a DNS check's results (`dns_checks`) and verdict; `ok → verified` (stamps `last_verified_at`), `bad →
   failed`, `unknown` (DNS errors) keeps the state. A domain verified by the staff override stays verified when
   its records are not (yet) published — the override is for setups without public DNS;
-- `override`: platform staff mark the domain verified without DNS (audited);
+- `override`: platform staff mark the domain verified without DNS (audited). `input["dkim"]` says how it signs:
+  `published` (its key's record was found and stamped), `trusted` (staff state the key is published where the
+  receivers look, e.g. a private DNS; the key is stamped) or `waived` (verified *without DKIM*:
+  `dkim_waived_at` is set and the domain sends unsigned, with warnings, until a check finds the key);
 - `records`: the records to publish changed (DKIM rotation; a domain from before verification existed gets its
   token and first key); the state is kept.
 Re-checks that keep the state are self-loops the reducer decides (no audit row: the cron runs them every few
@@ -79,8 +82,19 @@ class DomainLifecycle(Lifecycle):
                 return Decision.refuse("already_verified")
             if to != VERIFIED:
                 return Decision.refuse("illegal_edge")
-            patch = {"status": to, "last_verified_at": at, "verification_overridden_at": at}
-            details = {"domain": obj.domain, "previousStatus": frm, "reason": input.get("reason", "")}
+            dkim = input.get("dkim", "waived")
+            patch = {
+                "status": to,
+                "last_verified_at": at,
+                "verification_overridden_at": at,
+                "dkim_waived_at": at if dkim == "waived" else None,
+            }
+            details = {
+                "domain": obj.domain,
+                "previousStatus": frm,
+                "reason": input.get("reason", ""),
+                "dkim": dkim,
+            }
             return Decision.accept(patch, [Audit("domain.verification_overridden", details)])
         if event == "check":
             if frm == REGISTERING:
@@ -91,6 +105,8 @@ class DomainLifecycle(Lifecycle):
             patch: dict[str, Any] = {"status": to, "dns_checks": input["checks"], "last_checked_at": at}
             if "records" in input:
                 patch["dns_records"] = input["records"]
+            if input.get("dkim_signing"):
+                patch["dkim_waived_at"] = None  # a key is published and stamped: the domain signs now
             if verdict == "ok":
                 patch["last_verified_at"] = at
                 patch["verification_overridden_at"] = None  # DNS confirms it now

@@ -3,6 +3,7 @@ verification token, its live DKIM keys and the installation's settings."""
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -21,9 +22,22 @@ def _site_host() -> str:
     return urlsplit(settings.SITE_URL).hostname or "localhost"
 
 
+def ip_version(host: str) -> int | None:
+    """4 or 6 when `host` is an IP address literal, else None."""
+    try:
+        return ipaddress.ip_address(host.strip("[]")).version
+    except ValueError:
+        return None
+
+
 def spf_mechanism() -> str:
-    """The SPF mechanism that authorizes this installation (`DOMAIN_SPF_MECHANISM`, else `a:<SITE_URL host>`)."""
-    return (settings.DOMAIN_SPF_MECHANISM or f"a:{_site_host()}").strip()
+    """The SPF mechanism that authorizes this installation: `DOMAIN_SPF_MECHANISM`, else for the host of
+    `SITE_URL` `a:<host>` — or `ip4:`/`ip6:<address>` when the host is an IP (an IP in `a:` is invalid SPF)."""
+    if settings.DOMAIN_SPF_MECHANISM:
+        return settings.DOMAIN_SPF_MECHANISM.strip()
+    host = _site_host()
+    version = ip_version(host)
+    return f"ip{version}:{host.strip('[]')}" if version else f"a:{host}"
 
 
 def bounce_target() -> str:
@@ -88,16 +102,32 @@ def expected_records(domain: str, token: str, dkim_keys: Iterable[Any]) -> list[
             "value": "v=DMARC1; p=none",
             "purpose": "DMARC policy (any policy is accepted; p=none is the safe start).",
         },
-        {
-            "key": "return_path",
-            "kind": "return_path",
-            "type": "CNAME",
-            "name": return_path_domain(domain),
-            "value": bounce_target(),
-            "purpose": "Return-path domain: bounces addressed to it reach this installation's bounce intake.",
-        },
+        return_path_record(domain),
     ]
     return records
+
+
+def return_path_record(domain: str) -> dict[str, str]:
+    """A CNAME of the bounce host; when that host is an IP address (a CNAME cannot point at one), an A or AAAA
+    record with the address — mail to the return-path domain then reaches it (implicit MX, RFC 5321 5.1)."""
+    target = bounce_target()
+    version = ip_version(target)
+    record = {
+        "key": "return_path",
+        "kind": "return_path",
+        "type": "CNAME",
+        "name": return_path_domain(domain),
+        "value": target,
+        "purpose": "Return-path domain: bounces addressed to it reach this installation's bounce intake.",
+    }
+    if version:
+        record["type"] = "A" if version == 4 else "AAAA"
+        record["value"] = target.strip("[]")
+        record["purpose"] += (
+            " The bounce host is an IP address, so this is an address record (a CNAME cannot point at an IP); "
+            "with a host name in BOUNCE_DOMAIN it becomes a CNAME."
+        )
+    return record
 
 
 _LABEL = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$")

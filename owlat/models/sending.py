@@ -37,6 +37,9 @@ class Domain(FSMModelMixin, models.Model):
     last_checked_at = models.DateTimeField(null=True, blank=True)
     #: Set when platform staff marked the domain verified without DNS (local setups); audited.
     verification_overridden_at = models.DateTimeField(null=True, blank=True)
+    #: Set when the staff override verified the domain while its DKIM key was not published: its mail goes out
+    #: unsigned (with warnings) until a check finds the key; cleared then.
+    dkim_waived_at = models.DateTimeField(null=True, blank=True)
     provider_type = models.CharField(max_length=20, null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
