@@ -25,7 +25,7 @@ import email
 import email.policy
 import logging
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from email.message import Message
 from email.parser import HeaderParser
 from typing import Literal
@@ -145,6 +145,7 @@ def _report(
     diagnostic: str | None = None,
     reason: str | None = None,
     feedback_type: str | None = None,
+    reporting_mta: str | None = None,
 ) -> BounceReport:
     primary = next((e for e in entries if e.kind == kind), None)
     found: list[str] = []
@@ -159,6 +160,7 @@ def _report(
         reason=primary.reason if primary else (reason or kind),
         entries=tuple(entries),
         feedback_type=feedback_type,
+        reporting_mta=reporting_mta,
         original_message_id=_clean(_h(original, "Message-ID")) if original is not None else None,
         original_return_path=_clean(_h(original, "Return-Path")) if original is not None else None,
         original_to=_clean(_h(original, "To")) if original is not None else None,
@@ -248,11 +250,12 @@ def _classify(msg: Message) -> BounceReport:
     if ses is not None:
         return _from_ses(ses)
     exclude = _excluded(msg, original)
-    dsn_parts = [p for p in msg.walk() if p.get_content_type() == "message/delivery-status"]
-    blocks = [b for part in dsn_parts for b in read_dsn_text(part_text(part))]
+    dsn_texts = [part_text(p) for p in msg.walk() if p.get_content_type() == "message/delivery-status"]
+    blocks = [b for text in dsn_texts for b in read_dsn_text(text)]
     entries = _from_blocks(blocks, msg, exclude) if blocks else None
+    mta = _reporting_mta(msg, dsn_texts)
     if entries:
-        return _report(_winner(entries), entries, original)
+        return _report(_winner(entries), entries, original, reporting_mta=mta)
     complaint = feedback.jmrp(msg)
     if complaint is not None:
         entries = [Failure(a, "complaint", R.COMPLAINT) for a in complaint["recipients"]]
@@ -261,8 +264,24 @@ def _classify(msg: Message) -> BounceReport:
     blocks = dsn_in_text(text)
     entries = _from_blocks(blocks, msg, exclude) if blocks else None
     if entries:
-        return _report(_winner(entries), entries, original)
-    return _classify_prose(msg, text, original)
+        return _report(_winner(entries), entries, original, reporting_mta=_reporting_mta(msg, [text]))
+    report = _classify_prose(msg, text, original)
+    return replace(report, reporting_mta=mta) if report.is_bounce else report
+
+
+_REPORTING_MTA_RE = re.compile(
+    r"^Reporting-MTA[ \t]*:[ \t]*(?:dns;)?[ \t]*([\w.-]+)", re.IGNORECASE | re.MULTILINE
+)
+
+
+def _reporting_mta(msg: Message, texts: list[str]) -> str | None:
+    """The host that wrote the report: its `Reporting-MTA`, else the domain of the bounce's sender."""
+    for text in texts:
+        match = _REPORTING_MTA_RE.search(text)
+        if match:
+            return match.group(1).lower()[:253]
+    sender = prose.own_addresses_of(msg, "From")
+    return sender.rpartition("@")[2] or None if sender else None
 
 
 def _from_ses(ses: dict) -> BounceReport:

@@ -23,10 +23,10 @@ from flufl.bounce import all_failures
 from delivery.bounces.dsn import part_text
 
 _ADDR_RE = re.compile(
-    r"(?<![\w.+=-])([A-Za-z0-9][\w.+=!#$%&'*/?^`{|}~-]{0,63}@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+)"
+    r"(?<![\w.+=/|\\-])([A-Za-z0-9][\w.+=!#$%&'*?^`{}~-]{0,63}@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+)"
 )
 _VALID_RE = re.compile(
-    r"^[A-Za-z0-9!#$%&'*+=?^_`{}~-][\w.!#$%&'*+=?^`{}~/-]{0,63}@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+$"
+    r"^[A-Za-z0-9!#$%&'*+=?^_`{}~-][\w.!#$%&'*+=?^`{}~-]{0,63}@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+$"
 )
 _SYSTEM_LOCALS = re.compile(
     r"^(mailer-daemon|postmaster|mail-daemon|mailerdaemon|double-bounce|noreply-dmarc)$", re.I
@@ -123,6 +123,12 @@ def own_addresses(msg: Message) -> set[str]:
         str(msg.get(h) or "") for h in ("From", "To", "Return-Path", "Sender", "Reply-To", "Delivered-To")
     ]
     return {a.lower() for _, a in getaddresses(values) if a}
+
+
+def own_addresses_of(msg: Message, header: str) -> str:
+    """The first address of one header of the bounce, lowercased ("" when none)."""
+    found = getaddresses([str(msg.get(header) or "")])
+    return found[0][1].lower() if found and found[0][1] else ""
 
 
 def is_warning(text: str, subject: str) -> bool:
