@@ -106,7 +106,15 @@ def read_dsn_text(text: str) -> list[DsnBlock]:
         final = _address(fields.get("final-recipient"))
         if final and recipient and "@" not in recipient:
             recipient = final
-        diagnostic = _clean(fields.get("diagnostic-code"))
+        # "smtp; 550 5.1.1 …": the diagnostic type is not part of what the server said
+        diagnostic = _clean(
+            re.sub(
+                r"^\s*(?:smtp|x-[\w-]+|x-postfix|x-local)\s*;\s*",
+                "",
+                fields.get("diagnostic-code") or "",
+                flags=re.I,
+            )
+        )
         status = find_status(fields.get("status")) or find_status(diagnostic)
         result.append(
             DsnBlock(

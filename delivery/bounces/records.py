@@ -148,9 +148,11 @@ def deliverability_alerts(
     within `DELIVERABILITY_ALERT_WINDOW_MINUTES`, most blocks first."""
     minutes = int(settings.DELIVERABILITY_ALERT_WINDOW_MINUTES)
     since = (now or timezone.now()) - dt.timedelta(minutes=minutes)
+    scope = BounceRecord.objects.filter(kind="block", received_at__gte=since)
+    if organization_id is not None:  # None: every organization (platform staff)
+        scope = scope.filter(organization_id=organization_id)
     rows = (
-        BounceRecord.objects.filter(organization_id=organization_id, kind="block", received_at__gte=since)
-        .values("recipient_domain", "provider")
+        scope.values("recipient_domain", "provider")
         .annotate(blocks=Count("id"), last=Max("received_at"))
         .filter(blocks__gte=int(settings.DELIVERABILITY_ALERT_THRESHOLD))
         .order_by("-blocks", "recipient_domain")[:10]
@@ -158,12 +160,7 @@ def deliverability_alerts(
     alerts = []
     for row in rows:
         latest = (
-            BounceRecord.objects.filter(
-                organization_id=organization_id,
-                kind="block",
-                recipient_domain=row["recipient_domain"],
-                received_at__gte=since,
-            )
+            scope.filter(recipient_domain=row["recipient_domain"])
             .order_by("-received_at")
             .values("diagnostic", "reason")
             .first()

@@ -111,6 +111,8 @@ def _fx_suppress(send: Any, *, reason: str, bounce_type: str | None) -> None:
         email=send.recipient,
         reason=reason,
         bounce_type=bounce_type,
+        # why, for the suppression list: the bounce's reason, status code and diagnostic
+        notes=(getattr(send, "error_message", None) or None) if reason == "bounced" else None,
         source_type=source_type,
         source_id=source_id,
     )

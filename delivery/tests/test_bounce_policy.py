@@ -226,3 +226,20 @@ def test_defect_5_recipients_are_checked_and_kept_per_block():
     sns = bounce_classify(corpus("140-amazon_sns-user_unknown"))
     assert sns.kind == "hard" and all("{" not in r and '"' not in r for r in sns.recipients)
     assert bounce_classify(corpus("146-amazon_sns-delivery")).kind == "not_a_bounce"
+
+
+def test_an_operator_lifts_a_suppression_with_an_audit_row(sent_row, org):
+    from owlat.models import AuditLog
+    from owlat.suppression import is_suppressed, suppression_lift
+
+    send, address = sent_row()
+    _intake(send, address, "001-postfix-user_unknown")
+    row = BlockedEmail.objects.get(organization=org, email=send.email)
+    assert row.notes.startswith("[user_unknown] 5.1.1")  # why, for the suppression list
+    Contact.objects.filter(pk=send.contact_id).update(soft_bounce_count=3)
+    lifted = suppression_lift(organization_id=org.pk, email=send.email.upper(), actor="7", note="fixed")
+    assert lifted is not None and not is_suppressed(organization_id=org.pk, email=send.email)
+    assert Contact.objects.get(pk=send.contact_id).soft_bounce_count == 0
+    audit = AuditLog.objects.get(organization=org, action="suppression_lifted")
+    assert (audit.user_id, audit.details["reason"], audit.details["note"]) == ("7", "bounced", "fixed")
+    assert suppression_lift(organization_id=org.pk, email=send.email, actor="7") is None
