@@ -265,7 +265,7 @@ def _classify(msg: Message) -> BounceReport:
     entries = _from_blocks(blocks, msg, exclude) if blocks else None
     if entries:
         return _report(_winner(entries), entries, original, reporting_mta=_reporting_mta(msg, [text]))
-    report = _classify_prose(msg, text, original)
+    report = _classify_prose(msg, text, original, exclude)
     return replace(report, reporting_mta=mta) if report.is_bounce else report
 
 
@@ -296,12 +296,12 @@ def _from_ses(ses: dict) -> BounceReport:
     return _report(_winner(entries), entries, None)
 
 
-def _classify_prose(msg: Message, text: str, original: Message | None) -> BounceReport:
+def _classify_prose(msg: Message, text: str, original: Message | None, exclude: set[str]) -> BounceReport:
     subject = _h(msg, "Subject")
     from_system = _looks_like_bounce(msg)
     if not from_system and _is_auto_reply(msg):
         return BounceReport(kind="auto_reply", reason=R.AUTO_REPLY, diagnostic=_clean(subject))
-    failures = prose.prose_failures(msg, text=text)
+    failures = prose.prose_failures(msg, text=text, exclude=exclude)
     if not failures:
         return BounceReport(kind="not_a_bounce")
     if not from_system and not re.search(r"\b[45]\d\d\b|\b[45]\.\d+\.\d+\b", text):

@@ -117,12 +117,16 @@ def _own_parts(msg: Message) -> list[Message]:
     return found
 
 
+_HEADER_ADDR_RE = re.compile(r"[\w.!#$%&'*+/=?^`{|}~-]+@[\w-]+(?:\.[\w-]+)*")
+
+
 def own_addresses(msg: Message) -> set[str]:
-    """The bounce's own sender and recipient addresses (never a failed recipient)."""
-    values = [
+    """The bounce's own sender and recipient addresses (never a failed recipient). A regular expression over the
+    headers, not `getaddresses`: this runs for every message and must stay cheap."""
+    values = " ".join(
         str(msg.get(h) or "") for h in ("From", "To", "Return-Path", "Sender", "Reply-To", "Delivered-To")
-    ]
-    return {a.lower() for _, a in getaddresses(values) if a}
+    )
+    return {a.lower() for a in _HEADER_ADDR_RE.findall(values)}
 
 
 def own_addresses_of(msg: Message, header: str) -> str:
@@ -199,11 +203,18 @@ def _detected(text: str) -> list[str]:
     return found
 
 
-def prose_failures(msg: Message, *, text: str | None = None) -> list[ProseFailure]:
+def prose_failures(
+    msg: Message, *, text: str | None = None, exclude: set[str] | None = None
+) -> list[ProseFailure]:
     """The failed recipients of a prose bounce with their diagnostics (order kept, duplicates removed)."""
     text = body_text(msg) if text is None else text
-    exclude = own_addresses(msg)
-    candidates = _flufl(msg) + _detected(text)
+    exclude = own_addresses(msg) if exclude is None else exclude
+    failures = _checked(_detected(text), text, exclude)
+    # flufl.bounce's detectors cost about as much as everything else together: only when ours found nothing
+    return failures or _checked(_flufl(msg), text, exclude)
+
+
+def _checked(candidates: list[str], text: str, exclude: set[str]) -> list[ProseFailure]:
     seen: set[str] = set()
     failures = []
     for candidate in candidates:
