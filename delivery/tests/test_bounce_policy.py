@@ -243,3 +243,28 @@ def test_an_operator_lifts_a_suppression_with_an_audit_row(sent_row, org):
     audit = AuditLog.objects.get(organization=org, action="suppression_lifted")
     assert (audit.user_id, audit.details["reason"], audit.details["note"]) == ("7", "bounced", "fixed")
     assert suppression_lift(organization_id=org.pk, email=send.email, actor="7") is None
+
+
+@pytest.mark.parametrize(
+    ("mta_response", "reject_reason", "expected"),
+    [
+        (
+            "550 5.7.1 Service unavailable; client [192.0.2.1] blocked using zen.spamhaus.org",
+            "bounced",
+            ("soft", False),
+        ),
+        ("", "blocked", ("soft", False)),
+        ("550 5.1.1 user unknown", "bounced", ("hard", True)),
+        ("", "bounced", ("hard", True)),  # an ESP's bounce without a diagnostic stays as the ESP said
+        ("452 4.2.2 Mailbox full", "bounced", ("soft", True)),
+    ],
+)
+def test_provider_webhook_bounces_that_are_blocks_never_count(mta_response, reject_reason, expected):
+    from types import SimpleNamespace
+
+    from delivery.webhooks import classify_bounce_reason
+
+    event = SimpleNamespace(
+        mta_response=mta_response, description="", reject_reason=reject_reason, esp_event={}
+    )
+    assert classify_bounce_reason(event) == expected
