@@ -268,3 +268,31 @@ def test_provider_webhook_bounces_that_are_blocks_never_count(mta_response, reje
         mta_response=mta_response, description="", reject_reason=reject_reason, esp_event={}
     )
     assert classify_bounce_reason(event) == expected
+
+
+def test_a_hostile_diagnostic_is_shown_as_text(client, django_user_model, org, settings):
+    """What a remote server wrote reaches the admin escaped: the received-bounce list, the dashboard alert."""
+    from django.urls import reverse
+
+    from delivery.bounces.records import bounce_record
+    from owlat.models import Membership
+
+    settings.DELIVERABILITY_ALERT_THRESHOLD = 1
+    hostile = '550 5.7.1 blocked <script>alert("x")</script><img src=x onerror=alert(1)>'
+    bounce_record(
+        organization_id=org.pk,
+        send_kind="transactional",
+        send_id="00000000-0000-0000-0000-0000000000dd",
+        contact_id=None,
+        email="a@outlook.com",
+        kind="block",
+        reason="blocked",
+        status="5.7.1",
+        diagnostic=hostile,
+    )
+    user = django_user_model.objects.create_user(username="olga", password="pw", is_staff=True)
+    Membership.objects.create(user=user, organization=org, role="owner")
+    client.force_login(user)
+    for url in (reverse("admin:delivery_bouncerecord_changelist"), reverse("admin:index")):
+        page = client.get(url).content.decode()
+        assert "&lt;script&gt;" in page and "<script>alert" not in page and "<img src=x" not in page, url
