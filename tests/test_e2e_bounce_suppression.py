@@ -82,19 +82,18 @@ def bounce_intake_process(worker_env, tmp_path):
 def _admin_create_organization(client, name: str) -> Organization:
     add = reverse("admin:owlat_organization_add")
     page = client.get(add)
-    [inline] = page.context["inline_admin_formsets"]
-    prefix = inline.formset.prefix
-    response = client.post(
-        add,
-        {
-            "name": name,
-            "postal_address": "Nimbus GmbH\nWolkenweg 7\n10115 Berlin",
-            f"{prefix}-TOTAL_FORMS": "0",
-            f"{prefix}-INITIAL_FORMS": "0",
-            f"{prefix}-MIN_NUM_FORMS": "0",
-            f"{prefix}-MAX_NUM_FORMS": "1000",
-        },
-    )
+    data = {"name": name, "postal_address": "Nimbus GmbH\nWolkenweg 7\n10115 Berlin"}
+    for inline in page.context["inline_admin_formsets"]:  # memberships, invitations: none added here
+        prefix = inline.formset.prefix
+        data.update(
+            {
+                f"{prefix}-TOTAL_FORMS": "0",
+                f"{prefix}-INITIAL_FORMS": "0",
+                f"{prefix}-MIN_NUM_FORMS": "0",
+                f"{prefix}-MAX_NUM_FORMS": "1000",
+            }
+        )
+    response = client.post(add, data)
     assert response.status_code == 302, response.content.decode()[:3000]
     return Organization.objects.get(name=name)
 
