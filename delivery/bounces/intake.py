@@ -35,7 +35,8 @@ logger = logging.getLogger(__name__)
 class IntakeResult:
     """`outcome`: applied | duplicate | refused (the lifecycle said no) | retry_later (the row is still `queued`:
     answer 451) | ignored (not a bounce/complaint) | forged (a VERP-shaped address that does not verify) |
-    unknown_send | not_ours (no VERP, no feedback address)."""
+    unknown_send | not_ours (no VERP, no feedback address) | unsubscribed (mail to a `mailto:` unsubscribe
+    address)."""
 
     outcome: str
     kind: str
@@ -51,6 +52,8 @@ def recipient_accepted(address: str) -> bool:
     """Whether the intake takes mail for `address`: a genuine VERP address or a feedback-loop address."""
     if verp.is_verp_candidate(address):
         return verp.parse_verp(address) is not None
+    if verp.is_unsubscribe_candidate(address):
+        return verp.parse_unsubscribe_address(address) is not None
     local = (address or "").strip("<> ").rpartition("@")[0].lower()
     return local in feedback_local_parts()
 
@@ -169,12 +172,39 @@ def _still_queued(ref: SendRef, outcome: Any) -> bool:
     return state == "queued"
 
 
+def _unsubscribe(address: str, report: BounceReport) -> IntakeResult:
+    """Mail to a row's `mailto:` unsubscribe address unsubscribes its contact from everything (RFC 2369; the
+    content does not matter), except an auto-reply, which no person sent."""
+    ref = _ref(verp.parse_unsubscribe_address(address))
+    if ref is None:
+        return IntakeResult("forged", report.kind, None, address)
+    if report.kind == "auto_reply":
+        return IntakeResult("ignored", report.kind, ref, "auto-reply to an unsubscribe address")
+    from owlat.models import Contact
+    from owlat.topics import contact_unsubscribe_all
+
+    row = _row(ref)
+    contact = Contact.objects.filter(pk=row["contact_id"]).first() if row and row["contact_id"] else None
+    if contact is None:
+        return IntakeResult("unknown_send", "unsubscribe", ref)
+    contact_unsubscribe_all(
+        contact=contact,
+        source="mailto_unsubscribe",
+        actor="system:mailto_unsubscribe",
+        campaign_send_id=ref.id if ref.kind == "campaign" else None,
+    )
+    return IntakeResult("unsubscribed", "unsubscribe", ref)
+
+
 def bounce_intake(*, rcpt_tos: Sequence[str], raw: bytes) -> list[IntakeResult]:
     """Classify one received message and apply it to the send row of each recipient it came to."""
     report = bounce_classify(raw)
     results: list[IntakeResult] = []
     for rcpt in rcpt_tos:
         address = (rcpt or "").strip().strip("<>")
+        if verp.is_unsubscribe_candidate(address):
+            results.append(_unsubscribe(address, report))
+            continue
         if verp.is_verp_candidate(address):
             ref = _ref(verp.parse_verp(address))
             if ref is None:

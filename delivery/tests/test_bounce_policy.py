@@ -296,3 +296,35 @@ def test_a_hostile_diagnostic_is_shown_as_text(client, django_user_model, org, s
     for url in (reverse("admin:delivery_bouncerecord_changelist"), reverse("admin:index")):
         page = client.get(url).content.decode()
         assert "&lt;script&gt;" in page and "<script>alert" not in page and "<img src=x" not in page, url
+
+
+def test_mail_to_the_mailto_unsubscribe_address_unsubscribes_the_contact(sent_row, settings):
+    from delivery.bounces.intake import recipient_accepted
+
+    send, bounce_address = sent_row()
+    address = verp.unsubscribe_address("transactional", send.pk, send.from_email)
+    assert address.endswith("@bounces.acme.test") and len(address.partition("@")[0]) <= 64
+    assert verp.parse_unsubscribe_address(address.upper()) == ("transactional", str(send.pk))
+    # the two kinds of address never stand in for each other, and a forged one is refused at RCPT
+    assert verp.parse_verp(address) is None and verp.parse_unsubscribe_address(bounce_address) is None
+    local, _, domain = address.partition("@")
+    forged = f"{local[:-16]}{'a' * 16}@{domain}"
+    assert recipient_accepted(address) and not recipient_accepted(forged)
+    raw = (
+        b"From: Jane <"
+        + send.email.encode()
+        + b">\r\nTo: "
+        + address.encode()
+        + b"\r\nSubject: unsubscribe\r\n\r\n"
+    )
+    auto = raw.replace(b"Subject: unsubscribe", b"Auto-Submitted: auto-replied\r\nSubject: Out of office")
+    [ignored] = bounce_intake(rcpt_tos=[address], raw=auto)
+    assert ignored.outcome == "ignored"
+    assert Contact.objects.get(pk=send.contact_id).unsubscribed_at is None
+    [result] = bounce_intake(rcpt_tos=[address], raw=raw)
+    assert result.outcome == "unsubscribed"
+    assert Contact.objects.get(pk=send.contact_id).unsubscribed_at is not None
+    send.refresh_from_db()
+    assert send.status == "sent"  # not a bounce
+    [again] = bounce_intake(rcpt_tos=[forged], raw=raw)
+    assert again.outcome == "forged"
