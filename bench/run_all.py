@@ -208,6 +208,7 @@ BENCHES = [
         tiny=["--messages", "30", "--warmup", "5"],
         reduced=["--messages", "200", "--warmup", "20"],
     ),
+    Bench("bounce_intake", None, tiny=["--rounds", "1"], reduced=["--rounds", "5"]),  # writes its `figures`
 ]
 
 

@@ -15,7 +15,10 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from unfold.paginator import InfinitePaginator
 
-from delivery import admin_health  # noqa: F401  (registers the provider health screen, DLV-17)
+from delivery import (
+    admin_bounces,  # noqa: F401  (received bounces, their contact section)
+    admin_health,  # noqa: F401  (registers the provider health screen, DLV-17)
+)
 from delivery.models import CampaignSendCounters, EmailSend, LocalMessage, TransactionalSend
 from delivery.providers import provider_status
 from owlat.admin.contact_timeline import ContactSection, Link, register_contact_section

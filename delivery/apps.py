@@ -32,3 +32,7 @@ class DeliveryConfig(AppConfig):
 
         # also run by the dispatcher, outside the queues: orphaned rows move while a queue is stalled
         register_sweep("delivery.reap_stuck_sends", reap_stuck_sends_task)
+        from delivery.admin_bounces import deliverability_attention
+        from owlat.admin.dashboard import register_attention_source
+
+        register_attention_source(deliverability_attention)  # blocks per receiving domain

@@ -352,3 +352,42 @@ class ProviderHealth(models.Model):
     @property
     def latency_avg_ms(self) -> int | None:
         return round(self.latency_total_ms / self.dispatches) if self.dispatches else None
+
+
+class BounceRecord(models.Model):
+    """One bounce, complaint, delay warning or auto-reply the intake received about a send row: what it said
+    (kind, reason, status code, diagnostic) and where it came from (the recipient's domain and receiving
+    provider). Written by `delivery.bounces.records` only; read by the admin's bounce list, the contact page and
+    the deliverability alert (blocks per receiving domain)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
+    send_kind = models.CharField(
+        max_length=13, choices=[("campaign", "campaign"), ("transactional", "transactional")]
+    )
+    send_id = models.UUIDField(db_index=True)
+    contact = models.ForeignKey(Contact, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    email = models.CharField(max_length=254)
+    recipient_domain = models.CharField(max_length=253, blank=True, default="")
+    provider = models.CharField(max_length=40, blank=True, default="", help_text="The receiving provider.")
+    kind = models.CharField(max_length=12)
+    reason = models.CharField(max_length=20)
+    status = models.CharField(
+        max_length=12, blank=True, default="", help_text="RFC 3463 enhanced status code."
+    )
+    diagnostic = models.TextField(blank=True, default="", help_text="What the receiving server said.")
+    reporting_mta = models.CharField(max_length=253, blank=True, default="")
+    suppressed = models.BooleanField(default=False, help_text="The address was suppressed because of it.")
+    received_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        verbose_name = "received bounce"
+        ordering = ["-received_at"]
+        indexes = [
+            models.Index(fields=["organization", "-received_at"], name="bounce_org_received"),
+            models.Index(fields=["organization", "email", "-received_at"], name="bounce_org_email"),
+            models.Index(fields=["kind", "received_at"], name="bounce_kind_received"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.email}: {self.kind} ({self.reason})"

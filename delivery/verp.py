@@ -26,7 +26,9 @@ from django.conf import settings
 from django.utils.crypto import constant_time_compare, salted_hmac
 
 VERP_SALT = "owlat.delivery.verp"
+UNSUBSCRIBE_SALT = "owlat.delivery.verp.unsubscribe"
 PREFIX = "b-"
+UNSUBSCRIBE_PREFIX = "u-"
 SIG_BYTES = 10
 _KINDS = {"campaign": "c", "transactional": "t"}
 _KIND_OF = {v: k for k, v in _KINDS.items()}
@@ -44,8 +46,8 @@ def _b32(data: bytes) -> str:
     return base64.b32encode(data).decode("ascii").rstrip("=").lower()
 
 
-def _sig(body: str, secret: str | bytes) -> str:
-    mac = salted_hmac(VERP_SALT, body, secret=secret, algorithm="sha256").digest()
+def _sig(body: str, secret: str | bytes, salt: str = VERP_SALT) -> str:
+    mac = salted_hmac(salt, body, secret=secret, algorithm="sha256").digest()
     return _b32(mac[:SIG_BYTES])
 
 
@@ -72,17 +74,16 @@ def verp_address(ref_kind: str, send_id: Any, from_email: str | None = None) -> 
     return f"{verp_local_part(ref_kind, send_id)}@{domain}"
 
 
-def parse_verp(address: str) -> tuple[str, str] | None:
-    """`(ref_kind, send_id)` of a genuine VERP address (any domain, any case), else None."""
+def _parse(address: str, prefix: str, salt: str) -> tuple[str, str] | None:
     local = (address or "").strip().strip("<>").rpartition("@")[0].lower()
-    if len(local) != LOCAL_PART_LEN or not local.startswith(PREFIX):
+    if len(local) != LOCAL_PART_LEN or not local.startswith(prefix):
         return None
-    body, sig = local[len(PREFIX) : len(PREFIX) + 1 + _ID_LEN], local[-_SIG_LEN:]
+    body, sig = local[len(prefix) : len(prefix) + 1 + _ID_LEN], local[-_SIG_LEN:]
     kind = _KIND_OF.get(body[0])
     if kind is None:
         return None
     secrets = [settings.SECRET_KEY, *getattr(settings, "SECRET_KEY_FALLBACKS", [])]
-    if not any(constant_time_compare(sig, _sig(body, secret)) for secret in secrets):
+    if not any(constant_time_compare(sig, _sig(body, secret, salt)) for secret in secrets):
         return None
     try:
         raw = base64.b32decode(body[1:].upper() + "======")
@@ -91,7 +92,37 @@ def parse_verp(address: str) -> tuple[str, str] | None:
         return None
 
 
+def parse_verp(address: str) -> tuple[str, str] | None:
+    """`(ref_kind, send_id)` of a genuine VERP address (any domain, any case), else None."""
+    return _parse(address, PREFIX, VERP_SALT)
+
+
 def is_verp_candidate(address: str) -> bool:
     """Looks like a VERP address (prefix and length) — whether genuine or forged."""
     local = (address or "").strip().strip("<>").rpartition("@")[0].lower()
     return local.startswith(PREFIX) and len(local) == LOCAL_PART_LEN
+
+
+# `mailto:` unsubscribe (RFC 2369 `List-Unsubscribe`, beside the https one-click URL): a per-row address at the
+# same return-path domain, `u-<k><id><sig>`, signed with its own salt so a bounce address never unsubscribes
+# and an unsubscribe address never bounces. Mail to it (any content) unsubscribes the row's contact at the
+# bounce intake.
+
+
+def unsubscribe_address(ref_kind: str, send_id: Any, from_email: str | None = None) -> str | None:
+    """The `mailto:` unsubscribe address of one send row, or None when `BOUNCE_DOMAIN` is not configured."""
+    domain = verp_domain(from_email)
+    if not domain:
+        return None
+    body = _KINDS[ref_kind] + _b32(uuid.UUID(str(send_id)).bytes)
+    return f"{UNSUBSCRIBE_PREFIX}{body}{_sig(body, settings.SECRET_KEY, UNSUBSCRIBE_SALT)}@{domain}"
+
+
+def parse_unsubscribe_address(address: str) -> tuple[str, str] | None:
+    """`(ref_kind, send_id)` of a genuine unsubscribe address, else None."""
+    return _parse(address, UNSUBSCRIBE_PREFIX, UNSUBSCRIBE_SALT)
+
+
+def is_unsubscribe_candidate(address: str) -> bool:
+    local = (address or "").strip().strip("<>").rpartition("@")[0].lower()
+    return local.startswith(UNSUBSCRIBE_PREFIX) and len(local) == LOCAL_PART_LEN

@@ -84,6 +84,24 @@ def classify_bounce(event: Any) -> str:
     return "hard"
 
 
+def classify_bounce_reason(event: Any) -> tuple[str, bool]:
+    """(`bounce_type`, whether it counts toward suppression): a bounce whose diagnostic names a refusal of the
+    sender (blocklist, policy, spam or content, rate limit — `delivery.bounces.reasons`), or that the provider
+    calls `blocked`/`spam`, is `soft` and never counted; otherwise `classify_bounce`."""
+    from delivery.bounces import reasons
+
+    text = " ".join(
+        p for p in (getattr(event, "mta_response", None), getattr(event, "description", None)) if p
+    )
+    reason = reasons.reason_from_text(text[:2000])
+    if reason in reasons.BLOCK_REASONS or (getattr(event, "reject_reason", None) or "") in (
+        "blocked",
+        "spam",
+    ):
+        return "soft", False
+    return classify_bounce(event), True
+
+
 # --- mounting -------------------------------------------------------------------------------------------
 
 
@@ -242,10 +260,16 @@ def provider_event_record(*, provider: str, event: Any) -> Outcome | None:
         return transition_by_provider_message_id(message_id, "complained", base)
     if kind == "bounced":
         message = event.description or event.mta_response or None
+        bounce_type, counts = classify_bounce_reason(event)
         return transition_by_provider_message_id(
             message_id,
             "bounced",
-            {**base, "bounce_type": classify_bounce(event), "bounce_message": message},
+            {
+                **base,
+                "bounce_type": bounce_type,
+                "bounce_message": message,
+                "counts_toward_suppression": counts,
+            },
         )
     if kind in ("rejected", "failed"):
         code = _FAILED_CODES.get(getattr(event, "reject_reason", None) or "", "UNKNOWN")

@@ -400,6 +400,14 @@ BOUNCE_SERVER_HOST = env.str("BOUNCE_SERVER_HOST", default="127.0.0.1")
 BOUNCE_SERVER_PORT = env.int("BOUNCE_SERVER_PORT", default=2525)
 # Local parts (at any domain) that take feedback-loop reports (RFC 5965 ARF) which do not come to a VERP address.
 BOUNCE_FEEDBACK_LOCAL_PARTS = env.list("BOUNCE_FEEDBACK_LOCAL_PARTS", default=["fbl", "abuse", "complaints"])
+# Suppression by bounce reason (delivery/bounces/records.py): an address that soft-bounced (mailbox full, expired,
+# unexplained) on BOUNCE_SOFT_THRESHOLD sends within BOUNCE_SOFT_WINDOW_DAYS is suppressed; blocks never suppress,
+# DELIVERABILITY_ALERT_THRESHOLD blocks from one receiving domain within DELIVERABILITY_ALERT_WINDOW_MINUTES raise
+# the dashboard's deliverability alert.
+BOUNCE_SOFT_THRESHOLD = env.int("BOUNCE_SOFT_THRESHOLD", default=5)
+BOUNCE_SOFT_WINDOW_DAYS = env.int("BOUNCE_SOFT_WINDOW_DAYS", default=30)
+DELIVERABILITY_ALERT_THRESHOLD = env.int("DELIVERABILITY_ALERT_THRESHOLD", default=10)
+DELIVERABILITY_ALERT_WINDOW_MINUTES = env.int("DELIVERABILITY_ALERT_WINDOW_MINUTES", default=60)
 # Sending-domain verification and DKIM (DOM-12, issue 11; owlat/domains). Every DNS query goes through the
 # resolver built from these: DNS_NAMESERVERS as "ip" or "ip:port" (empty: the system's resolv.conf).
 DNS_NAMESERVERS = env.list("DNS_NAMESERVERS", default=[])

@@ -94,3 +94,42 @@ def unsuppress(*, organization_id: Any, email: str) -> bool:
         organization_id=organization_id, email=normalize_email(email)
     ).delete()
     return bool(deleted)
+
+
+def suppression_lift(*, organization_id: Any, email: str, actor: str, note: str = "") -> BlockedEmail | None:
+    """An operator lifts a suppression (any reason): the row goes, the contact's soft-bounce count starts again,
+    and an audit row (`suppression_lifted`, with what the row said) is written in the same transaction. Returns
+    the lifted row, or None when the address was not suppressed."""
+    from owlat.audit import audit_write
+    from owlat.models import Contact
+
+    address = normalize_email(email)
+    with transaction.atomic():
+        row = (
+            BlockedEmail.objects.select_for_update()
+            .filter(organization_id=organization_id, email=address)
+            .first()
+        )
+        if row is None:
+            return None
+        audit_write(
+            organization_id=organization_id,
+            actor=actor,
+            action="suppression_lifted",
+            resource="blocked_email",
+            resource_id=str(row.pk),
+            details={
+                "email": address,
+                "reason": row.reason,
+                "bounce_type": row.bounce_type,
+                "notes": (row.notes or "")[:500],
+                "source_type": row.source_type,
+                "source_id": row.source_id,
+                "note": note[:500],
+            },
+        )
+        row.delete()
+        Contact.objects.filter(
+            organization_id=organization_id, email=address, soft_bounce_count__gt=0
+        ).update(soft_bounce_count=0)
+    return row

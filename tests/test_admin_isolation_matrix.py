@@ -65,7 +65,7 @@ EXPECTED: dict[str, tuple[frozenset[str], frozenset[str], tuple[str, ...], tuple
     "owlat.RateBucket": (NOBODY, NOBODY, (), ()),
     "owlat.IdempotencyRecord": (NOBODY, NOBODY, (), ()),
     "owlat.CampaignSender": (ALL, MANAGERS, (), ("make_default",)),
-    "owlat.BlockedEmail": (ALL, MANAGERS, (), ()),
+    "owlat.BlockedEmail": (ALL, MANAGERS, ("owlat_blockedemail_lift",), ()),
     "auth.User": (NOBODY, NOBODY, ("auth_user_password_change",), ()),
     "auth.Group": (NOBODY, NOBODY, (), ()),
     "django_q.Schedule": (NOBODY, NOBODY, (), ()),
@@ -109,6 +109,7 @@ EXPECTED: dict[str, tuple[frozenset[str], frozenset[str], tuple[str, ...], tuple
     "delivery.EmailSend": (ALL, NOBODY, ("delivery_provider_status",), ("resend_unknown",)),
     "delivery.TransactionalSend": (ALL, NOBODY, (), ("resend_unknown",)),
     "delivery.LocalMessage": (ALL, NOBODY, ("delivery_localmessage_html",), ()),
+    "delivery.BounceRecord": (ALL, NOBODY, (), ()),
     "delivery.CampaignSendCounters": (NOBODY, NOBODY, (), ()),
     "automations.Automation": (
         ALL,
@@ -403,6 +404,15 @@ def _objects_of(label: str, org):  # noqa: C901, PLR0911, PLR0912 - one branch p
         return m.objects.create(
             organization=org, kind="transactional", email="ann@a.test", status="queued", outcome_unknown=True
         )
+    if label == "delivery.BounceRecord":
+        return m.objects.create(
+            organization=org,
+            send_kind="transactional",
+            send_id="00000000-0000-0000-0000-0000000000cc",
+            email="ann@a.test",
+            kind="block",
+            reason="blocked",
+        )
     if label == "delivery.LocalMessage":
         return m.objects.create(
             organization=org, message_id="<m@a.test>", from_email="a@a.test", to="b@a.test"
@@ -618,7 +628,12 @@ RULES: dict[
     # sends are records: nobody edits or deletes them; an outcome-unknown send is re-sent by organization managers
     "delivery.EmailSend": _SEND_RULE,
     "delivery.TransactionalSend": _SEND_RULE,
-    "delivery.LocalMessage": (ALL_S, NOBODY, S, None, {}),  # the local outbox is emptied by operators only
+    "delivery.LocalMessage": (ALL_S, NOBODY, S, None, {}),
+    "delivery.BounceRecord": (
+        *RO,
+        None,
+        {},
+    ),  # received bounces are evidence  # the local outbox is emptied by operators only
     "automations.Automation": (
         ALL_S,
         MANAGERS_S,
@@ -705,6 +720,7 @@ CUSTOM_OBJECT_URLS: dict[str, frozenset[str]] = {
     "owlat_domain_check": MANAGERS_S,
     "owlat_domain_rotate_dkim": MANAGERS_S,
     "owlat_domain_override": S,
+    "owlat_blockedemail_lift": MANAGERS_S,  # contacts:manage
     "templates_emailtemplate_preview": ALL_S,
     "templates_emailtemplate_preview_frame": ALL_S,
     "templates_emailtemplate_send_test": ALL_S,  # emails:test

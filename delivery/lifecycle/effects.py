@@ -111,20 +111,31 @@ def _fx_suppress(send: Any, *, reason: str, bounce_type: str | None) -> None:
         email=send.recipient,
         reason=reason,
         bounce_type=bounce_type,
+        # why, for the suppression list: the bounce's reason, status code and diagnostic
+        notes=(getattr(send, "error_message", None) or None) if reason == "bounced" else None,
         source_type=source_type,
         source_id=source_id,
     )
 
 
 def _fx_soft_bounce(send: Any) -> None:
-    """DLV-12: count once per send; at exactly the threshold, suppress `bounced`/`soft`."""
+    """DLV-12 as refined for bounce reasons: count once per send; suppress `bounced`/`soft` once the address
+    soft-bounced on `BOUNCE_SOFT_THRESHOLD` sends within `BOUNCE_SOFT_WINDOW_DAYS` — the smaller of the
+    contact's counter (reset by a delivery) and the sends soft-bounced within the window (blocks excluded)."""
+    from django.conf import settings
+
+    from delivery.bounces.records import soft_bounces_in_window
     from owlat.models import Contact
 
     if not send.contact_id:
         return
     Contact.objects.filter(pk=send.contact_id).update(soft_bounce_count=F("soft_bounce_count") + 1)
-    count = Contact.objects.filter(pk=send.contact_id).values_list("soft_bounce_count", flat=True).first()
-    if count == SOFT_BOUNCE_SUPPRESSION_THRESHOLD:
+    count = (
+        Contact.objects.filter(pk=send.contact_id).values_list("soft_bounce_count", flat=True).first() or 0
+    )
+    threshold = getattr(settings, "BOUNCE_SOFT_THRESHOLD", SOFT_BOUNCE_SUPPRESSION_THRESHOLD)
+    window_count = soft_bounces_in_window(contact_id=send.contact_id, now=send.bounced_at)
+    if count >= threshold and window_count >= threshold:
         _fx_suppress(send, reason="bounced", bounce_type=BounceType.SOFT)
 
 

@@ -248,7 +248,8 @@ def reduce_send(send: Any, frm: str, to: str, *, input: dict[str, Any], at: dt.d
             fx.add("suppress", reason="bounced", bounce_type=BounceType.HARD)
         else:
             fx.count(bounced=1, soft_bounced=1)
-            fx.add("soft_bounce")
+            if input.get("counts_toward_suppression", True):  # a block says nothing about the address
+                fx.add("soft_bounce")
         fx.activity("email_bounced", at, bounceType=bounce_type, message=message)
         fx.webhook("email.bounced", at, bounceType=bounce_type, message=message)
         return Decision.accept(patch, fx.build())
