@@ -18,7 +18,7 @@ import logging
 import time
 import uuid
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -129,7 +129,7 @@ class _Contents:
         return hit
 
 
-def _recipient(contents: _Contents, c: Candidate, variant: str | None) -> Any:
+def _recipient(contents: _Contents, c: Candidate, variant: str | None, not_before: Any = None) -> Any:
     from delivery.services import CampaignRecipient
 
     _, language, subject, template_id = contents.subject_for(variant, c.language)
@@ -143,6 +143,7 @@ def _recipient(contents: _Contents, c: Candidate, variant: str | None) -> Any:
         personalized_subject=subject.render(variables, single_line=True),
         language=language,
         ab_variant=variant,
+        not_before=not_before,
     )
 
 
@@ -249,6 +250,22 @@ class _Hop:
     context: Any = None
     org_tz: str | None = None
     settings_written: bool = False
+    zone_instants: dict[str | None, dt.datetime] = field(default_factory=dict)
+
+
+def _zone_instant(hop: _Hop, campaign: Campaign, job: CampaignSendJob, zone_name: str | None) -> dt.datetime:
+    """CMP-34: the send instant of one recipient zone, the same for every page and hop of the walk: the next
+    local HH:MM strictly after the walk started (`job.started_at`), not after the page's own clock, so two pages
+    either side of the zone's HH:MM never get instants a day apart."""
+    hit = hop.zone_instants.get(zone_name)
+    if hit is None:
+        hit = hop.zone_instants[zone_name] = next_local_instant(
+            zone_for(zone_name, hop.org_tz),
+            campaign.scheduled_hour,
+            campaign.scheduled_minute,
+            job.started_at,
+        )
+    return hit
 
 
 def resolve_campaign_page(
@@ -332,7 +349,10 @@ def _walk_page(
             limit=audience_module.PAGE_SIZE,
         )
         chosen = _bucket(job, campaign, page.eligible)
-        recipients = [_recipient(hop.contents, c, v) for c, v in chosen]
+        instants = {
+            c.contact_id: _zone_instant(hop, campaign, job, c.timezone) if use_tz else None for c, _ in chosen
+        }
+        recipients = [_recipient(hop.contents, c, v, instants[c.contact_id]) for c, v in chosen]
         inserted = create_batch(
             organization_id=campaign.organization_id,
             campaign_id=campaign.pk,
@@ -343,22 +363,10 @@ def _walk_page(
         )
         hop.settings_written = True
         by_zone: dict[dt.datetime | None, list[str]] = defaultdict(list)
-        zone_instants: dict[str | None, dt.datetime] = {}
         for c, _ in chosen:
             send_id = inserted.get(c.contact_id)
-            if send_id is None:
-                continue
-            at = None
-            if use_tz:
-                at = zone_instants.get(c.timezone)
-                if at is None:
-                    at = zone_instants[c.timezone] = next_local_instant(
-                        zone_for(c.timezone, hop.org_tz),
-                        campaign.scheduled_hour,
-                        campaign.scheduled_minute,
-                        now,
-                    )
-            by_zone[at].append(send_id)
+            if send_id is not None:
+                by_zone[instants[c.contact_id]].append(send_id)
         for at, ids in by_zone.items():
             _enqueue_chunks(ids, at)
         enqueued = len(inserted)

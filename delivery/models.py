@@ -85,6 +85,9 @@ class SendRowFields(models.Model):
     # D-07 recovery: when the orphan sweep last handed this row to its pool again; it is not handed out again
     # before `delivery.lifecycle.redrive_lease` ran out, however long a stuck queue leaves it unclaimed.
     redriven_at = models.DateTimeField(null=True, blank=True)
+    # CMP-34: the instant before which no job, sweep or retry hands the row out (a recipient-local send); NULL
+    # = as soon as it is queued.
+    not_before = models.DateTimeField(null=True, blank=True)
     dispatch_attempts = models.PositiveSmallIntegerField(default=0)
     deleted_at = models.DateTimeField(null=True, blank=True)
 

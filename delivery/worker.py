@@ -175,6 +175,8 @@ def _dispatch_batch(
             topped = claim_queued(kind, token, limit=wanted, exclude=won)
             won += topped
             backlog = len(topped) == wanted
+    if summary.skipped:
+        _defer_not_due(kind, ids, won, now())
     summary.claimed = len(won)
     if not won:
         return summary
@@ -345,6 +347,24 @@ def _dispatch_batch(
                 logger.exception("could not record the last results of a failed %s job", kind)
             provider_health_flush()  # DLV-17: one write per provider and minute for the whole job
     return summary
+
+
+def _defer_not_due(kind: str, ids: list[str], won: list[str], now: dt.datetime) -> int:
+    """CMP-34: given rows this job could not claim because their not-before instant is still ahead (a job that
+    ran early: a redelivery, an operator re-drive) go back to the pool as jobs due at that instant, so they
+    leave then — not before, and not only when the orphan sweep finds them. Returns how many."""
+    from delivery.services import sends_enqueue
+
+    rest = set(ids) - set(won)
+    due: dict[dt.datetime, list[str]] = {}
+    rows = model_for(kind)._default_manager.filter(
+        pk__in=list(rest), status=SendStatus.QUEUED, not_before__gt=now, claimed_at__isnull=True
+    )
+    for pk, not_before in rows.values_list("pk", "not_before"):
+        due.setdefault(not_before, []).append(str(pk))
+    for at, send_ids in due.items():
+        sends_enqueue(kind, send_ids, at=at)
+    return sum(len(v) for v in due.values())
 
 
 def _compose(row: Any, contexts: dict[str, Any], mail_options: dict[str, Any]) -> Any:

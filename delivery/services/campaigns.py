@@ -44,6 +44,8 @@ class CampaignRecipient:
     personalized_subject: str | None = None
     language: str | None = None
     ab_variant: str | None = None
+    #: CMP-34: no job, sweep or retry hands the row out before this instant (None: at once)
+    not_before: Any = None
 
 
 def campaign_send_settings_set(
@@ -121,6 +123,7 @@ def create_batch(
                 s.personalized_subject,
                 s.language,
                 s.ab_variant,
+                s.not_before.isoformat() if s.not_before else None,
                 str(s.email_template_id) if s.email_template_id else None,
             )
         )
@@ -147,6 +150,7 @@ _ROW_FIELDS = (
     "personalized_subject",
     "language",
     "ab_variant",
+    "not_before",
     "email_template_id",
 )
 
