@@ -132,9 +132,8 @@ def campaign_reduce(
         effects.append(Enqueue(ORCHESTRATOR_TASK, (campaign_id,), queue=ORCHESTRATOR_QUEUE))
         if frm != PENDING_REVIEW:
             event = "campaign_sent"
-        if is_ab_test:
-            kickoff_actor = actor if is_system_actor(actor) else ACTOR_LIFECYCLE
-            effects.append(Call("start_ab_test_if_enabled", {"actor": kickoff_actor, "at": at}))
+        # An A/B test's window does not start here: the content scan and a review may hold the campaign
+        # for longer than the window; the orchestrator starts it when it opens the test-cohort walk.
     effects.insert(0, Audit(audit_action(frm, to), details))
     if event and not is_system_actor(actor):
         effects.append(Analytics(event, {"campaignId": campaign_id}))
@@ -145,15 +144,6 @@ def _reset_send_counters(campaign: Campaign) -> None:
     from delivery.services import campaign_counters_reset
 
     campaign_counters_reset(organization_id=campaign.organization_id, campaign_id=campaign.pk)
-
-
-def _start_ab_test_if_enabled(campaign: Campaign, *, actor: str, at: dt.datetime) -> None:
-    """CMP-07: re-read the row; if still an A/B test, A/B lifecycle → `testing`."""
-    from campaigns.ab_lifecycle import AbLifecycle
-
-    fresh = Campaign.objects.select_for_update().get(pk=campaign.pk)
-    if fresh.is_ab_test and fresh.ab_test_status is not None:
-        AbLifecycle().transition_locked(fresh, "testing", actor=actor, at=at)
 
 
 class CampaignLifecycle(Lifecycle):
@@ -184,7 +174,6 @@ class CampaignLifecycle(Lifecycle):
     def effect_handlers(self) -> dict[str, Callable[..., None]]:
         return {
             "reset_send_counters": _reset_send_counters,
-            "start_ab_test_if_enabled": _start_ab_test_if_enabled,
         }
 
 

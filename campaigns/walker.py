@@ -150,8 +150,8 @@ def _recipient(contents: _Contents, c: Candidate, variant: str | None, not_befor
 def _bucket(
     job: CampaignSendJob, campaign: Campaign, eligible: list[Candidate]
 ) -> list[tuple[Candidate, str | None]]:
-    """(candidate, variant) for the ones this phase sends; the A/B remainder is skipped in phase 1, the test
-    cohort in the winner phase."""
+    """(candidate, variant) for the ones this phase sends: the A/B remainder is skipped in phase 1; the winner
+    phase takes every candidate, and the unique send row keeps the ones already mailed out."""
     cid = str(campaign.pk)
     tf = job.test_fraction or 0.0
     out: list[tuple[Candidate, str | None]] = []
@@ -161,8 +161,9 @@ def _bucket(
             if variant is not None:
                 out.append((c, variant))
         elif job.variant_mode == VariantMode.AB_WINNER:
-            if hash_fraction(cid, c.contact_id) >= tf:
-                out.append((c, job.winning_variant))
+            # everyone without a send row (`create_batch` skips the rest): the held-back remainder, and a
+            # test-cohort contact the test walk did not reach
+            out.append((c, job.winning_variant))
         else:
             out.append((c, None))
     return out
@@ -399,6 +400,16 @@ def _finish_walk(campaign: Campaign, job: CampaignSendJob, now: dt.datetime) -> 
     )
     if empty and not campaign_has_sends(campaign.pk):
         campaign_transition(campaign_id=campaign.pk, to=SENT, actor=ACTOR_ORCHESTRATOR, at=now)
+        return
+    if (
+        job.variant_mode == VariantMode.AB_TEST
+        and Campaign.objects.filter(pk=campaign.pk, ab_winner__isnull=False).exists()
+    ):
+        # a winner declared while this walk ran: its remainder phase deferred to now
+        from campaigns.ab_lifecycle import REMAINDER_TASK, TASK_QUEUE
+        from owlat.jobs import enqueue
+
+        enqueue(REMAINDER_TASK, str(campaign.pk), queue=TASK_QUEUE)
         return
     try_complete_campaign(campaign.pk)
 
