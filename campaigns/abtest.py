@@ -3,18 +3,21 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 from django.db import transaction
+from django.utils import timezone
 
 from campaigns.ab_lifecycle import TESTING, WINNER_SELECTED, AbLifecycle
 from campaigns.authz import WINNER_FORBIDDEN, refusal
-from campaigns.lifecycle import ACTOR_AUTO_WINNER, DRAFT, SENDING
+from campaigns.lifecycle import ACTOR_AUTO_WINNER, DRAFT, PAUSED, SENDING
 from campaigns.models import Campaign
 from owlat.lifecycle import Outcome
 from owlat.permissions import Authority
 
 SPLIT_MIN, SPLIT_MAX = 10, 50
+PAUSED_RETRY = dt.timedelta(minutes=5)  # the auto-winner of a paused campaign asks again after this
 DURATION_REQUIRED = "Test duration (hours, more than 0) is required unless the winner is chosen manually"
 
 
@@ -199,6 +202,12 @@ def ab_auto_declare(campaign_id: Any) -> str:
         campaign = Campaign.objects.select_for_update().filter(pk=campaign_id).first()
         if campaign is None or not campaign.is_ab_test or campaign.ab_test_status != TESTING:
             return "skipped: not testing"
+        if campaign.status == PAUSED:  # decided once the send goes on: ask again in a few minutes
+            from campaigns.ab_lifecycle import AUTO_WINNER_TASK, TASK_QUEUE
+            from owlat.jobs import enqueue
+
+            enqueue(AUTO_WINNER_TASK, str(campaign.pk), at=timezone.now() + PAUSED_RETRY, queue=TASK_QUEUE)
+            return "deferred: campaign paused"
         if campaign.status != SENDING:
             return f"skipped: campaign is {campaign.status}"
         criteria = campaign.ab_config().get("winnerCriteria")

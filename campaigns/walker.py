@@ -29,7 +29,7 @@ from django.utils import timezone
 from campaigns import audience as audience_module
 from campaigns.abtest import hash_fraction, variant_for_hash
 from campaigns.audience import PAGE_SIZE, Candidate, audience_page
-from campaigns.lifecycle import ACTOR_ORCHESTRATOR, SENDING, SENT, campaign_transition
+from campaigns.lifecycle import ACTOR_ORCHESTRATOR, PAUSED, SENDING, SENT, campaign_transition
 from campaigns.models import Campaign, CampaignSendJob, SendJobPhase, VariantMode
 
 logger = logging.getLogger(__name__)
@@ -320,9 +320,11 @@ def _walk_page(
             hop.token = job.hop_token = new_hop_token()
         if hop.campaign is None:
             hop.campaign = Campaign.objects.select_related("email_template").filter(pk=campaign_id).first()
-        # read with the lock on every page: a cancel in between stops the walk at the next page
+        # read with the lock on every page: a pause or cancel in between stops the walk at the next page
         status = job.campaign_status
         campaign = hop.campaign
+        if status == PAUSED:  # the checkpoint stays; resume hands the walk to a fresh hop (`walk_resume`)
+            return "paused: the walk waits for resume", False
         if campaign is None or status != SENDING or campaign.email_template is None:
             job.phase, job.finished_at, job.updated_at = SendJobPhase.DONE, now, now
             job.save(update_fields=["phase", "finished_at", "updated_at", "hop_token"])
@@ -414,6 +416,31 @@ def _finish_walk(campaign: Campaign, job: CampaignSendJob, now: dt.datetime) -> 
     try_complete_campaign(campaign.pk)
 
 
+# --- pause, resume, cancel (called by the campaign lifecycle's effects, in its transaction) -------------------
+
+
+def walk_resume(campaign_id: Any, *, now: dt.datetime | None = None) -> bool:
+    """A resumed campaign's walk still resolving goes on from its checkpoint in a fresh hop (any older hop finds
+    another token). False when there is nothing to walk."""
+    job = CampaignSendJob.objects.select_for_update().filter(campaign_id=campaign_id).first()
+    if job is None or job.phase != SendJobPhase.RESOLVING:
+        return False
+    job.updated_at = now or timezone.now()
+    enqueue_hop(job)
+    job.save(update_fields=["hop_token", "updated_at"])
+    return True
+
+
+def walk_stop(campaign_id: Any, *, now: dt.datetime | None = None) -> bool:
+    """A cancelled campaign's walk ends for good (a hop still queued finds the job done)."""
+    now = now or timezone.now()
+    return bool(
+        CampaignSendJob.objects.filter(campaign_id=campaign_id, phase=SendJobPhase.RESOLVING).update(
+            phase=SendJobPhase.DONE, finished_at=now, updated_at=now, hop_token=""
+        )
+    )
+
+
 # --- CMP-36: stuck-walk watchdog -----------------------------------------------------------------------------------
 
 
@@ -423,7 +450,9 @@ def stuck_send_jobs(
     """Send jobs still `resolving` with no progress for `STUCK_AFTER` (the `sendjob_phase_updated` index);
     `organization_id` None = every organization. The watchdog re-drives them; the dashboard lists them."""
     now = now or timezone.now()
-    qs = CampaignSendJob.objects.filter(phase=SendJobPhase.RESOLVING, updated_at__lt=now - STUCK_AFTER)
+    qs = CampaignSendJob.objects.filter(
+        phase=SendJobPhase.RESOLVING, updated_at__lt=now - STUCK_AFTER
+    ).exclude(campaign__status=PAUSED)  # a paused walk waits on purpose
     return qs if organization_id is None else qs.filter(organization_id=organization_id)
 
 

@@ -31,6 +31,7 @@ class SendStatus(models.TextChoices):
     CLICKED = "clicked"
     BOUNCED = "bounced"
     COMPLAINED = "complained"
+    CANCELLED = "cancelled"  # a campaign row still waiting when its campaign was cancelled (never sent)
 
 
 class BounceType(models.TextChoices):
@@ -103,6 +104,10 @@ class SendRowFields(models.Model):
 
     @transition(field=status, source=[S.QUEUED, S.SENT], target=S.FAILED)
     def mark_failed(self, patch: dict) -> None:
+        apply_patch(self, patch)
+
+    @transition(field=status, source=S.QUEUED, target=S.CANCELLED)
+    def mark_cancelled(self, patch: dict) -> None:
         apply_patch(self, patch)
 
     @transition(field=status, source=S.SENT, target=S.DELIVERED)

@@ -142,7 +142,7 @@ def test_campaign_api_replay(api, org, template, topic):
     assert r.status_code == 422
     assert r.json()["error"] == {
         "category": "invalid_state",
-        "message": "Only scheduled campaigns can be cancelled",
+        "message": "Only scheduled, sending or paused campaigns can be cancelled",
         "data": {"reason": "illegal_edge", "from": "draft", "to": "cancelled"},
     }
     r = api.call("POST", f"/campaigns/{cid}/schedule", {"scheduledAt": past})

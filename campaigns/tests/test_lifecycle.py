@@ -20,7 +20,7 @@ from owlat.permissions import Authority
 from testsupport.race import race
 
 AT = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)
-STATES = ["draft", "scheduled", "sending", "sent", "cancelled", "pending_review"]
+STATES = ["draft", "scheduled", "sending", "sent", "cancelled", "pending_review", "paused"]
 EXPECTED_EDGES = {
     ("draft", "scheduled"),
     ("draft", "sending"),
@@ -32,6 +32,11 @@ EXPECTED_EDGES = {
     ("sending", "pending_review"),
     ("pending_review", "sending"),
     ("pending_review", "draft"),
+    # pause, resume and cancel of a send (beyond the spec's ten)
+    ("sending", "paused"),
+    ("paused", "sending"),
+    ("sending", "cancelled"),
+    ("paused", "cancelled"),
 }
 
 
@@ -48,7 +53,7 @@ def kinds(decision, kind):
 # --- pure reducer -----------------------------------------------------------------------------------------------
 
 
-def test_the_graph_has_exactly_the_ten_spec_edges():
+def test_the_graph_has_the_ten_spec_edges_and_pause_resume_cancel():
     assert {(str(a), str(b)) for a, b in LEGAL_EDGES} == EXPECTED_EDGES
 
 
@@ -390,3 +395,17 @@ def test_ab_lifecycle_on_the_database(make_campaign):
     assert out.ok and out.applied == "transitioned"
     campaign.refresh_from_db()
     assert campaign.ab_test_status is None and not campaign.is_ab_test and campaign.ab_test_config is None
+
+
+def test_pause_resume_and_cancel_of_a_send():
+    d = reduce("sending", "paused")
+    assert d.patch == {"status": "paused", "paused_at": AT} and not kinds(d, Enqueue)
+    assert kinds(d, Audit)[0].action == "campaign.paused"
+    d = reduce("paused", "sending")
+    assert d.patch == {"status": "sending", "paused_at": None}  # no counter reset, no new orchestrator run
+    assert [c.name for c in kinds(d, Call)] == ["resume_send"] and not kinds(d, Enqueue)
+    assert kinds(d, Audit)[0].action == "campaign.resumed"
+    for frm in ("sending", "paused"):
+        d = reduce(frm, "cancelled")
+        assert [c.name for c in kinds(d, Call)] == ["cancel_send"]
+    assert not kinds(reduce("scheduled", "cancelled"), Call)

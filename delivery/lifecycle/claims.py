@@ -377,3 +377,15 @@ def reset_for_resend(kind: str, send_id: str) -> bool:
             error_message=None,
         )
     )
+
+
+def cancel_campaign_queued(campaign_id: Any, *, now: dt.datetime | None = None) -> int:
+    """A cancelled campaign's rows that never reached the wire (`queued`, not handed off) end `cancelled`, in
+    one compare-and-set statement (a row a live job is about to hand off loses its hand-off mark instead; a row
+    handed off keeps its outcome). The only bulk status write of the send tables; no effects (nothing was sent,
+    no counter moves). Returns how many."""
+    from delivery.models import EmailSend
+
+    return EmailSend.objects.filter(
+        campaign_id=campaign_id, status=S.QUEUED, handed_off_at__isnull=True, deleted_at__isnull=True
+    ).update(status=S.CANCELLED, failed_at=now or timezone.now(), error_code="CAMPAIGN_CANCELLED")
