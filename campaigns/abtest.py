@@ -3,18 +3,22 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 from django.db import transaction
+from django.utils import timezone
 
 from campaigns.ab_lifecycle import TESTING, WINNER_SELECTED, AbLifecycle
 from campaigns.authz import WINNER_FORBIDDEN, refusal
-from campaigns.lifecycle import ACTOR_AUTO_WINNER, DRAFT
+from campaigns.lifecycle import ACTOR_AUTO_WINNER, DRAFT, PAUSED, SENDING
 from campaigns.models import Campaign
 from owlat.lifecycle import Outcome
 from owlat.permissions import Authority
 
 SPLIT_MIN, SPLIT_MAX = 10, 50
+PAUSED_RETRY = dt.timedelta(minutes=5)  # the auto-winner of a paused campaign asks again after this
+DURATION_REQUIRED = "Test duration (hours, more than 0) is required unless the winner is chosen manually"
 
 
 # --- CMP-32: deterministic split (pure) --------------------------------------------------------------------
@@ -87,11 +91,11 @@ def ab_config_clean(organization_id: Any, raw: dict[str, Any]) -> dict[str, Any]
         raise AbConfigError("Winner criteria must be open_rate, click_rate or manual", "winnerCriteria")
     config["winnerCriteria"] = criteria
     if criteria != "manual":
+        # without a window no automatic winner is ever declared and the remainder never mailed
         duration = raw.get("testDuration")
-        if duration is not None:
-            if isinstance(duration, bool) or not isinstance(duration, int | float) or duration < 0:
-                raise AbConfigError("Test duration must be a number of hours", "testDuration")
-            config["testDuration"] = duration
+        if isinstance(duration, bool) or not isinstance(duration, int | float) or not duration > 0:
+            raise AbConfigError(DURATION_REQUIRED, "testDuration")
+        config["testDuration"] = duration
     return config
 
 
@@ -192,11 +196,20 @@ def ab_declare_winner(
 
 
 def ab_auto_declare(campaign_id: Any) -> str:
-    """CMP-19: acts only while still `testing` (idempotent)."""
+    """CMP-19: acts only while the campaign is `sending` and its test still `testing` (idempotent); a run for
+    a campaign sent, cancelled or sent back to draft in the meantime does nothing."""
     with transaction.atomic():
         campaign = Campaign.objects.select_for_update().filter(pk=campaign_id).first()
         if campaign is None or not campaign.is_ab_test or campaign.ab_test_status != TESTING:
             return "skipped: not testing"
+        if campaign.status == PAUSED:  # decided once the send goes on: ask again in a few minutes
+            from campaigns.ab_lifecycle import AUTO_WINNER_TASK, TASK_QUEUE
+            from owlat.jobs import enqueue
+
+            enqueue(AUTO_WINNER_TASK, str(campaign.pk), at=timezone.now() + PAUSED_RETRY, queue=TASK_QUEUE)
+            return "deferred: campaign paused"
+        if campaign.status != SENDING:
+            return f"skipped: campaign is {campaign.status}"
         criteria = campaign.ab_config().get("winnerCriteria")
         winner = pick_winner(criteria, variant_stats(campaign.pk, "A"), variant_stats(campaign.pk, "B"))
         outcome = AbLifecycle().transition_locked(

@@ -33,10 +33,36 @@ BUTTONS = {
         ("unschedule", "Unschedule"),
         ("cancel", "Cancel"),
     ],
-    "sending": [("winner-A", "Declare A the winner"), ("winner-B", "Declare B the winner")],
+    "sending": [
+        ("pause", "Pause…"),
+        ("cancel", "Cancel the send…"),
+        ("winner-A", "Declare A the winner"),
+        ("winner-B", "Declare B the winner"),
+    ],
+    "paused": [("resume", "Resume…"), ("cancel", "Cancel the send…")],
     "sent": [("duplicate", "Duplicate")],
     "cancelled": [("duplicate", "Duplicate")],
     "pending_review": [],
+}
+
+
+#: transitions of a send asked for on a confirmation page naming their consequences (GET shows it, POST acts)
+CONFIRM = {
+    "pause": (
+        "Pause this send?",
+        "No more of its {queued} waiting messages are handed to the provider (within a few seconds; messages "
+        "already on the wire complete). Nothing is lost: Resume continues where it stopped.",
+    ),
+    "resume": (
+        "Resume this send?",
+        "Its {queued} waiting messages go out again, and the recipient walk goes on where it stopped. Nobody "
+        "already mailed is mailed again.",
+    ),
+    "cancel": (
+        "Cancel this send for good?",
+        "Its {queued} messages not yet handed to the provider are never sent (they end cancelled); the {sent} "
+        "already sent stay sent. This cannot be undone: a cancelled campaign can only be duplicated.",
+    ),
 }
 
 
@@ -288,9 +314,12 @@ class CampaignAdmin(CampaignPanels, TenantModelAdmin):
         return JsonResponse({"count": audience_eligible_count(organization_id, audience)})
 
     def transition_view(self, request: HttpRequest, object_id: Any, verb: str) -> HttpResponse:
-        if request.method != "POST":
+        confirm = CONFIRM.get(verb) if request.method == "GET" else None
+        if request.method != "POST" and confirm is None:
             return HttpResponseNotAllowed(["POST"])
         campaign = self._campaign(request, object_id)
+        if confirm is not None:
+            return self._confirm_page(request, campaign, verb, *confirm)
         actor, authority = self.actor(request), self._authority(request)
         common = {"campaign_id": campaign.pk, "organization_id": campaign.organization_id, "actor": actor}
         if verb == "duplicate":
@@ -313,6 +342,31 @@ class CampaignAdmin(CampaignPanels, TenantModelAdmin):
         else:
             messages.error(request, outcome.message or outcome.reason)
         return self._back(campaign)
+
+    def _confirm_page(
+        self, request: HttpRequest, campaign: Campaign, verb: str, title: str, consequence: str
+    ) -> HttpResponse:
+        from django.template.response import TemplateResponse
+
+        from delivery.services import campaign_send_stats
+
+        stats = campaign_send_stats(campaign.pk)
+        counts = {
+            "queued": stats.get("queued", 0),
+            "sent": stats.get("sent", 0),
+            "total": stats.get("total", 0),
+        }
+        context = {
+            **self.admin_site.each_context(request),
+            "title": title,
+            "campaign": campaign,
+            "consequence": consequence.format(**counts),
+            "counts": counts,
+            "action_url": reverse("admin:campaigns_campaign_transition", args=[campaign.pk, verb]),
+            "label": {"pause": "Pause", "resume": "Resume", "cancel": "Cancel the send"}[verb],
+            "opts": self.model._meta,
+        }
+        return TemplateResponse(request, "admin/campaigns/campaign/confirm_transition.html", context)
 
     def schedule_view(self, request: HttpRequest, object_id: Any) -> HttpResponse:
         campaign = self._campaign(request, object_id)
@@ -346,7 +400,9 @@ class CampaignAdmin(CampaignPanels, TenantModelAdmin):
                     if verb == "schedule"
                     else reverse("admin:campaigns_campaign_transition", args=[obj.pk, verb])
                 )
-                buttons.append((url, label, verb == "schedule"))
+                buttons.append(
+                    (url, label, verb == "schedule" or (verb in CONFIRM and obj.status != "scheduled"))
+                )
             context["lifecycle_buttons"] = buttons
             context["auto_refresh"] = obj.status == "sending"
         # the editor's live count and the template admin's preview of the template being picked (the campaign's

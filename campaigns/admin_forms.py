@@ -35,7 +35,13 @@ class CampaignForm(forms.ModelForm):
         required=False,
         label="Winner criteria",
     )
-    ab_test_duration = forms.IntegerField(required=False, min_value=1, label="Test duration (hours)")
+    ab_test_duration = forms.IntegerField(
+        required=False,
+        min_value=1,
+        label="Test duration (hours)",
+        help_text="Required unless the winner is chosen manually: after this many hours of testing the better "
+        "variant is chosen and sent to everyone else.",
+    )
 
     class Meta:
         model = Campaign

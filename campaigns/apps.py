@@ -13,6 +13,11 @@ class CampaignsConfig(AppConfig):
         register_completion_handler("campaign", try_complete_campaign)
         # DLV-11: the suspicious-pattern flag on a complaint
         register_complaint_handler("campaign", on_campaign_complaint)
+        # the pool hands out no rows of a paused or cancelled campaign
+        from campaigns.lifecycle import campaigns_on_hold
+        from delivery.lifecycle import register_campaign_hold
+
+        register_campaign_hold(campaigns_on_hold)
 
         from campaigns.services import (
             campaigns_using_segment,

@@ -12,7 +12,14 @@ from django.utils import timezone
 
 from campaigns.ab_lifecycle import WINNER_SELECTED
 from campaigns.lifecycle import ACTOR_COMPLETION, SCHEDULED, SENDING, SENT, campaign_transition_locked
-from campaigns.models import STATS_FIELDS, Campaign, CampaignSendJob, ContentScanResult, SendJobPhase
+from campaigns.models import (
+    STATS_FIELDS,
+    Campaign,
+    CampaignSendJob,
+    ContentScanResult,
+    SendJobPhase,
+    VariantMode,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -24,8 +31,11 @@ def _completable(campaign: Campaign) -> bool:
         return False
     if campaign.is_ab_test and campaign.ab_test_status != WINNER_SELECTED:
         return False
-    if CampaignSendJob.objects.filter(campaign_id=campaign.pk, phase=SendJobPhase.RESOLVING).exists():
+    job = CampaignSendJob.objects.filter(campaign_id=campaign.pk).values("phase", "variant_mode").first()
+    if job is not None and job["phase"] == SendJobPhase.RESOLVING:
         return False
+    if campaign.is_ab_test and (job is None or job["variant_mode"] != VariantMode.AB_WINNER):
+        return False  # the winner is chosen but its remainder walk has not started yet
     return campaign_has_sends(campaign.pk) and not campaign_has_queued_sends(campaign.pk)
 
 

@@ -15,13 +15,14 @@ from typing import Any
 from campaigns.models import Campaign, CampaignStatus
 from owlat.lifecycle import Analytics, Audit, Call, Decision, Enqueue, Lifecycle, Outcome, legal_edges
 
-DRAFT, SCHEDULED, SENDING, SENT, CANCELLED, PENDING_REVIEW = (
+DRAFT, SCHEDULED, SENDING, SENT, CANCELLED, PENDING_REVIEW, PAUSED = (
     CampaignStatus.DRAFT.value,
     CampaignStatus.SCHEDULED.value,
     CampaignStatus.SENDING.value,
     CampaignStatus.SENT.value,
     CampaignStatus.CANCELLED.value,
     CampaignStatus.PENDING_REVIEW.value,
+    CampaignStatus.PAUSED.value,
 )
 
 #: CMP-05, read from the django-fsm declaration on the model: the one constant holding the graph.
@@ -51,6 +52,7 @@ _ARRIVAL_ACTIONS = {
     CANCELLED: "campaign.cancelled",
     SENT: "campaign.sent",
     PENDING_REVIEW: "campaign.flagged_for_review",
+    PAUSED: "campaign.paused",
 }
 
 
@@ -68,7 +70,9 @@ def audit_action(frm: str, to: str) -> str:
             PENDING_REVIEW: "campaign.review_rejected",
         }.get(frm, "campaign.updated")
     if to == SENDING:
-        return "campaign.review_approved" if frm == PENDING_REVIEW else "campaign.send_started"
+        return {PENDING_REVIEW: "campaign.review_approved", PAUSED: "campaign.resumed"}.get(
+            frm, "campaign.send_started"
+        )
     return _ARRIVAL_ACTIONS[to]
 
 
@@ -112,6 +116,13 @@ def campaign_reduce(
         patch["cancelled_at"] = at
         patch["scheduled_at"] = None
         event = "campaign_cancelled"
+        if frm in (SENDING, PAUSED):  # the rows still waiting end `cancelled`, the walk stops for good
+            effects.append(Call("cancel_send"))
+    elif to == PAUSED:
+        patch["paused_at"] = at
+    elif frm == PAUSED:  # → sending again: the counters and the walk go on where they stopped
+        patch["paused_at"] = None
+        effects.append(Call("resume_send"))
     elif to == SENDING:
         patch.update(
             sent_at=at,
@@ -132,28 +143,46 @@ def campaign_reduce(
         effects.append(Enqueue(ORCHESTRATOR_TASK, (campaign_id,), queue=ORCHESTRATOR_QUEUE))
         if frm != PENDING_REVIEW:
             event = "campaign_sent"
-        if is_ab_test:
-            kickoff_actor = actor if is_system_actor(actor) else ACTOR_LIFECYCLE
-            effects.append(Call("start_ab_test_if_enabled", {"actor": kickoff_actor, "at": at}))
+        # An A/B test's window does not start here: the content scan and a review may hold the campaign
+        # for longer than the window; the orchestrator starts it when it opens the test-cohort walk.
     effects.insert(0, Audit(audit_action(frm, to), details))
     if event and not is_system_actor(actor):
         effects.append(Analytics(event, {"campaignId": campaign_id}))
     return Decision.accept(patch, effects=effects)
 
 
+def _resume_send(campaign: Campaign) -> None:
+    """Resume: the rows still waiting go back to the pool, and a walk still resolving gets a fresh hop."""
+    from campaigns.walker import walk_resume
+    from delivery.services import campaign_sends_requeue
+
+    campaign_sends_requeue(campaign.pk)
+    walk_resume(campaign.pk)
+    if campaign.is_ab_test and campaign.ab_winner:  # a remainder phase that found the campaign paused
+        from campaigns.ab_lifecycle import REMAINDER_TASK, TASK_QUEUE
+        from owlat.jobs import enqueue
+
+        enqueue(REMAINDER_TASK, str(campaign.pk), queue=TASK_QUEUE)
+
+
+def _cancel_send(campaign: Campaign) -> None:
+    from campaigns.walker import walk_stop
+    from delivery.services import campaign_sends_cancel
+
+    walk_stop(campaign.pk)
+    campaign_sends_cancel(campaign.pk)
+
+
+def campaigns_on_hold(campaign_ids: set[str]) -> set[str]:
+    """The pool's hold check (registered with delivery): campaigns paused or cancelled hand out no rows."""
+    held = Campaign.objects.filter(pk__in=list(campaign_ids), status__in=(PAUSED, CANCELLED))
+    return {str(pk) for pk in held.values_list("pk", flat=True)}
+
+
 def _reset_send_counters(campaign: Campaign) -> None:
     from delivery.services import campaign_counters_reset
 
     campaign_counters_reset(organization_id=campaign.organization_id, campaign_id=campaign.pk)
-
-
-def _start_ab_test_if_enabled(campaign: Campaign, *, actor: str, at: dt.datetime) -> None:
-    """CMP-07: re-read the row; if still an A/B test, A/B lifecycle → `testing`."""
-    from campaigns.ab_lifecycle import AbLifecycle
-
-    fresh = Campaign.objects.select_for_update().get(pk=campaign.pk)
-    if fresh.is_ab_test and fresh.ab_test_status is not None:
-        AbLifecycle().transition_locked(fresh, "testing", actor=actor, at=at)
 
 
 class CampaignLifecycle(Lifecycle):
@@ -184,7 +213,8 @@ class CampaignLifecycle(Lifecycle):
     def effect_handlers(self) -> dict[str, Callable[..., None]]:
         return {
             "reset_send_counters": _reset_send_counters,
-            "start_ab_test_if_enabled": _start_ab_test_if_enabled,
+            "resume_send": _resume_send,
+            "cancel_send": _cancel_send,
         }
 
 

@@ -29,6 +29,7 @@ class CampaignStatus(models.TextChoices):
     SENT = "sent"
     CANCELLED = "cancelled"
     PENDING_REVIEW = "pending_review"
+    PAUSED = "paused"
 
 
 class AbTestStatus(models.TextChoices):
@@ -83,6 +84,7 @@ class Campaign(FSMModelMixin, models.Model):
     scheduled_at = models.DateTimeField(null=True, blank=True)
     sent_at = models.DateTimeField(null=True, blank=True)
     cancelled_at = models.DateTimeField(null=True, blank=True)
+    paused_at = models.DateTimeField(null=True, blank=True)
     use_recipient_timezone = models.BooleanField(default=False)
     scheduled_hour = models.PositiveSmallIntegerField(null=True, blank=True)
     scheduled_minute = models.PositiveSmallIntegerField(null=True, blank=True)
@@ -128,7 +130,8 @@ class Campaign(FSMModelMixin, models.Model):
     def __str__(self) -> str:
         return self.name
 
-    # --- CMP-05: the ten legal edges. Bodies are pure; the only caller is campaigns.lifecycle. -------------
+    # --- CMP-05: the spec's ten edges, plus pause, resume and cancel of a send. Bodies are pure; the only
+    # caller is campaigns.lifecycle. ----------------------------------------------------------------------
     @transition(field=status, source=C.DRAFT, target=C.SCHEDULED)
     def schedule(self, patch: dict) -> None:
         _apply_patch(self, patch)
@@ -141,8 +144,16 @@ class Campaign(FSMModelMixin, models.Model):
     def return_to_draft(self, patch: dict) -> None:
         _apply_patch(self, patch)
 
-    @transition(field=status, source=C.SCHEDULED, target=C.CANCELLED)
+    @transition(field=status, source=[C.SCHEDULED, C.SENDING, C.PAUSED], target=C.CANCELLED)
     def cancel(self, patch: dict) -> None:
+        _apply_patch(self, patch)
+
+    @transition(field=status, source=C.SENDING, target=C.PAUSED)
+    def pause(self, patch: dict) -> None:
+        _apply_patch(self, patch)
+
+    @transition(field=status, source=C.PAUSED, target=C.SENDING)
+    def resume(self, patch: dict) -> None:
         _apply_patch(self, patch)
 
     @transition(field=status, source=C.SENDING, target=C.SENT)

@@ -12,7 +12,7 @@ from campaigns.models import STATS_FIELDS, Campaign
 from owlat.lifecycle import Outcome
 from owlat.permissions import Authority
 
-VERBS = ("send", "unschedule", "cancel", "approve", "reject", "declare-winner")
+VERBS = ("send", "unschedule", "cancel", "pause", "resume", "approve", "reject", "declare-winner")
 
 
 @dataclass
@@ -35,6 +35,8 @@ def campaign_transition_run(
         "send": "sending",
         "unschedule": "draft",
         "cancel": "cancelled",
+        "pause": "paused",
+        "resume": "sending",
         "approve": "sending",
         "reject": "draft",
     }

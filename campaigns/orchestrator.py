@@ -16,10 +16,11 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from campaigns.ab_lifecycle import TESTING
+from campaigns.ab_lifecycle import PENDING, TESTING, WINNER_SELECTED, AbLifecycle
 from campaigns.abtest import cohort_fraction
 from campaigns.lifecycle import (
     ACTOR_CONTENT_SCAN,
+    ACTOR_ORCHESTRATOR,
     ACTOR_SCHEDULER,
     CANCELLED,
     DRAFT,
@@ -179,7 +180,9 @@ def start_campaign_send(campaign_id: Any, *, now: dt.datetime | None = None) -> 
                 setattr(locked, key, value)
         # CMP-29: open the checkpoint and schedule the first page
         cfg = locked.ab_config()
-        if locked.is_ab_test and locked.ab_test_status == TESTING and cfg:
+        if locked.is_ab_test and cfg and locked.ab_test_status in (PENDING, TESTING):
+            # the test window starts now, with the first test-cohort page, after the scan and any review
+            AbLifecycle().transition_locked(locked, TESTING, actor=ACTOR_ORCHESTRATOR, at=now)
             split = cfg.get("splitPercentage") or 0
             send_job_open(
                 locked,
@@ -201,8 +204,11 @@ def _already_running(campaign: Campaign) -> bool:
 
 
 def send_winner_to_remainder(campaign_id: Any, *, now: dt.datetime | None = None) -> str:
-    """CMP-33: walk the audience again for `hash ≥ test_fraction` contacts without a send row, with the
-    winner's content. Idempotent: a second run for the same winner finds the `ab_winner` job and skips."""
+    """CMP-33 as the issue tracker refined it: once the test-cohort walk is done, walk the frozen audience again
+    for every contact without a send row of this campaign (the held-back remainder, and anyone the test walk did
+    not reach), with the winner's content. Acts only while the campaign is `sending` and its A/B test has a
+    winner; a winner declared while the test cohort is still walked takes effect when that walk ends (the walk's
+    last page runs this again). Idempotent: a second run for the same winner finds the `ab_winner` job."""
     from campaigns.audience import audience_frozen
 
     now = now or timezone.now()
@@ -211,15 +217,19 @@ def send_winner_to_remainder(campaign_id: Any, *, now: dt.datetime | None = None
         if campaign is None:
             return "skipped: campaign not found"
         cfg = campaign.ab_config()
-        if not campaign.is_ab_test or not campaign.ab_winner:
+        if campaign.status != SENDING:
+            return f"skipped: campaign is {campaign.status}"
+        if not campaign.is_ab_test or not campaign.ab_winner or campaign.ab_test_status != WINNER_SELECTED:
             return "skipped: no A/B winner"
         if not (campaign.email_template_id and campaign.from_email and campaign.audience and cfg):
             return "skipped: campaign incomplete"
         job = CampaignSendJob.objects.select_for_update().filter(campaign=campaign).first()
-        if (
-            job is not None
-            and job.variant_mode == VariantMode.AB_WINNER
-            and job.started_at >= (campaign.ab_winner_selected_at or now)
+        if job is None or job.variant_mode == VariantMode.PLAIN:
+            return "skipped: no test-cohort walk"
+        if job.variant_mode == VariantMode.AB_TEST and job.phase == SendJobPhase.RESOLVING:
+            return "deferred: the test cohort is still being walked"
+        if job.variant_mode == VariantMode.AB_WINNER and job.started_at >= (
+            campaign.ab_winner_selected_at or now
         ):
             return "skipped: remainder already running"
         frozen = audience_frozen(campaign)

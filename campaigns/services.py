@@ -17,6 +17,7 @@ from campaigns.lifecycle import (
     LEGAL_EDGES,
     ORCHESTRATOR_QUEUE,
     ORCHESTRATOR_TASK,
+    PAUSED,
     SCHEDULED,
     SENDING,
     TERMINAL,
@@ -357,14 +358,42 @@ def campaign_unschedule(
 
 
 def campaign_cancel(*, campaign_id: Any, organization_id: Any, actor: str, authority: Authority) -> Outcome:
-    campaign = _load_for(campaign_id, organization_id, authority, "campaigns:schedule", "cancel")
+    """scheduled, sending or paused → `cancelled`, for good: a send's rows still waiting end `cancelled`
+    (what was handed to the provider keeps its outcome). Scheduled: `campaigns:schedule`; a send: `campaigns:send`."""
+    campaign = _load(campaign_id, organization_id)
+    scope = "campaigns:send" if campaign is not None and campaign.status in (SENDING, PAUSED) else None
+    campaign = _load_for(campaign_id, organization_id, authority, scope or "campaigns:schedule", "cancel")
     if isinstance(campaign, Outcome):
         return campaign
-    if campaign.status != SCHEDULED:
-        return _state_refusal(campaign, CANCELLED, "Only scheduled campaigns can be cancelled")
+    if campaign.status not in (SCHEDULED, SENDING, PAUSED):
+        return _state_refusal(
+            campaign, CANCELLED, "Only scheduled, sending or paused campaigns can be cancelled"
+        )
     return _lifecycle_message(
         "cancel", campaign_transition(campaign_id=campaign.pk, to=CANCELLED, actor=actor)
     )
+
+
+def campaign_pause(*, campaign_id: Any, organization_id: Any, actor: str, authority: Authority) -> Outcome:
+    """sending → `paused`: the walk stops at its next page and the pool hands out none of the campaign's rows
+    (each job re-checks every second); resume goes on where it stopped. `campaigns:send`."""
+    campaign = _load_for(campaign_id, organization_id, authority, "campaigns:send", "pause")
+    if isinstance(campaign, Outcome):
+        return campaign
+    if campaign.status != SENDING:
+        return _state_refusal(campaign, PAUSED, "Only sending campaigns can be paused")
+    return _lifecycle_message("pause", campaign_transition(campaign_id=campaign.pk, to=PAUSED, actor=actor))
+
+
+def campaign_resume(*, campaign_id: Any, organization_id: Any, actor: str, authority: Authority) -> Outcome:
+    """paused → `sending`: the rows still waiting go back to the pool and the walk goes on from its checkpoint;
+    nobody already mailed is mailed again (one send row per contact). `campaigns:send`."""
+    campaign = _load_for(campaign_id, organization_id, authority, "campaigns:send", "resume")
+    if isinstance(campaign, Outcome):
+        return campaign
+    if campaign.status != PAUSED:
+        return _state_refusal(campaign, SENDING, "Only paused campaigns can be resumed")
+    return _lifecycle_message("resume", campaign_transition(campaign_id=campaign.pk, to=SENDING, actor=actor))
 
 
 def campaign_send_now(
@@ -394,6 +423,8 @@ ACTIONS = {
     "send": campaign_send_now,
     "unschedule": campaign_unschedule,
     "cancel": campaign_cancel,
+    "pause": campaign_pause,
+    "resume": campaign_resume,
 }
 
 

@@ -18,7 +18,7 @@ import logging
 import time
 import uuid
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -29,7 +29,7 @@ from django.utils import timezone
 from campaigns import audience as audience_module
 from campaigns.abtest import hash_fraction, variant_for_hash
 from campaigns.audience import PAGE_SIZE, Candidate, audience_page
-from campaigns.lifecycle import ACTOR_ORCHESTRATOR, SENDING, SENT, campaign_transition
+from campaigns.lifecycle import ACTOR_ORCHESTRATOR, PAUSED, SENDING, SENT, campaign_transition
 from campaigns.models import Campaign, CampaignSendJob, SendJobPhase, VariantMode
 
 logger = logging.getLogger(__name__)
@@ -129,7 +129,7 @@ class _Contents:
         return hit
 
 
-def _recipient(contents: _Contents, c: Candidate, variant: str | None) -> Any:
+def _recipient(contents: _Contents, c: Candidate, variant: str | None, not_before: Any = None) -> Any:
     from delivery.services import CampaignRecipient
 
     _, language, subject, template_id = contents.subject_for(variant, c.language)
@@ -143,14 +143,15 @@ def _recipient(contents: _Contents, c: Candidate, variant: str | None) -> Any:
         personalized_subject=subject.render(variables, single_line=True),
         language=language,
         ab_variant=variant,
+        not_before=not_before,
     )
 
 
 def _bucket(
     job: CampaignSendJob, campaign: Campaign, eligible: list[Candidate]
 ) -> list[tuple[Candidate, str | None]]:
-    """(candidate, variant) for the ones this phase sends; the A/B remainder is skipped in phase 1, the test
-    cohort in the winner phase."""
+    """(candidate, variant) for the ones this phase sends: the A/B remainder is skipped in phase 1; the winner
+    phase takes every candidate, and the unique send row keeps the ones already mailed out."""
     cid = str(campaign.pk)
     tf = job.test_fraction or 0.0
     out: list[tuple[Candidate, str | None]] = []
@@ -160,8 +161,9 @@ def _bucket(
             if variant is not None:
                 out.append((c, variant))
         elif job.variant_mode == VariantMode.AB_WINNER:
-            if hash_fraction(cid, c.contact_id) >= tf:
-                out.append((c, job.winning_variant))
+            # everyone without a send row (`create_batch` skips the rest): the held-back remainder, and a
+            # test-cohort contact the test walk did not reach
+            out.append((c, job.winning_variant))
         else:
             out.append((c, None))
     return out
@@ -249,6 +251,22 @@ class _Hop:
     context: Any = None
     org_tz: str | None = None
     settings_written: bool = False
+    zone_instants: dict[str | None, dt.datetime] = field(default_factory=dict)
+
+
+def _zone_instant(hop: _Hop, campaign: Campaign, job: CampaignSendJob, zone_name: str | None) -> dt.datetime:
+    """CMP-34: the send instant of one recipient zone, the same for every page and hop of the walk: the next
+    local HH:MM strictly after the walk started (`job.started_at`), not after the page's own clock, so two pages
+    either side of the zone's HH:MM never get instants a day apart."""
+    hit = hop.zone_instants.get(zone_name)
+    if hit is None:
+        hit = hop.zone_instants[zone_name] = next_local_instant(
+            zone_for(zone_name, hop.org_tz),
+            campaign.scheduled_hour,
+            campaign.scheduled_minute,
+            job.started_at,
+        )
+    return hit
 
 
 def resolve_campaign_page(
@@ -302,9 +320,11 @@ def _walk_page(
             hop.token = job.hop_token = new_hop_token()
         if hop.campaign is None:
             hop.campaign = Campaign.objects.select_related("email_template").filter(pk=campaign_id).first()
-        # read with the lock on every page: a cancel in between stops the walk at the next page
+        # read with the lock on every page: a pause or cancel in between stops the walk at the next page
         status = job.campaign_status
         campaign = hop.campaign
+        if status == PAUSED:  # the checkpoint stays; resume hands the walk to a fresh hop (`walk_resume`)
+            return "paused: the walk waits for resume", False
         if campaign is None or status != SENDING or campaign.email_template is None:
             job.phase, job.finished_at, job.updated_at = SendJobPhase.DONE, now, now
             job.save(update_fields=["phase", "finished_at", "updated_at", "hop_token"])
@@ -332,7 +352,10 @@ def _walk_page(
             limit=audience_module.PAGE_SIZE,
         )
         chosen = _bucket(job, campaign, page.eligible)
-        recipients = [_recipient(hop.contents, c, v) for c, v in chosen]
+        instants = {
+            c.contact_id: _zone_instant(hop, campaign, job, c.timezone) if use_tz else None for c, _ in chosen
+        }
+        recipients = [_recipient(hop.contents, c, v, instants[c.contact_id]) for c, v in chosen]
         inserted = create_batch(
             organization_id=campaign.organization_id,
             campaign_id=campaign.pk,
@@ -343,22 +366,10 @@ def _walk_page(
         )
         hop.settings_written = True
         by_zone: dict[dt.datetime | None, list[str]] = defaultdict(list)
-        zone_instants: dict[str | None, dt.datetime] = {}
         for c, _ in chosen:
             send_id = inserted.get(c.contact_id)
-            if send_id is None:
-                continue
-            at = None
-            if use_tz:
-                at = zone_instants.get(c.timezone)
-                if at is None:
-                    at = zone_instants[c.timezone] = next_local_instant(
-                        zone_for(c.timezone, hop.org_tz),
-                        campaign.scheduled_hour,
-                        campaign.scheduled_minute,
-                        now,
-                    )
-            by_zone[at].append(send_id)
+            if send_id is not None:
+                by_zone[instants[c.contact_id]].append(send_id)
         for at, ids in by_zone.items():
             _enqueue_chunks(ids, at)
         enqueued = len(inserted)
@@ -392,7 +403,42 @@ def _finish_walk(campaign: Campaign, job: CampaignSendJob, now: dt.datetime) -> 
     if empty and not campaign_has_sends(campaign.pk):
         campaign_transition(campaign_id=campaign.pk, to=SENT, actor=ACTOR_ORCHESTRATOR, at=now)
         return
+    if (
+        job.variant_mode == VariantMode.AB_TEST
+        and Campaign.objects.filter(pk=campaign.pk, ab_winner__isnull=False).exists()
+    ):
+        # a winner declared while this walk ran: its remainder phase deferred to now
+        from campaigns.ab_lifecycle import REMAINDER_TASK, TASK_QUEUE
+        from owlat.jobs import enqueue
+
+        enqueue(REMAINDER_TASK, str(campaign.pk), queue=TASK_QUEUE)
+        return
     try_complete_campaign(campaign.pk)
+
+
+# --- pause, resume, cancel (called by the campaign lifecycle's effects, in its transaction) -------------------
+
+
+def walk_resume(campaign_id: Any, *, now: dt.datetime | None = None) -> bool:
+    """A resumed campaign's walk still resolving goes on from its checkpoint in a fresh hop (any older hop finds
+    another token). False when there is nothing to walk."""
+    job = CampaignSendJob.objects.select_for_update().filter(campaign_id=campaign_id).first()
+    if job is None or job.phase != SendJobPhase.RESOLVING:
+        return False
+    job.updated_at = now or timezone.now()
+    enqueue_hop(job)
+    job.save(update_fields=["hop_token", "updated_at"])
+    return True
+
+
+def walk_stop(campaign_id: Any, *, now: dt.datetime | None = None) -> bool:
+    """A cancelled campaign's walk ends for good (a hop still queued finds the job done)."""
+    now = now or timezone.now()
+    return bool(
+        CampaignSendJob.objects.filter(campaign_id=campaign_id, phase=SendJobPhase.RESOLVING).update(
+            phase=SendJobPhase.DONE, finished_at=now, updated_at=now, hop_token=""
+        )
+    )
 
 
 # --- CMP-36: stuck-walk watchdog -----------------------------------------------------------------------------------
@@ -404,7 +450,9 @@ def stuck_send_jobs(
     """Send jobs still `resolving` with no progress for `STUCK_AFTER` (the `sendjob_phase_updated` index);
     `organization_id` None = every organization. The watchdog re-drives them; the dashboard lists them."""
     now = now or timezone.now()
-    qs = CampaignSendJob.objects.filter(phase=SendJobPhase.RESOLVING, updated_at__lt=now - STUCK_AFTER)
+    qs = CampaignSendJob.objects.filter(
+        phase=SendJobPhase.RESOLVING, updated_at__lt=now - STUCK_AFTER
+    ).exclude(campaign__status=PAUSED)  # a paused walk waits on purpose
     return qs if organization_id is None else qs.filter(organization_id=organization_id)
 
 

@@ -31,6 +31,7 @@ class SendStatus(models.TextChoices):
     CLICKED = "clicked"
     BOUNCED = "bounced"
     COMPLAINED = "complained"
+    CANCELLED = "cancelled"  # a campaign row still waiting when its campaign was cancelled (never sent)
 
 
 class BounceType(models.TextChoices):
@@ -85,6 +86,9 @@ class SendRowFields(models.Model):
     # D-07 recovery: when the orphan sweep last handed this row to its pool again; it is not handed out again
     # before `delivery.lifecycle.redrive_lease` ran out, however long a stuck queue leaves it unclaimed.
     redriven_at = models.DateTimeField(null=True, blank=True)
+    # CMP-34: the instant before which no job, sweep or retry hands the row out (a recipient-local send); NULL
+    # = as soon as it is queued.
+    not_before = models.DateTimeField(null=True, blank=True)
     dispatch_attempts = models.PositiveSmallIntegerField(default=0)
     deleted_at = models.DateTimeField(null=True, blank=True)
 
@@ -100,6 +104,10 @@ class SendRowFields(models.Model):
 
     @transition(field=status, source=[S.QUEUED, S.SENT], target=S.FAILED)
     def mark_failed(self, patch: dict) -> None:
+        apply_patch(self, patch)
+
+    @transition(field=status, source=S.QUEUED, target=S.CANCELLED)
+    def mark_cancelled(self, patch: dict) -> None:
         apply_patch(self, patch)
 
     @transition(field=status, source=S.SENT, target=S.DELIVERED)

@@ -40,6 +40,7 @@ from delivery.lifecycle import (
     UNKNOWN_OUTCOME_DEADLINE,
     ClaimKeeper,
     SendRef,
+    campaigns_on_hold,
     claim_lease,
     claim_orphans,
     claim_queued,
@@ -175,6 +176,8 @@ def _dispatch_batch(
             topped = claim_queued(kind, token, limit=wanted, exclude=won)
             won += topped
             backlog = len(topped) == wanted
+    if summary.skipped:
+        _defer_not_due(kind, ids, won, now())
     summary.claimed = len(won)
     if not won:
         return summary
@@ -269,6 +272,9 @@ def _dispatch_batch(
             if clock() - started > BATCH_TIME_BUDGET_SECONDS:
                 hand_back(rows[index:])
                 return False
+            if holds is not None and holds.held(row, rows[index:]):
+                held_rows.append(str(row.pk))
+                continue
             refusal = round_.refusal(row)
             if refusal is not None:
                 recorder.failed(row, error_code=SUPPRESSED_CODE, error_message=refusal)
@@ -306,6 +312,8 @@ def _dispatch_batch(
                 dispatch_ready()
         return True
 
+    holds = _Holds(clock) if kind == "campaign" else None
+    held_rows: list[str] = []
     started = clock()
     failed = False
     try:
@@ -344,7 +352,47 @@ def _dispatch_batch(
                     raise
                 logger.exception("could not record the last results of a failed %s job", kind)
             provider_health_flush()  # DLV-17: one write per provider and minute for the whole job
+            if held_rows:  # a paused or cancelled campaign: unclaimed, not re-enqueued (resume does that)
+                summary.released += release_claims(kind, held_rows, token)
     return summary
+
+
+HOLD_CHECK_SECONDS = 1.0  # how often a campaign job asks whether its campaigns were paused or cancelled
+
+
+class _Holds:
+    """Whether a campaign row's campaign is paused or cancelled (`campaigns_on_hold`), asked once per
+    `HOLD_CHECK_SECONDS` for the campaigns of the rows still to go: a pause takes effect within a second of the
+    job's time, plus the rows already handed to the connections."""
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self.clock = clock
+        self.checked = float("-inf")
+        self.on_hold: set[str] = set()
+
+    def held(self, row: Any, rest: list[Any]) -> bool:
+        if self.clock() - self.checked >= HOLD_CHECK_SECONDS:
+            self.on_hold = campaigns_on_hold({str(r.campaign_id) for r in rest})
+            self.checked = self.clock()
+        return str(row.campaign_id) in self.on_hold
+
+
+def _defer_not_due(kind: str, ids: list[str], won: list[str], now: dt.datetime) -> int:
+    """CMP-34: given rows this job could not claim because their not-before instant is still ahead (a job that
+    ran early: a redelivery, an operator re-drive) go back to the pool as jobs due at that instant, so they
+    leave then — not before, and not only when the orphan sweep finds them. Returns how many."""
+    from delivery.services import sends_enqueue
+
+    rest = set(ids) - set(won)
+    due: dict[dt.datetime, list[str]] = {}
+    rows = model_for(kind)._default_manager.filter(
+        pk__in=list(rest), status=SendStatus.QUEUED, not_before__gt=now, claimed_at__isnull=True
+    )
+    for pk, not_before in rows.values_list("pk", "not_before"):
+        due.setdefault(not_before, []).append(str(pk))
+    for at, send_ids in due.items():
+        sends_enqueue(kind, send_ids, at=at)
+    return sum(len(v) for v in due.values())
 
 
 def _compose(row: Any, contexts: dict[str, Any], mail_options: dict[str, Any]) -> Any:
@@ -364,6 +412,16 @@ def _compose(row: Any, contexts: dict[str, Any], mail_options: dict[str, Any]) -
 
 
 # --- recovery (D-07) ----------------------------------------------------------------------------------------
+
+
+def _not_on_hold(send_ids: list[str]) -> list[str]:
+    """The campaign rows among `send_ids` whose campaign is not paused or cancelled: the sweep leaves a paused
+    campaign's rows where they are (its resume hands them out)."""
+    from delivery.models import EmailSend
+
+    pairs = list(EmailSend.objects.filter(pk__in=send_ids).values_list("pk", "campaign_id"))
+    held = campaigns_on_hold({str(c) for _, c in pairs})
+    return [str(pk) for pk, c in pairs if str(c) not in held]
 
 
 @dataclass
@@ -398,6 +456,8 @@ def reap_stuck_sends(*, apply: bool, now: dt.datetime | None = None, limit: int 
         if apply:  # leased and handed to the pool in one transaction
             with transaction.atomic():
                 orphans = lease_orphans(kind, limit=limit, now=now)
+                if orphans and kind == "campaign":
+                    orphans = _not_on_hold(orphans)
                 if orphans:
                     sends_enqueue(kind, orphans)
         else:

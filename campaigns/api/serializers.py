@@ -170,7 +170,8 @@ class AbTestConfigSerializer(InputSerializer):
     testDuration = serializers.FloatField(
         required=False,
         min_value=0,
-        help_text="Hours of testing before the winner is chosen (not for manual).",
+        help_text="Hours of testing before the winner is chosen: required (more than 0) unless winnerCriteria "
+        "is manual, ignored for manual.",
     )
 
     def to_internal_value(self, data: Any) -> dict[str, Any]:

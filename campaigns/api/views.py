@@ -212,7 +212,20 @@ TRANSITIONS = {
         "A draft or scheduled campaign starts sending. The pre-flight checks run first; a failing one "
         "answers 422 with its reason.",
     ),
-    "cancel": ("Cancel a scheduled campaign", "It will not be sent; this is final."),
+    "cancel": (
+        "Cancel a campaign",
+        "A scheduled campaign will not be sent; a sending or paused one stops for good: the messages not yet "
+        "handed to the provider are never sent (their send rows end `cancelled`). This is final.",
+    ),
+    "pause": (
+        "Pause a sending campaign",
+        "No more of its messages are handed to the provider (within a few seconds; the ones already on the "
+        "wire complete). Resume continues where it stopped.",
+    ),
+    "resume": (
+        "Resume a paused campaign",
+        "It goes on sending where it stopped; nobody already mailed is mailed again.",
+    ),
 }
 
 
@@ -243,6 +256,8 @@ class CampaignTransitionView(CampaignsView):
                 "unschedule": services.campaign_unschedule,
                 "send": services.campaign_send_now,
                 "cancel": services.campaign_cancel,
+                "pause": services.campaign_pause,
+                "resume": services.campaign_resume,
             }[self.verb]
             outcome = action(**common)
         return self.answer(campaign, outcome)

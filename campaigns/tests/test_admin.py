@@ -68,7 +68,7 @@ def test_change_page_panels_and_buttons(client, django_user_model, org, make_cam
     assert b"Hello Jane" in preview.content
     # a refused transition shows the lifecycle's message
     r = client.post(reverse("admin:campaigns_campaign_transition", args=[campaign.pk, "cancel"]), follow=True)
-    assert b"Only scheduled campaigns can be cancelled" in r.content
+    assert b"Only scheduled, sending or paused campaigns can be cancelled" in r.content
     r = client.post(reverse("admin:campaigns_campaign_transition", args=[campaign.pk, "send"]), follow=True)
     campaign.refresh_from_db()
     assert campaign.status == "sending"

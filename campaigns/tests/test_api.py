@@ -9,6 +9,7 @@ import re
 import pytest
 import requests
 
+from campaigns import abtest
 from testsupport.api import make_key, refill_bucket
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -113,6 +114,14 @@ def test_campaign_api_replay(api, org, template, topic):
         {"testType": "subject", "variantBSubject": "B", "splitPercentage": 60, "winnerCriteria": "manual"},
     )
     assert r.json()["error"]["message"] == "Split percentage must be between 10 and 50"
+    # a test decided automatically needs its window: without one the remainder would never be mailed
+    r = api.call(
+        "POST",
+        f"/campaigns/{cid}/ab-test/enable",
+        {"testType": "subject", "variantBSubject": "B", "splitPercentage": 20, "winnerCriteria": "open_rate"},
+    )
+    assert r.status_code == 400 and "testDuration" in r.text
+    assert r.json()["error"]["message"] == abtest.DURATION_REQUIRED
     r = api.call(
         "POST",
         f"/campaigns/{cid}/ab-test/enable",
@@ -133,7 +142,7 @@ def test_campaign_api_replay(api, org, template, topic):
     assert r.status_code == 422
     assert r.json()["error"] == {
         "category": "invalid_state",
-        "message": "Only scheduled campaigns can be cancelled",
+        "message": "Only scheduled, sending or paused campaigns can be cancelled",
         "data": {"reason": "illegal_edge", "from": "draft", "to": "cancelled"},
     }
     r = api.call("POST", f"/campaigns/{cid}/schedule", {"scheduledAt": past})

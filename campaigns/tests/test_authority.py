@@ -200,11 +200,13 @@ def test_every_write_requires_an_authority(make_campaign, call):
 def _testing_ab_campaign(make_campaign, make_contact, topic):
     from campaigns.abtest import ab_enable
     from campaigns.lifecycle import campaign_transition
+    from campaigns.orchestrator import start_campaign_send
 
     make_contact(topic=topic)
     campaign = make_campaign()
     assert ab_enable(campaign=campaign, config=CONFIG, actor="u", authority=Authority.system("test")).ok
     assert campaign_transition(campaign_id=campaign.pk, to="sending", actor="system:test").ok
+    assert start_campaign_send(campaign.pk) == "send job opened"  # the A/B window starts with the walk
     campaign.refresh_from_db()
     assert campaign.ab_test_status == "testing"
     return campaign

@@ -24,7 +24,7 @@ def test_campaign_transition_dry_run_and_actor(make_campaign):
     campaign.refresh_from_db()
     assert campaign.status == "draft"
     assert "would be refused" in run("campaign_transition", str(campaign.pk), "cancel", "--dry-run")
-    with pytest.raises(CommandError, match="Only scheduled campaigns can be cancelled"):
+    with pytest.raises(CommandError, match="Only scheduled, sending or paused campaigns can be cancelled"):
         run("campaign_transition", str(campaign.pk), "cancel")
     out = run("campaign_transition", str(campaign.pk), "send", "--actor", "system:ops-ticket-42")
     assert "transitioned: draft → sending" in out

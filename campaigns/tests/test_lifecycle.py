@@ -20,7 +20,7 @@ from owlat.permissions import Authority
 from testsupport.race import race
 
 AT = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)
-STATES = ["draft", "scheduled", "sending", "sent", "cancelled", "pending_review"]
+STATES = ["draft", "scheduled", "sending", "sent", "cancelled", "pending_review", "paused"]
 EXPECTED_EDGES = {
     ("draft", "scheduled"),
     ("draft", "sending"),
@@ -32,6 +32,11 @@ EXPECTED_EDGES = {
     ("sending", "pending_review"),
     ("pending_review", "sending"),
     ("pending_review", "draft"),
+    # pause, resume and cancel of a send (beyond the spec's ten)
+    ("sending", "paused"),
+    ("paused", "sending"),
+    ("sending", "cancelled"),
+    ("paused", "cancelled"),
 }
 
 
@@ -48,7 +53,7 @@ def kinds(decision, kind):
 # --- pure reducer -----------------------------------------------------------------------------------------------
 
 
-def test_the_graph_has_exactly_the_ten_spec_edges():
+def test_the_graph_has_the_ten_spec_edges_and_pause_resume_cancel():
     assert {(str(a), str(b)) for a, b in LEGAL_EDGES} == EXPECTED_EDGES
 
 
@@ -129,14 +134,12 @@ def test_to_sending_resets_counters_and_schedules_one_orchestrator_run():
     assert [a.event for a in kinds(d, Analytics)] == ["campaign_sent"]
 
 
-def test_ab_kickoff_on_sending_passes_system_actor_through():
-    d = reduce("draft", "sending", is_ab_test=True, actor="system:scheduler_tick")
-    kick = [c for c in kinds(d, Call) if c.name == "start_ab_test_if_enabled"]
-    assert kick[0].kwargs["actor"] == "system:scheduler_tick"
-    d = reduce("draft", "sending", is_ab_test=True, actor="user-7")
-    kick = [c for c in kinds(d, Call) if c.name == "start_ab_test_if_enabled"]
-    assert kick[0].kwargs["actor"] == "system:campaign_lifecycle"
-    assert not [c for c in kinds(reduce("draft", "sending"), Call) if c.name == "start_ab_test_if_enabled"]
+def test_sending_does_not_start_the_ab_window():
+    """The A/B window starts when the orchestrator opens the test-cohort walk (after the scan and any review),
+    not on → sending: a review longer than the window must not declare a winner without data."""
+    for actor in ("system:scheduler_tick", "user-7"):
+        d = reduce("draft", "sending", is_ab_test=True, actor=actor)
+        assert [c.name for c in kinds(d, Call)] == ["reset_send_counters"]
 
 
 def test_review_approval_sends_without_campaign_sent_event():
@@ -371,14 +374,18 @@ def test_ab_lifecycle_on_the_database(make_campaign):
     assert ab_enable(campaign=campaign, config=CONFIG, actor="u", authority=Authority.member("owner")).ok
     campaign.refresh_from_db()
     assert campaign.ab_test_status == "pending" and campaign.is_ab_test
-    # → sending kicks the A/B test into testing (CMP-07), with the auto-winner due task
-    campaign_transition(campaign_id=campaign.pk, to="sending", actor="u")
-    campaign.refresh_from_db()
-    assert campaign.ab_test_status == "testing"
+    # → sending leaves it pending; the orchestrator's walk start moves it to testing, with the auto-winner
+    from campaigns.orchestrator import start_campaign_send
     from owlat.models import AuditLog, DueTask
 
+    campaign_transition(campaign_id=campaign.pk, to="sending", actor="u")
+    campaign.refresh_from_db()
+    assert campaign.ab_test_status == "pending"
+    assert start_campaign_send(campaign.pk) == "send job opened"
+    campaign.refresh_from_db()
+    assert campaign.ab_test_status == "testing"
     assert DueTask.objects.filter(func__endswith="campaign_ab_auto_winner_task").count() == 1
-    assert AuditLog.objects.get(action="ab_test.testing_started").user_id == "system:campaign_lifecycle"
+    assert AuditLog.objects.get(action="ab_test.testing_started").user_id == "system:orchestrator"
     # self-loop
     out = ab_transition(campaign_id=campaign.pk, to="testing", actor="u")
     assert out.ok and out.applied == "recorded"
@@ -388,3 +395,17 @@ def test_ab_lifecycle_on_the_database(make_campaign):
     assert out.ok and out.applied == "transitioned"
     campaign.refresh_from_db()
     assert campaign.ab_test_status is None and not campaign.is_ab_test and campaign.ab_test_config is None
+
+
+def test_pause_resume_and_cancel_of_a_send():
+    d = reduce("sending", "paused")
+    assert d.patch == {"status": "paused", "paused_at": AT} and not kinds(d, Enqueue)
+    assert kinds(d, Audit)[0].action == "campaign.paused"
+    d = reduce("paused", "sending")
+    assert d.patch == {"status": "sending", "paused_at": None}  # no counter reset, no new orchestrator run
+    assert [c.name for c in kinds(d, Call)] == ["resume_send"] and not kinds(d, Enqueue)
+    assert kinds(d, Audit)[0].action == "campaign.resumed"
+    for frm in ("sending", "paused"):
+        d = reduce(frm, "cancelled")
+        assert [c.name for c in kinds(d, Call)] == ["cancel_send"]
+    assert not kinds(reduce("scheduled", "cancelled"), Call)

@@ -111,7 +111,10 @@ def test_wrapper_state_messages(make_campaign, org):
 
     campaign = make_campaign()
     out = campaign_cancel(authority=SYSTEM, campaign_id=campaign.pk, organization_id=org.pk, actor="u")
-    assert (out.reason, out.message) == ("illegal_edge", "Only scheduled campaigns can be cancelled")
+    assert (out.reason, out.message) == (
+        "illegal_edge",
+        "Only scheduled, sending or paused campaigns can be cancelled",
+    )
     out = campaign_unschedule(authority=SYSTEM, campaign_id=campaign.pk, organization_id=org.pk, actor="u")
     assert out.reason == "illegal_edge"
     assert campaign_send_now(authority=SYSTEM, campaign_id=campaign.pk, organization_id=org.pk, actor="u").ok

@@ -53,10 +53,11 @@ def claim_sends(
             f"WHERE id = ANY(ARRAY(SELECT id FROM {table} WHERE id = ANY(%s) AND status = 'queued' "
             "AND handed_off_at IS NULL AND deleted_at IS NULL "
             "AND (claimed_at IS NULL OR claimed_at < %s OR claim_token = %s) "
+            "AND (not_before IS NULL OR not_before <= %s) "
             "ORDER BY id FOR UPDATE SKIP LOCKED)) RETURNING id"
         )
         with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute(sql, [now, token, id_list, expired, retry_token])
+            cursor.execute(sql, [now, token, id_list, expired, retry_token, now])
             won = [str(row[0]) for row in cursor.fetchall()]
         return token, won
     # SQLite form (D-16): writers are serialized (IMMEDIATE transactions), so a conditional UPDATE is a CAS.
@@ -66,6 +67,7 @@ def claim_sends(
     with transaction.atomic():
         model._default_manager.filter(
             claimable,
+            _due(now),
             pk__in=id_list,
             status=S.QUEUED,
             handed_off_at__isnull=True,
@@ -99,15 +101,17 @@ def claim_sends_topped_up(
     sql = (
         f"WITH own AS (SELECT id FROM {table} WHERE id = ANY(%s) AND status = 'queued' "  # table name is ours
         "AND handed_off_at IS NULL AND deleted_at IS NULL "
-        "AND (claimed_at IS NULL OR claimed_at < %s OR claim_token = %s) ORDER BY id FOR UPDATE SKIP LOCKED), "
+        "AND (claimed_at IS NULL OR claimed_at < %s OR claim_token = %s) "
+        "AND (not_before IS NULL OR not_before <= %s) ORDER BY id FOR UPDATE SKIP LOCKED), "
         f"more AS (SELECT id FROM {table} WHERE status = 'queued' AND NOT (id = ANY(%s)) "
         "AND handed_off_at IS NULL AND deleted_at IS NULL AND outcome_unknown = false "
         "AND (claimed_at IS NULL OR claimed_at < %s) AND queued_at <= %s "
+        "AND (not_before IS NULL OR not_before <= %s) "
         "ORDER BY queued_at LIMIT %s FOR UPDATE SKIP LOCKED) "
         f"UPDATE {table} SET claimed_at = %s, claim_token = %s, dispatch_attempts = dispatch_attempts + 1 "
         "WHERE id IN (SELECT id FROM own UNION ALL SELECT id FROM more) RETURNING id, id = ANY(%s)"
     )
-    params = [id_list, expired, retry_token, id_list, expired, now, max(0, limit - len(id_list))]
+    params = [id_list, expired, retry_token, now, id_list, expired, now, now, max(0, limit - len(id_list))]
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(sql, [*params, now, token, id_list])
         rows = cursor.fetchall()
@@ -141,15 +145,17 @@ def claim_queued(
             f"WHERE id = ANY(ARRAY(SELECT id FROM {table} WHERE status = 'queued' AND NOT (id = ANY(%s)) "
             "AND handed_off_at IS NULL AND deleted_at IS NULL AND outcome_unknown = false "
             "AND (claimed_at IS NULL OR claimed_at < %s) AND queued_at <= %s "
+            "AND (not_before IS NULL OR not_before <= %s) "
             "ORDER BY queued_at LIMIT %s FOR UPDATE SKIP LOCKED)) RETURNING id"
         )
         with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute(sql, [now, token, skip, expired, now, limit])
+            cursor.execute(sql, [now, token, skip, expired, now, now, limit])
             return [str(row[0]) for row in cursor.fetchall()]
     with transaction.atomic():
         candidates = list(
             model._default_manager.filter(
                 Q(claimed_at__isnull=True) | Q(claimed_at__lt=expired),
+                _due(now),
                 status=S.QUEUED,
                 handed_off_at__isnull=True,
                 deleted_at__isnull=True,
@@ -171,12 +177,22 @@ def claim_queued(
         ]
 
 
+def _due(now: dt.datetime) -> Q:
+    """CMP-34: a row with a not-before instant is handed out by nobody (job, top-up, sweep, retry) earlier."""
+    return Q(not_before__isnull=True) | Q(not_before__lte=now)
+
+
 def _orphans(kind: str, now: dt.datetime, older_than: dt.timedelta | None = None) -> Any:
+    """A never-claimed row is orphaned `orphan_after(kind)` after it was queued or, delayed on purpose
+    (CMP-34), after its not-before instant: its own job is due then, not before."""
     model = model_for(kind)
     cutoff = now - (older_than or orphan_after(kind))
+    unclaimed = Q(claimed_at__isnull=True, queued_at__lt=cutoff) & (
+        Q(not_before__isnull=True) | Q(not_before__lt=cutoff)
+    )
     return (
         model._default_manager.filter(status=S.QUEUED, handed_off_at__isnull=True, deleted_at__isnull=True)
-        .filter(Q(claimed_at__isnull=True, queued_at__lt=cutoff) | Q(claimed_at__lt=now - claim_lease()))
+        .filter(unclaimed | Q(claimed_at__lt=now - claim_lease()))
         .filter(Q(redriven_at__isnull=True) | Q(redriven_at__lt=now - redrive_lease(kind)))
     )
 
@@ -361,3 +377,15 @@ def reset_for_resend(kind: str, send_id: str) -> bool:
             error_message=None,
         )
     )
+
+
+def cancel_campaign_queued(campaign_id: Any, *, now: dt.datetime | None = None) -> int:
+    """A cancelled campaign's rows that never reached the wire (`queued`, not handed off) end `cancelled`, in
+    one compare-and-set statement (a row a live job is about to hand off loses its hand-off mark instead; a row
+    handed off keeps its outcome). The only bulk status write of the send tables; no effects (nothing was sent,
+    no counter moves). Returns how many."""
+    from delivery.models import EmailSend
+
+    return EmailSend.objects.filter(
+        campaign_id=campaign_id, status=S.QUEUED, handed_off_at__isnull=True, deleted_at__isnull=True
+    ).update(status=S.CANCELLED, failed_at=now or timezone.now(), error_code="CAMPAIGN_CANCELLED")

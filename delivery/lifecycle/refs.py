@@ -99,6 +99,26 @@ def register_complaint_handler(kind: str, fn: ComplaintHandler) -> ComplaintHand
     return fn
 
 
+#: `fn(campaign_ids)` → the ids among them whose rows the pool must not hand out now (paused or cancelled
+#: campaigns); the campaigns app registers it, the pool asks it every round (`delivery.worker`).
+HoldCheck = Callable[[set[str]], set[str]]
+_hold_checks: list[HoldCheck] = []
+
+
+def register_campaign_hold(fn: HoldCheck) -> HoldCheck:
+    if fn not in _hold_checks:
+        _hold_checks.append(fn)
+    return fn
+
+
+def campaigns_on_hold(campaign_ids: set[str]) -> set[str]:
+    """The campaigns among `campaign_ids` whose rows must stay where they are (no registered check: none)."""
+    held: set[str] = set()
+    for fn in _hold_checks:
+        held |= fn(set(campaign_ids))
+    return held
+
+
 def completion_handlers(kind: str) -> tuple[CompletionHandler, ...]:
     return tuple(_completion_handlers.get(kind, ()))
 

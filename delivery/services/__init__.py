@@ -40,6 +40,8 @@ from delivery.services.campaigns import (
     campaign_has_sends,
     campaign_send_settings_set,
     campaign_send_stats,
+    campaign_sends_cancel,
+    campaign_sends_requeue,
     create_batch,
     send_buckets,
 )
@@ -101,6 +103,8 @@ __all__ = [
     "campaign_has_sends",
     "campaign_send_settings_set",
     "campaign_send_stats",
+    "campaign_sends_cancel",
+    "campaign_sends_requeue",
     "create_batch",
     "default_sender",
     "delivery_configured",

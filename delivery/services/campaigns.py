@@ -44,6 +44,8 @@ class CampaignRecipient:
     personalized_subject: str | None = None
     language: str | None = None
     ab_variant: str | None = None
+    #: CMP-34: no job, sweep or retry hands the row out before this instant (None: at once)
+    not_before: Any = None
 
 
 def campaign_send_settings_set(
@@ -121,6 +123,7 @@ def create_batch(
                 s.personalized_subject,
                 s.language,
                 s.ab_variant,
+                s.not_before.isoformat() if s.not_before else None,
                 str(s.email_template_id) if s.email_template_id else None,
             )
         )
@@ -147,6 +150,7 @@ _ROW_FIELDS = (
     "personalized_subject",
     "language",
     "ab_variant",
+    "not_before",
     "email_template_id",
 )
 
@@ -302,3 +306,32 @@ def campaign_has_queued_sends(campaign_id: Any, *, count_unknown_as_finished: bo
 
 def campaign_has_sends(campaign_id: Any) -> bool:
     return EmailSend.objects.filter(campaign_id=campaign_id).exists()
+
+
+def campaign_sends_requeue(campaign_id: Any, *, chunk_size: int = 50, now: Any = None) -> int:
+    """A resumed campaign: hand its rows still waiting (queued, unclaimed, never handed off) to the pool again,
+    in chunks, each at its not-before instant (CMP-34) when that is still ahead. A row whose old job is still
+    in the queue is claimed by whichever job comes first (claims are compare-and-set). Returns how many rows."""
+    now = now or timezone.now()
+    rows = EmailSend.objects.filter(
+        campaign_id=campaign_id,
+        status=SendStatus.QUEUED,
+        handed_off_at__isnull=True,
+        claimed_at__isnull=True,
+        deleted_at__isnull=True,
+    ).order_by("not_before", "pk")
+    by_instant: dict[Any, list[str]] = {}
+    for pk, not_before in rows.values_list("pk", "not_before").iterator(chunk_size=2000):
+        at = not_before if not_before and not_before > now else None
+        by_instant.setdefault(at, []).append(str(pk))
+    for at, ids in by_instant.items():
+        sends_enqueue("campaign", ids, at=at, chunk_size=chunk_size)
+    return sum(len(ids) for ids in by_instant.values())
+
+
+def campaign_sends_cancel(campaign_id: Any) -> int:
+    """A cancelled campaign: its rows that never reached the wire end `cancelled` (the send lifecycle's bulk
+    compare-and-set). Returns how many."""
+    from delivery.lifecycle import cancel_campaign_queued
+
+    return cancel_campaign_queued(campaign_id)

@@ -1,5 +1,6 @@
 """`manage.py campaign_transition CAMPAIGN_ID VERB`: an operator transition through the lifecycle (send,
-unschedule, cancel; the review queue's approve/reject; declare-winner), with an actor tag and `--dry-run`."""
+unschedule, cancel, pause, resume; the review queue's approve/reject; declare-winner), with an actor tag and
+`--dry-run`. Cancelling a send is for good: its rows still waiting end `cancelled`."""
 
 from __future__ import annotations
 
