@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('delivery', '0007_send_tables_storage'),
+        ('delivery', '0008_bounce_records'),
     ]
 
     operations = [

@@ -7,7 +7,7 @@ from django.db import migrations
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('delivery', '0008_send_not_before'),
+        ('delivery', '0009_send_not_before'),
     ]
 
     operations = [
