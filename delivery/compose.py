@@ -65,6 +65,12 @@ def return_path_for(send: Any, from_email: str | None) -> str:
     return verp.verp_address(send.ref_kind, send.pk, from_email) or ""
 
 
+def unsubscribe_mailto_for(send: Any, from_email: str | None) -> str:
+    """The row's signed `mailto:` unsubscribe address, read by the bounce intake (delivery.verp), or '' when no
+    bounce domain is configured."""
+    return verp.unsubscribe_address(send.ref_kind, send.pk, from_email) or ""
+
+
 def message_id_for(send: Any, from_email: str | None) -> str:
     """Stable per send row (D-07): the row id labelled with the message class (`delivery.headers`)."""
     return headers_lib.message_id(send.pk, getattr(send, "kind", "campaign"), message_domain(from_email))
@@ -227,6 +233,7 @@ def compose_campaign(send: Any, ctx: Any, *, postal_address: str = "") -> Outgoi
         list_key=ctx.topic_id,
         list_label=ctx.topic_name or "",
         unsubscribe_url=unsubscribe,
+        unsubscribe_mailto=unsubscribe_mailto_for(send, ctx.from_email) if unsubscribe else "",
     )
     variables = {
         "email": send.contact_email,
@@ -379,6 +386,9 @@ def compose_transactional(
             list_key=send.automation_id,
             list_label="Automation",
             unsubscribe_url=unsubscribe if kind == "automation" else None,
+            unsubscribe_mailto=unsubscribe_mailto_for(send, from_email)
+            if kind == "automation" and unsubscribe
+            else "",
         )
     )
     if kind == "automation":

@@ -129,3 +129,20 @@ def test_a_template_placing_the_view_in_browser_link_gets_it_once(
     archive = f"{SITE}/archive?token={campaign.archive_token}"
     assert msg.html.count(archive) == 1 and "Read online" in msg.html
     assert "View this email in your browser" not in msg.html
+
+
+def test_one_click_header_offers_the_signed_mailto_address_when_bounces_come_back(
+    make_campaign, org, topic, make_contact, settings
+):
+    from delivery import verp
+
+    settings.BOUNCE_DOMAIN = "bounce-intake.owlat.test"
+    contact = make_contact(topic=topic)
+    campaign = make_campaign()
+    _send(campaign, org)
+    row = EmailSend.objects.get(campaign_id=campaign.pk, contact=contact)
+    header = LocalMessage.objects.get(send_id=row.pk).headers["List-Unsubscribe"]
+    https, mailto = (part.strip().strip("<>") for part in header.split(","))
+    assert https.startswith(f"{SITE}/unsub/")  # RFC 8058: the one-click URL first
+    address = mailto.removeprefix("mailto:")
+    assert verp.parse_unsubscribe_address(address) == ("campaign", str(row.pk))
