@@ -267,6 +267,7 @@ def signup_submit(
                 confirmed_at=timezone.now(),
                 contact=_live_contact(form, email),
             )
+            count(form, confirmations=1)  # joined at once: counted as confirmed for the conversion
             return SubmitResult(answer)
         _hold_for_confirmation(
             form,
