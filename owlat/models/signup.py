@@ -114,6 +114,9 @@ class SignupFormTopic(models.Model):
         ordering = ["position", "id"]
         constraints = [models.UniqueConstraint(fields=["form", "topic"], name="uniq_signup_form_topic")]
 
+    def __str__(self) -> str:
+        return self.topic.name if self.topic_id else "topic"
+
 
 class SignupFieldKind(models.TextChoices):
     FIRST_NAME = "first_name", "first name"
@@ -146,6 +149,9 @@ class SignupFormField(models.Model):
         verbose_name_plural = "fields asked"
         ordering = ["position", "id"]
 
+    def __str__(self) -> str:
+        return self.label or self.get_kind_display()
+
 
 class SignupFormText(models.Model):
     """The form's texts in one more language (chosen by `?lang=` or the browser's language)."""
@@ -167,6 +173,9 @@ class SignupFormText(models.Model):
     class Meta:
         verbose_name = "translation"
         constraints = [models.UniqueConstraint(fields=["form", "language"], name="uniq_signup_form_text")]
+
+    def __str__(self) -> str:
+        return self.language
 
 
 class SignupSubmission(models.Model):

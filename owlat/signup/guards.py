@@ -32,8 +32,8 @@ def setting(name: str, default: float) -> float:
 
 
 def timestamp_new(form_id: Any, *, now: float | None = None) -> str:
-    """The signed time a page showed form `form_id`."""
-    return signing.dumps([str(form_id), int(time.time() if now is None else now)], salt=_TS_SALT)
+    """The signed time (in milliseconds) a page showed form `form_id`."""
+    return signing.dumps([str(form_id), int(1000 * (time.time() if now is None else now))], salt=_TS_SALT)
 
 
 def check_timestamp(form_id: Any, value: Any, *, now: float | None = None) -> str | None:
@@ -47,7 +47,7 @@ def check_timestamp(form_id: Any, value: Any, *, now: float | None = None) -> st
         return STALE
     if signed_form != str(form_id) or not isinstance(shown_at, int):
         return STALE
-    age = (time.time() if now is None else now) - shown_at
+    age = (time.time() if now is None else now) - shown_at / 1000
     if age < setting("SIGNUP_MIN_FILL_SECONDS", 3):
         return TOO_FAST
     if age > setting("SIGNUP_MAX_FORM_AGE_SECONDS", 86400):
