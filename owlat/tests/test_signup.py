@@ -343,3 +343,22 @@ def test_translations_by_language(client, org, news):
     assert "Newsletter abonnieren" in r.content.decode() and 'lang="de"' in r.content.decode()
     post(client, form, {"lang": "de"})
     assert "Bitte" in confirmation_mails("new@example.com")[0].subject
+
+
+def test_forms_are_listed_and_read_through_the_api(org, news):
+    from testsupport.api import ApiClient, make_key
+
+    form = make_form(org, topics=[news], allowed_origins="https://www.acme.test")
+    SignupFormField.objects.create(organization=org, form=form, kind="first_name", required=True)
+    api = ApiClient(make_key(org, ["topics:read"])[1])
+    listed = api.get("/forms")
+    assert listed.status_code == 200, listed.content
+    [row] = listed.json()["data"]
+    assert row["id"] == str(form.pk) and row["publicUrl"] == f"http://testserver/forms/{form.pk}/"
+    assert row["topics"] == [{"topicId": str(news.pk), "name": "News", "preselected": True}]
+    assert row["fields"] == [{"kind": "first_name", "propertyKey": None, "label": "", "required": True}]
+    assert row["allowedOrigins"] == ["https://www.acme.test"]
+    one = api.get(f"/forms/{form.pk}")
+    assert one.status_code == 200 and one.json()["data"]["name"] == "Newsletter"
+    assert api.get("/forms/00000000-0000-0000-0000-000000000000").status_code == 404
+    assert api.get("/forms/not-an-id").status_code == 400
