@@ -76,8 +76,10 @@ def topic_subscribe(
     skip_doi: bool = False,
     consent_ip: str | None = None,
     consent_user_agent: str | None = None,
+    form_confirmed: bool = False,
 ) -> str:
-    """Subscribe; returns `subscribed` (trigger fired), `pending_doi` (DOI started) or `already_member`."""
+    """Subscribe; returns `subscribed` (trigger fired), `pending_doi` (DOI started) or `already_member`.
+    `form_confirmed`: the address confirmed a sign-up form's link for this membership (`form_confirmed_at`)."""
     from owlat.registry import doi_started_hooks
     from owlat.triggers import fire_trigger
 
@@ -101,6 +103,7 @@ def topic_subscribe(
                     consent_at=now,
                     consent_ip=consent_ip,
                     consent_user_agent=consent_user_agent or "",
+                    form_confirmed_at=now if form_confirmed else None,
                 )
         except IntegrityError:
             return ALREADY_MEMBER
@@ -263,6 +266,29 @@ def doi_confirm(*, token: str, organization_id: Any = None) -> str:
         contact.save()
         _confirmed(contact, now=now, source="email_link")
         return "confirmed"
+
+
+def doi_confirm_by_link(*, contact: Contact, source: str) -> bool:
+    """A double opt-in confirmed by a link other than the contact's own DOI token — a sign-up form's
+    confirmation link, which proves the address as well: `not_required|pending → confirmed`, the token and
+    `unsubscribed_at` cleared, DOI-gated memberships released (DOM-08). False when already confirmed."""
+    now = timezone.now()
+    with transaction.atomic():
+        contact = Contact.objects.select_for_update().get(pk=contact.pk)
+        if contact.doi_status == DoiStatus.CONFIRMED:
+            return False
+        contact.confirm_doi(
+            {
+                "doi_confirmed_at": now,
+                "doi_confirmation_token": None,
+                "doi_token_expires_at": None,
+                "unsubscribed_at": None,
+                "doi_confirmation_source": source,
+            }
+        )
+        contact.save()
+        _confirmed(contact, now=now, source=source)
+        return True
 
 
 def doi_attest(*, contact: Contact, actor: str, source: str) -> bool:

@@ -16,6 +16,7 @@ urlpatterns = [
     ),
     path("invitations/", invitation_views.invitations_view, name="owlat-invitations"),
     path("invitations/<str:token>/", invitation_views.invitation_link_view, name="owlat-invitation-link"),
+    path("", include("owlat.signup.urls")),  # sign-up forms: hosted page, embedded posts, confirmation
     path("", include("delivery.urls")),
     path("", include("templates.urls")),
     path("", include("automations.urls")),

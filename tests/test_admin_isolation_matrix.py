@@ -73,6 +73,7 @@ EXPECTED: dict[str, tuple[frozenset[str], frozenset[str], tuple[str, ...], tuple
     "django_q.Failure": (NOBODY, NOBODY, (), ("resubmit_task",)),
     "django_q.OrmQ": (NOBODY, NOBODY, (), ()),
     "owlat.Topic": (ALL, MANAGERS, (), ()),
+    "owlat.SignupForm": (ALL, MANAGERS, (), ()),
     "owlat.Segment": (ALL, MANAGERS, ("owlat_segment_count",), ()),
     "owlat.WebhookEndpoint": (ALL, MANAGERS, (), ()),
     "owlat.WebhookDelivery": (ALL, NOBODY, (), ()),
@@ -361,7 +362,7 @@ def _objects_of(label: str, org):  # noqa: C901, PLR0911, PLR0912 - one branch p
         return m.objects.create(organization=org, email="news@acme.test")
     if label == "owlat.BlockedEmail":
         return m.objects.create(organization=org, email="gone@acme.test", reason="manual")
-    if label in ("owlat.Topic", "owlat.Segment"):
+    if label in ("owlat.Topic", "owlat.Segment", "owlat.SignupForm"):
         return m.objects.create(organization=org, name="N")
     if label == "owlat.WebhookEndpoint":
         return m.objects.create(
@@ -620,6 +621,7 @@ RULES: dict[
     "owlat.BlockedEmail": (ALL_S, NOBODY, MANAGERS_S, None, {}),
     "owlat.Topic": (ALL_S, MANAGERS_S, MANAGERS_S, ("name", "Renamed"), {}),
     "owlat.Segment": (ALL_S, MANAGERS_S, MANAGERS_S, ("name", "Renamed"), {}),
+    "owlat.SignupForm": (ALL_S, MANAGERS_S, MANAGERS_S, ("name", "Renamed"), {}),
     "owlat.WebhookEndpoint": (ALL_S, MANAGERS_S, MANAGERS_S, ("description", "Renamed"), {}),
     "owlat.WebhookDelivery": (*RO, None, {}),
     "templates.EmailTemplate": _TEMPLATE_RULE,
@@ -686,6 +688,11 @@ RULES: dict[
 ANNOTATE_ONLY = {("owlat.Contact", "editor")}  # the change view answers; the declared field stays as it was
 # what a browser posts besides the model form's own fields (nested builders the form reads from its data)
 EXTRA_POST = {
+    "owlat.SignupForm": {
+        f"{prefix}-{key}": "0"
+        for prefix in ("form_topics", "fields", "texts")
+        for key in ("TOTAL_FORMS", "INITIAL_FORMS")
+    },
     "owlat.Segment": {
         "filters-logic": "AND",
         "filters-conditions-TOTAL_FORMS": "0",

@@ -30,6 +30,8 @@ EXPECTED_SCOPES: dict[tuple[str, str], str] = {
     ("api/v1/contacts/<contact:id_or_email>", "PUT"): "contacts:write",
     ("api/v1/contacts/<contact:id_or_email>", "DELETE"): "contacts:write",
     ("api/v1/topics", "GET"): "topics:read",
+    ("api/v1/forms", "GET"): "topics:read",
+    ("api/v1/forms/<id:form_id>", "GET"): "topics:read",
     ("api/v1/topics", "POST"): "topics:manage",
     ("api/v1/topics/<id:topic_id>/contacts", "GET"): "topics:read",
     ("api/v1/topics/<id:topic_id>/contacts", "POST"): "topics:write",
@@ -214,7 +216,11 @@ def world(settings):
 
     for _ in range(LLM_FAILURE_TRIP):
         llm_failure_record(beta.pk)
+    from owlat.models import SignupForm
+
+    form = SignupForm.objects.create(organization=beta, name="Beta form")
     ids = {
+        "form_id": str(form.pk),
         "rule_id": rule["id"],
         "id_or_email": contact["id"],
         "email_or_id": contact["id"],
@@ -294,7 +300,16 @@ def test_each_route_needs_exactly_its_scope(route, method, settings):
     ids = dict.fromkeys(("id_or_email", "email_or_id", "topic_id", "segment_id", "send_id", "template_id"))
     ids = {
         name: str(uuid.uuid4())
-        for name in (*ids, "automation_id", "step_id", "run_id", "campaign_id", "message_id", "rule_id")
+        for name in (
+            *ids,
+            "automation_id",
+            "step_id",
+            "run_id",
+            "campaign_id",
+            "message_id",
+            "rule_id",
+            "form_id",
+        )
     }
     path = _path(route, ids).removeprefix("/api/v1")
 

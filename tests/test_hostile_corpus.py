@@ -100,7 +100,14 @@ def test_api_refuses_json_edge_cases(api, raw):
 
 # --- public pages ---------------------------------------------------------------------------------------------
 
-PUBLIC = ["/doi/confirm/{}", "/unsub/{}", "/unsub/verify/{}", "/preferences/{}", "/t/o/{}"]
+PUBLIC = [
+    "/doi/confirm/{}",
+    "/forms/confirm/{}/",
+    "/unsub/{}",
+    "/unsub/verify/{}",
+    "/preferences/{}",
+    "/t/o/{}",
+]
 
 
 @pytest.mark.parametrize("template", PUBLIC)

@@ -19,6 +19,7 @@ from owlat.admin import (  # noqa: F401  (importing registers the screens)
     infrastructure,
     organizations,
     senders,
+    signup_forms,
     suppression,
     system,
     topics_segments,

@@ -38,6 +38,7 @@ GROUPS: list[tuple[str, list[Entry]]] = [
             Entry("owlat.contact", "Contacts", "group"),
             Entry("owlat.topic", "Topics", "label"),
             Entry("owlat.segment", "Segments", "filter_alt"),
+            Entry("owlat.signupform", "Sign-up forms", "edit_note"),
             Entry("owlat.contactproperty", "Contact properties", "tune"),
             Entry("owlat.blockedemail", "Suppression list", "block"),
             Entry("owlat.event", "Events", "bolt"),

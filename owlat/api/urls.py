@@ -8,7 +8,7 @@ from django.urls import include, path, register_converter
 from drf_spectacular.views import SpectacularJSONAPIView, SpectacularRedocView, SpectacularSwaggerSplitView
 from rest_framework.negotiation import DefaultContentNegotiation
 
-from owlat.api import segment_views, views
+from owlat.api import segment_views, signup_views, views
 from owlat.api.health import HealthView
 
 
@@ -75,6 +75,9 @@ urlpatterns = [
         name="api-topic-contact",
     ),
     path("topics/<id:topic_id>", views.TopicDetailView.as_view(), name="api-topic"),
+    # sign-up forms (built in the admin; listed and read here)
+    path("forms", signup_views.SignupFormListView.as_view(), name="api-forms"),
+    path("forms/<id:form_id>", signup_views.SignupFormDetailView.as_view(), name="api-form"),
     # segments (API-25)
     path("segments", segment_views.SegmentListView.as_view(), name="api-segments"),
     path(

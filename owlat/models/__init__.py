@@ -53,6 +53,15 @@ from owlat.models.sending import (
     DomainStatus,
     SendingStat,
 )
+from owlat.models.signup import (
+    SignupFieldKind,
+    SignupForm,
+    SignupFormDay,
+    SignupFormField,
+    SignupFormText,
+    SignupFormTopic,
+    SignupSubmission,
+)
 from owlat.models.webhooks import (
     WebhookAttempt,
     WebhookDelivery,
@@ -92,6 +101,13 @@ __all__ = [
     "Role",
     "Segment",
     "SendingStat",
+    "SignupFieldKind",
+    "SignupForm",
+    "SignupFormDay",
+    "SignupFormField",
+    "SignupFormText",
+    "SignupFormTopic",
+    "SignupSubmission",
     "Topic",
     "WakeUp",
     "WebhookAttempt",
