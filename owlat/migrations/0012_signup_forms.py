@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('owlat', '0010_invitations'),
+        ('owlat', '0011_domain_dkim_waiver'),
     ]
 
     operations = [
