@@ -30,6 +30,7 @@ def _rows(contacts, template):
             f'Hi {i} ‘quoted’ \\ " {{x}}',
             "de" if i % 2 else None,
             "B" if i % 3 else None,
+            "2026-03-29T01:30:00+00:00" if i % 2 else None,  # a recipient-local instant, or none
             template.pk if i % 2 else None,
         )
         for i, c in enumerate(contacts)
