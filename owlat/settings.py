@@ -5,6 +5,7 @@ Required in production (DEBUG off): SECRET_KEY, SITE_URL, ALLOWED_HOSTS. See REA
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -12,7 +13,9 @@ import environ
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = BASE_DIR / "var"
+# Runtime files (the embedded SQLite database, collected static files, media, editor assets): var/ of the checkout,
+# or OWLAT_VAR_DIR (an installed package has no checkout to write into).
+VAR_DIR = Path(os.environ.get("OWLAT_VAR_DIR") or BASE_DIR / "var")
 
 env = environ.Env()
 TESTING = "pytest" in sys.modules or env.bool("OWLAT_TESTING", default=False)
@@ -66,6 +69,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "owlat.slashes.CollapseLeadingSlashesMiddleware",  # `//api/v1/…` (a base URL ending in /) as `/api/v1/…`
     "owlat.api.middleware.ApiCorsMiddleware",
     "owlat.api.middleware.ApiMiddleware",
     "django.middleware.security.SecurityMiddleware",
@@ -107,7 +111,7 @@ TEMPLATES = [
 
 # --- Database -------------------------------------------------------------------------------------------
 # PostgreSQL is the real database; SQLite (file under var/) is the embedded quick-start default (D-16).
-VAR_DIR.mkdir(exist_ok=True)
+VAR_DIR.mkdir(parents=True, exist_ok=True)
 DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'owlat.sqlite3'}")}
 _db = DATABASES["default"]
 if _db["ENGINE"] == "django.db.backends.sqlite3":
