@@ -575,6 +575,9 @@ LOGGING = {
         "django-q": {"level": env.str("Q_LOG_LEVEL", default="WARNING")},
         # flufl.bounce logs every detector it runs at INFO: one line per detector per received message
         "flufl.bounce": {"level": "WARNING"},
+        # one line per request: the access log (gunicorn's) has every 4xx; Django's "Not Found: …" warnings
+        # would repeat it. Server errors (5xx) still log here with their traceback.
+        "django.request": {"level": "ERROR"},
     },
 }
 

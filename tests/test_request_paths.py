@@ -29,3 +29,14 @@ def test_the_favicon_is_an_icon():
     r = Client().get("/favicon.ico")
     assert r.status_code == 200 and r["Content-Type"] == "image/svg+xml"
     assert r.content.startswith(b"<svg") and "max-age" in r["Cache-Control"]
+
+
+def test_a_4xx_is_not_logged_again_by_django(caplog):
+    """The access log has each request once; Django's own 4xx warnings would repeat it (5xx still log)."""
+    import logging
+
+    with caplog.at_level(logging.INFO):
+        assert Client().get("/no-such-page/").status_code == 404
+        assert Client().get("/api/v1/contacts").status_code == 401
+    assert [r for r in caplog.records if r.name == "django.request"] == []
+    assert logging.getLogger("django.request").isEnabledFor(logging.ERROR)
