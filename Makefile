@@ -7,7 +7,8 @@ run:
 	@bash scripts/run.sh
 
 # Install dev dependencies, make sure PostgreSQL answers (or start a throwaway one), run ruff and the whole
-# pytest suite on PostgreSQL, then the SQLite smoke test. Extra pytest arguments: make test ARGS="-x tests/".
+# pytest suite on PostgreSQL, then the smoke, end-to-end and browser tests on SQLite. Extra pytest arguments (then
+# only the SQLite smoke test follows): make test ARGS="-x tests/".
 test:
 	@bash scripts/test.sh $(ARGS)
 

@@ -18,7 +18,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from django.db import connection, transaction
-from django.db.models import Sum
+from django.db.models import F, Q, Sum, Value
+from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from automations.models import Automation, AutomationCounterDelta, AutomationStep, StepRunStatus
@@ -89,6 +90,8 @@ def _assign(fields: dict[str, str], source: str) -> str:
 def counters_rollup(*, automation_ids: Iterable[Any] | None = None, wait: bool = True) -> int:
     """Fold pending deltas (all, or those of `automation_ids` and their steps) into the counter rows; returns
     how many deltas were applied. With `wait=False` (the cron) it returns 0 at once if another roll-up runs."""
+    if connection.vendor != "postgresql":
+        return _rollup_serialized(automation_ids)
     delta_table = AutomationCounterDelta._meta.db_table
     automation_table = Automation._meta.db_table
     step_table = AutomationStep._meta.db_table
@@ -122,6 +125,41 @@ def counters_rollup(*, automation_ids: Iterable[Any] | None = None, wait: bool =
                 return 0
         cursor.execute(sql, params)
         return int(cursor.fetchone()[0])
+
+
+def _rollup_serialized(automation_ids: Iterable[Any] | None) -> int:
+    """`counters_rollup` where writers are serialized (SQLite: every transaction begins IMMEDIATE, so the
+    deltas read here are the ones deleted, and no other roll-up runs meanwhile): read, delete and fold the
+    deltas through the ORM, each counter floored at 0 as on PostgreSQL."""
+    deltas = AutomationCounterDelta.objects.all()
+    if automation_ids is not None:
+        ids = list(automation_ids)
+        if not ids:
+            return 0
+        steps = AutomationStep.objects.filter(automation_id__in=ids).values("pk")
+        deltas = deltas.filter(Q(automation_id__in=ids) | Q(step_id__in=steps))
+    with transaction.atomic():
+        rows = list(deltas.values_list("automation_id", "step_id", "field", "delta"))
+        if not rows:
+            return 0
+        deltas.delete()
+        runs: dict[Any, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        per_step: dict[Any, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        for automation_id, step_id, name, delta in rows:
+            if automation_id is not None and name in RUN_FIELDS:
+                runs[automation_id][RUN_FIELDS[name]] += delta
+            elif step_id is not None and name in STEP_FIELDS:
+                per_step[step_id][STEP_FIELDS[name]] += delta
+        now = timezone.now()
+        for pk, moves in runs.items():
+            Automation.objects.filter(pk=pk).update(**_floored(moves), stats_updated_at=now)
+        for pk, moves in per_step.items():
+            AutomationStep.objects.filter(pk=pk).update(**_floored(moves))
+    return len(rows)
+
+
+def _floored(moves: dict[str, int]) -> dict[str, Any]:
+    return {column: Greatest(F(column) + Value(delta), Value(0)) for column, delta in moves.items()}
 
 
 def pending_run_counts(automation_ids: Iterable[Any]) -> dict[Any, dict[str, int]]:

@@ -1,10 +1,12 @@
 """Public (non-API) URLs of the delivery app: tracking, unsubscribe, preference centre, double opt-in, and the
 provider webhooks (django-anymail's tracking endpoints under `/webhooks/<esp>/tracking/`, D-09; only the
-providers Owlat supports are mounted, see `delivery.webhooks.PROVIDER_WEBHOOKS`)."""
+providers Owlat supports are mounted, see `delivery.webhooks.PROVIDER_WEBHOOKS`) and their inbound endpoints
+under `/webhooks/<esp>/inbound/` (`delivery.inbound_webhooks`, for the inbox)."""
 
 from django.urls import path
 
 from delivery import views
+from delivery.inbound_webhooks import INBOUND_WEBHOOKS
 from delivery.webhooks import PROVIDER_WEBHOOKS, provider_webhook_view
 
 urlpatterns = [
@@ -25,6 +27,14 @@ urlpatterns = [
             name=f"{hook.slug}-tracking-webhook",
         )
         for hook in PROVIDER_WEBHOOKS
+    ),
+    *(  # inbound mail through an ESP, to the inbox (delivery.inbound_webhooks)
+        path(
+            f"webhooks/{hook.slug}/inbound/",
+            provider_webhook_view(hook),
+            name=f"{hook.slug}-inbound-webhook",
+        )
+        for hook in INBOUND_WEBHOOKS
     ),
     *(  # Mandrill's combined endpoint, as anymail mounts it
         path("webhooks/mandrill/", provider_webhook_view(hook), name="mandrill-webhook")

@@ -5,6 +5,7 @@ Required in production (DEBUG off): SECRET_KEY, SITE_URL, ALLOWED_HOSTS. See REA
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -12,7 +13,9 @@ import environ
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = BASE_DIR / "var"
+# Runtime files (the embedded SQLite database, collected static files, media, editor assets): var/ of the checkout,
+# or OWLAT_VAR_DIR (an installed package has no checkout to write into).
+VAR_DIR = Path(os.environ.get("OWLAT_VAR_DIR") or BASE_DIR / "var")
 
 env = environ.Env()
 TESTING = "pytest" in sys.modules or env.bool("OWLAT_TESTING", default=False)
@@ -66,6 +69,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "owlat.slashes.CollapseLeadingSlashesMiddleware",  # `//api/v1/…` (a base URL ending in /) as `/api/v1/…`
     "owlat.api.middleware.ApiCorsMiddleware",
     "owlat.api.middleware.ApiMiddleware",
     "django.middleware.security.SecurityMiddleware",
@@ -107,7 +111,7 @@ TEMPLATES = [
 
 # --- Database -------------------------------------------------------------------------------------------
 # PostgreSQL is the real database; SQLite (file under var/) is the embedded quick-start default (D-16).
-VAR_DIR.mkdir(exist_ok=True)
+VAR_DIR.mkdir(parents=True, exist_ok=True)
 DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'owlat.sqlite3'}")}
 _db = DATABASES["default"]
 if _db["ENGINE"] == "django.db.backends.sqlite3":
@@ -370,6 +374,7 @@ _ANYMAIL_ENV_NAMES = (
     "WEBHOOK_SECRET",
     "RESEND_API_KEY",
     "RESEND_SIGNING_SECRET",
+    "RESEND_INBOUND_SECRET",
     "RESEND_API_URL",
     "POSTMARK_SERVER_TOKEN",
     "POSTMARK_API_URL",
@@ -567,6 +572,7 @@ AXES_FAILURE_LIMIT = env.int("AXES_FAILURE_LIMIT", default=5)
 AXES_COOLOFF_TIME = env.float("AXES_COOLOFF_MINUTES", default=15.0) / 60  # hours
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
+AXES_VERBOSE = False  # no version banner from every process that loads the settings
 AXES_IPWARE_PROXY_COUNT = env.int("AXES_PROXY_COUNT", default=0) or None
 AUTHENTICATION_BACKENDS = [
     *(["axes.backends.AxesStandaloneBackend"] if AXES_ENABLED else []),
@@ -585,6 +591,9 @@ LOGGING = {
         "django-q": {"level": env.str("Q_LOG_LEVEL", default="WARNING")},
         # flufl.bounce logs every detector it runs at INFO: one line per detector per received message
         "flufl.bounce": {"level": "WARNING"},
+        # one line per request: the access log (gunicorn's) has every 4xx; Django's "Not Found: …" warnings
+        # would repeat it. Server errors (5xx) still log here with their traceback.
+        "django.request": {"level": "ERROR"},
     },
 }
 

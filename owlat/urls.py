@@ -4,10 +4,12 @@ from django.contrib import admin
 from django.urls import include, path
 
 from owlat import invitation_views
+from owlat.favicon import favicon
 from owlat.not_found import root_redirect
 
 urlpatterns = [
     path("", root_redirect, name="root"),  # "/" and "View site" lead to the admin
+    path("favicon.ico", favicon, name="favicon"),  # asked for by every browser page
     path("admin/", admin.site.urls),
     path("api/v1/", include("owlat.api.urls")),
     # membership by invitation (owlat.invitations): outside the admin, for invitees without access yet

@@ -24,6 +24,7 @@ export PYTHONUNBUFFERED=1
 PY=.venv/bin/python
 
 echo "== database: ${DATABASE_URL%%\?*}" | sed -E 's#(://[^:/@]+):[^@]*@#\1:***@#'
+$PY scripts/database_ready.py # one line saying what to do when the database does not answer
 $PY manage.py migrate --noinput
 commands=$($PY manage.py help --commands)   # fails loudly if the project does not load
 if grep -qx sync_schedules <<<"$commands"; then
@@ -44,5 +45,7 @@ if [ -z "${BOUNCE_DOMAIN:-}" ] && ! grep -qE '^(export )?BOUNCE_DOMAIN=.+' .env;
   processes=$(grep -vx bounces <<<"$processes")
   echo "(bounce intake not started: set BOUNCE_DOMAIN to issue VERP return paths and receive bounces)"
 fi
+# `-e /dev/null`: honcho would load .env over the environment; every value is already exported above (the
+# environment, then .env), so each process sees what migrate and bootstrap saw.
 # shellcheck disable=SC2086  # one word per process name
-exec .venv/bin/honcho start -f Procfile -p "$PORT" $processes
+exec .venv/bin/honcho start -e /dev/null -f Procfile -p "$PORT" $processes

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `make test`: install dev dependencies, make sure PostgreSQL answers (or start a throwaway server), run ruff
-# (lint + format check) and the whole pytest suite on PostgreSQL, then the SQLite smoke test (D-16).
+# (lint + format check) and the whole pytest suite on PostgreSQL, then the SQLite smoke test (D-16) and the
+# end-to-end and browser tests on SQLite.
 # Arguments are passed to the PostgreSQL pytest run (e.g. `scripts/test.sh -x tests/`).
 # OWLAT_SLOW_TESTS=1 also runs the long fault-injection variants (`.ci/run` sets it; D-18);
 # OWLAT_SKIP_LINT=1 skips ruff while iterating on tests. Installs Debian's chromium for the browser tests when it
@@ -67,15 +68,41 @@ elif [ $status -ne 0 ]; then
   exit $status
 fi
 
-echo "== smoke test on SQLite"
-smoke_dir=$(mktemp -d /tmp/owlat-smoke.XXXXXX)
+# The same flows on SQLite (the quick start's database): the smoke test, every end-to-end test with real workers
+# (automations, campaign sends, the inbox pipeline, transactional sends, bounces, domain onboarding) and the
+# browser tests of the operator flows, so a PostgreSQL-only statement on a shared path fails the suite. Tests that
+# need PostgreSQL itself skip here with their reason. Only on a full run (no pytest arguments) or with
+# OWLAT_SQLITE_E2E=1; the budget is about ten minutes on a 2-core machine.
+SQLITE_E2E=(
+  tests/test_sqlite_smoke.py
+  tests/test_e2e_welcome_automation.py
+  tests/test_e2e_bounce_suppression.py
+  tests/test_e2e_domain_onboarding.py
+  tests/test_e2e_duplicate_delivery.py
+  tests/test_delivery_e2e.py
+  campaigns/tests/test_e2e.py
+  inbox/tests/test_e2e.py
+  tests/browser/test_welcome_automation.py
+  tests/browser/test_admin_flows.py
+  tests/browser/test_campaign_flows.py
+  tests/browser/test_contact_import.py
+)
+if [ $# -eq 0 ] || [ "${OWLAT_SQLITE_E2E:-}" = "1" ]; then
+  echo "== smoke, end-to-end and browser tests on SQLite"
+  sqlite_paths=("${SQLITE_E2E[@]}")
+else
+  echo "== smoke test on SQLite (the end-to-end pass runs without pytest arguments or with OWLAT_SQLITE_E2E=1)"
+  sqlite_paths=(tests/test_sqlite_smoke.py)
+fi
+sqlite_dir=$(mktemp -d /tmp/owlat-sqlite.XXXXXX)
 set +e
-DATABASE_URL="sqlite:///$smoke_dir/smoke.sqlite3" .venv/bin/python -m pytest -m sqlite_smoke tests/test_sqlite_smoke.py
+# the long fault-injection variants run on PostgreSQL only
+OWLAT_SLOW_TESTS=0 DATABASE_URL="sqlite:///$sqlite_dir/owlat.sqlite3" .venv/bin/python -m pytest "${sqlite_paths[@]}"
 status=$?
 set -e
-rm -rf "$smoke_dir"
+rm -rf "$sqlite_dir"
 if [ $status -eq 5 ]; then
-  echo "The SQLite smoke test (marker sqlite_smoke) was not collected." >&2
+  echo "The SQLite tests (${sqlite_paths[*]}) were not collected." >&2
   exit 5
 fi
 [ $status -eq 0 ] || exit $status

@@ -107,3 +107,57 @@ def test_the_tests_do_not_read_make_runs_env_file():
     """A developer's .env (EMAIL_PROVIDER=local, DEBUG, SITE_URL …) must not change what the test suite sees."""
     settings_source = (ROOT / "owlat" / "settings.py").read_text()
     assert 'if (BASE_DIR / ".env").exists() and not TESTING:' in settings_source
+
+
+def _honcho_options() -> list[str]:
+    """The options run.sh passes to `honcho start` (its last line), without the process names."""
+    line = next(x for x in (ROOT / "scripts" / "run.sh").read_text().splitlines() if "honcho start" in x)
+    words = line.split("honcho start", 1)[1].split()
+    return [w for w in words if not w.startswith("$") and w != '"$PORT"']
+
+
+def test_every_process_sees_the_environment_over_env_file(tmp_path):
+    """honcho loads `.env` over the environment unless told otherwise: run.sh's options must make the web and
+    worker processes see the DATABASE_URL that migrate and bootstrap saw."""
+    (tmp_path / ".env").write_text("DATABASE_URL=sqlite:///from-the-file\n")
+    (tmp_path / "Procfile").write_text("probe: echo seen=$DATABASE_URL\n")
+    options = _honcho_options()
+    assert "-p" in options
+    options[options.index("-p") + 1 : options.index("-p") + 1] = ["5000"]
+    honcho = Path(sys.executable).with_name("honcho")
+    out = subprocess.run(
+        [str(honcho), "start", *options, "probe"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={"PATH": "/usr/bin:/bin", "DATABASE_URL": "postgres://from-the-environment/db"},
+    ).stdout
+    assert "seen=postgres://from-the-environment/db" in out, out
+
+
+def _database_ready(url: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "database_ready.py")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin", "DEBUG": "1", "DATABASE_URL": url},
+    )
+
+
+def test_a_database_that_does_not_answer_gets_one_line_saying_what_to_do(tmp_path):
+    from django.conf import settings
+
+    r = _database_ready(f"sqlite:///{tmp_path}/missing-dir/owlat.sqlite3")
+    assert r.returncode == 1
+    assert r.stderr.strip().splitlines()[-1].startswith("cannot open the SQLite database")
+    assert "Traceback" not in r.stderr
+    db = settings.DATABASES["default"]
+    if db["ENGINE"].endswith("postgresql"):
+        url = f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/owlat_no_such_database"
+        r = _database_ready(url)
+        assert r.returncode == 1 and "Traceback" not in r.stderr
+        line = r.stderr.strip().splitlines()[-1]
+        assert line.startswith("database owlat_no_such_database does not exist") and "createdb" in line

@@ -19,7 +19,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import connection
+from django.db import connection, transaction
+from django.db.models import F
 
 from automations.lifecycle.runs import (
     ACTOR,
@@ -61,6 +62,8 @@ def step_runs_claim_due(
     `pending → executing` (`started_at`, attempt 0), each run's `steps_executed` goes up by one, the per-step
     counters move (pending −1, executing +1, as counter deltas), and the claimed rows come back whole with the
     run's new count. Rows another claimer holds are skipped, never waited for."""
+    if connection.vendor != "postgresql":
+        return _claim_due_serialized(at=at, limit=limit, ids=ids)
     from automations.models import AutomationCounterDelta
 
     sr = AutomationStepRun._meta.db_table
@@ -123,6 +126,35 @@ def step_runs_claim_due(
         if run is not None and executed is not None:
             run.steps_executed = executed  # the statement's own increment (its reads see the row before it)
         out.append(ClaimedStepRun(instance_from_values(AutomationStepRun, row[:n], db=db), 0, executed, run))
+    return out
+
+
+def _claim_due_serialized(*, at: dt.datetime, limit: int, ids: Sequence[Any] | None) -> list[ClaimedStepRun]:
+    """`step_runs_claim_due` where writers are serialized (SQLite: every transaction begins IMMEDIATE, so the
+    rows read here stay as read until the commit and no other claimer can take them): the same moves through
+    the set-based runner (which records the counter deltas), due rows whose delay has passed first."""
+    pending = AutomationStepRun.objects.filter(status=PENDING)
+    with transaction.atomic():
+        if ids is not None:
+            due = list(pending.filter(pk__in=list(ids)).values_list("pk", flat=True)[:limit])
+        else:
+            due = list(pending.filter(delay_until__lte=at).values_list("pk", flat=True)[:limit])
+            if len(due) < limit:
+                now_due = pending.filter(delay_until__isnull=True).values_list("pk", flat=True)
+                due += list(now_due[: limit - len(due)])
+        if not due:
+            return []
+        rows = list(AutomationStepRun.objects.filter(pk__in=due))
+        outcomes = STEP_RUNS.transition_many([Move(sr, EXECUTING) for sr in rows], actor=ACTOR, at=at)
+        won = {o.object_id for o in outcomes if o.ok and o.applied == "transitioned"}
+        claimed = [sr for sr in rows if sr.pk in won]
+        run_ids = {sr.run_id for sr in claimed}
+        AutomationRun.objects.filter(pk__in=run_ids).update(steps_executed=F("steps_executed") + 1)
+        runs = AutomationRun.objects.select_related("contact", "automation").in_bulk(run_ids)
+    out = []
+    for sr in claimed:
+        run = runs.get(sr.run_id)
+        out.append(ClaimedStepRun(sr, 0, run.steps_executed if run else None, run))
     return out
 
 

@@ -69,6 +69,9 @@ def test_a_batch_walks_every_due_step_run_with_one_hop(make_automation, make_con
     assert statuses == ["completed"] * 30
 
 
+@pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="statement counts of PostgreSQL's set-based claim"
+)
 def test_statements_per_batch_do_not_grow_with_the_batch(make_automation, make_contact, template):
     def statements_for(n: int) -> int:
         automation = make_automation(
@@ -227,7 +230,8 @@ def test_two_concurrent_batch_claimers_take_every_row_exactly_once(make_automati
     assert errors == []
     assert set(taken[0]).isdisjoint(taken[1])
     assert sorted(taken[0] + taken[1]) == sorted(due)
-    assert taken[0] and taken[1]  # both claimers did work
+    if connection.vendor == "postgresql":  # SQLite serializes the claims: one claimer may take every batch
+        assert taken[0] and taken[1]  # both claimers did work
     assert set(AutomationStepRun.objects.filter(status="executing").values_list("pk", flat=True)) == due
     assert set(AutomationRun.objects.values_list("steps_executed", flat=True)) == {1}
 
@@ -359,6 +363,9 @@ def test_a_full_batch_leaves_one_hop_for_its_backlog(make_automation, make_conta
     assert [t.func for t in queued_tasks(queue="default")] == [WALK]
 
 
+@pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="wake-up dedup (advisory locks) is PostgreSQL's"
+)
 def test_events_wake_the_walker_once_while_a_walk_is_pending(make_automation, make_contact, template):
     from automations.tasks import automation_walk_task
 
@@ -381,6 +388,9 @@ def test_events_wake_the_walker_once_while_a_walk_is_pending(make_automation, ma
     assert automation_walk_task().startswith("1 step runs")
 
 
+@pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="wake-up dedup (advisory locks) is PostgreSQL's"
+)
 def test_events_during_a_walk_queue_no_further_walk(make_automation, make_contact, template):
     from automations.tasks import automation_walk_task
 
@@ -467,6 +477,9 @@ def test_under_a_fast_stream_the_pause_waits_for_a_full_batch(settings):
     assert steady.pause(0.6, 40, 0.61) == 0
 
 
+@pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="wake-up dedup (advisory locks) is PostgreSQL's"
+)
 def test_the_walk_task_walks_on_in_one_hop_within_its_budget(make_automation, make_contact, template):
     from automations.tasks import automation_walk_task
     from automations.walker_batch import walk_hop
