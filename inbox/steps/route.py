@@ -38,10 +38,11 @@ def within_working_hours(config: AgentConfig, now: dt.datetime) -> bool:
 
 
 def authenticated_sender(message: InboundMessage) -> bool:
-    """An authenticated recipient can be derived from the sender: a valid address whose mail passed DKIM or DMARC."""
+    """The reply may go to the sender unreviewed: a valid address whose From domain is DMARC-aligned authenticated
+    (`inbox.sender_auth`, decided at receive) and not refuted by a DMARC failure."""
     if not is_valid_email(message.from_email):
         return False
-    return message.dkim_result == "pass" or message.dmarc_result == "pass"
+    return bool(message.sender_authenticated) and message.dmarc_result != "fail"
 
 
 def uses_internal_knowledge(message: InboundMessage) -> bool:
@@ -111,7 +112,12 @@ def decide(
     if flags.get("guardUnavailable") or not flags:
         return "human_review", "The security guard was unavailable. Routing to human review.", score
     if not authenticated_sender(message):
-        return "human_review", "The sender is not authenticated (DKIM/DMARC). Routing to human review.", score
+        detail = message.sender_auth_detail or "no results"
+        return (
+            "human_review",
+            f"The sender is not authenticated (DMARC-aligned SPF/DKIM: {detail}). Routing to human review.",
+            score,
+        )
     if find_injection(draft):
         return "human_review", "The draft contains an injection pattern. Routing to human review.", score
     if find_secret(draft):

@@ -174,6 +174,7 @@ def test_human_approved_reply_keeps_its_links(org, make_message, smtp_sink):
         approval_source="human",
         draft_response="See https://partner.example/x",
         dkim_result="pass",
+        sender_authenticated=True,
     )
     assert send_approved_reply(m.pk).startswith("reply queued")
     assert "https://partner.example/x" in TransactionalSend.objects.get(inbound_message_id=m.pk).text_body
@@ -185,6 +186,7 @@ def test_reference_monitor_refuses_a_secret_in_an_autonomous_reply(org, make_mes
         approval_source="auto",
         draft_response="api_key: sk-abcdefghijklmnopqrstuv",
         dkim_result="pass",
+        sender_authenticated=True,
     )
     assert send_approved_reply(m.pk) == "failed: Reference monitor: the draft contains a credential or secret"
     assert InboundMessage.objects.get(pk=m.pk).processing_status == "failed"
