@@ -85,7 +85,7 @@ def _signed(pem: bytes, domain: str, **kw) -> bytes:
 def test_without_trusted_results_an_aligned_dkim_signature_is_verified(settings, signing_key):
     settings.INBOX_AUTHSERV_ID = ["mx.acme.test"]
     good = parse_raw(_signed(signing_key, "example.com")).sender_auth
-    assert good.authenticated and "dkim verified and aligned (example.com)" == good.detail
+    assert good.authenticated and good.detail == "dkim verified and aligned (example.com)"
     other = parse_raw(_signed(signing_key, "evil.test")).sender_auth
     assert not other.authenticated and "not aligned" in other.detail
     tampered = _signed(signing_key, "example.com").replace(b"Subject: Invoice", b"Subject: Refund")
