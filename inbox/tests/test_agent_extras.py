@@ -157,6 +157,13 @@ def test_autonomous_reply_is_sent_with_foreign_links_removed(
     config.is_auto_reply_enabled, config.is_shadow_mode, config.auto_send_delay_ms = True, False, 0
     config.save()
     llm_server.answers["draft"] = "Download it at https://acme.test/invoices or at https://evil.example/grab."
+    from inbox.models import KnowledgeEntry
+
+    KnowledgeEntry.objects.create(
+        organization=ai_org,
+        title="Invoice downloads",
+        content="Invoices: https://acme.test/invoices (a partner mirrors them at https://evil.example/grab).",
+    )
     r = receive()
     run_pipeline()
     m = _m(r)
