@@ -59,6 +59,35 @@ def sanitize_links(text: str, domain: str) -> tuple[str, list[str]]:
     return _LINK.sub(replace, text), removed
 
 
+def customer_links_removed(m: InboundMessage, body: str, own_domain: str) -> tuple[str, list[str]]:
+    """Every link of `body` to a host the customer's message linked to (our own domain excepted) becomes
+    "[link removed]": a reply never echoes the sender's links unless a reviewer kept them."""
+    from inbox.security import message_urls
+
+    hosts = set()
+    for url in message_urls(m.text_body, m.html_body):
+        try:
+            host = (urlsplit(url).hostname or "").lower().rstrip(".")
+        except ValueError:
+            continue
+        if host and not _allowed_link_host(host, own_domain):
+            hosts.add(host)
+    removed: list[str] = []
+
+    def replace(match: re.Match[str]) -> str:
+        url = match.group(0).rstrip(".,;:!?")
+        try:
+            host = (urlsplit(url if "://" in url else f"http://{url}").hostname or "").lower().rstrip(".")
+        except ValueError:
+            host = ""
+        if host not in hosts:
+            return match.group(0)
+        removed.append(url)
+        return "[link removed]" + match.group(0)[len(url) :]
+
+    return (_LINK.sub(replace, body), removed) if hosts else (body, removed)
+
+
 def reference_monitor(m: InboundMessage, body: str) -> tuple[str | None, str]:
     """AGT-22, autonomous sends only: re-check the recipient lock (the reply goes to the authenticated sender of
     the message, nobody else) and secrets, and sanitize links (allowed host: the organization's sender domain).
@@ -116,6 +145,11 @@ def send_approved_reply(message_id: Any, token: str | None = None) -> str:
         body = m.draft_response or ""
         if error is None and m.approval_source == "auto":
             error, body = reference_monitor(m, body)
+        if error is None and not (m.draft_options or {}).get("keepCustomerLinks"):
+            sender = default_sender(m.organization_id)
+            body, _removed = customer_links_removed(
+                m, body, sender.email.rpartition("@")[2].lower() if sender else ""
+            )
         if error is None:
             refs = " ".join(x for x in ((m.references or "").strip(), m.message_id) if x)
             status, detail = agent_reply_queue(

@@ -245,3 +245,23 @@ def test_the_operator_extends_the_never_auto_send_list(armed, obeying_model, run
         'promises money, credentials or an account change ("billing → invoices")'
         in m.agent_decision["reason"]
     )
+
+
+def test_links_the_customer_sent_are_removed_from_a_reviewed_reply_unless_kept(
+    armed, obeying_model, run_pipeline, smtp_sink
+):
+    from inbox.review import message_approve
+    from inbox.sending import send_approved_reply
+
+    AgentConfig.objects.filter(organization=armed).update(is_auto_reply_enabled=False)
+    for n, keep in enumerate((False, True)):
+        m = _deliver(armed, HOSTILE["echoed_customer_link"], f"keep{n}")
+        run_pipeline()
+        m.refresh_from_db()
+        assert "https://evil.example/t?id=1" in m.draft_response
+        assert message_approve(
+            message_id=m.pk, organization_id=armed.pk, actor="user:1", keep_customer_links=keep
+        ).ok
+        assert send_approved_reply(m.pk).startswith("reply queued")
+        sent = TransactionalSend.objects.get(inbound_message_id=m.pk).text_body
+        assert ("https://evil.example/t?id=1" in sent) is keep and ("[link removed]" in sent) is not keep
