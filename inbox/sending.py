@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import email.utils
 import html
 import re
 from typing import Any
@@ -88,6 +89,36 @@ def customer_links_removed(m: InboundMessage, body: str, own_domain: str) -> tup
     return (_LINK.sub(replace, body), removed) if hosts else (body, removed)
 
 
+def reply_sender(m: InboundMessage) -> tuple[str, str] | None:
+    """(address, name) the reply comes from: the address the customer wrote to — the first recipient of the
+    message on one of the organization's verified domains, as a mailbox would answer — else the organization's
+    default sender; None when neither exists."""
+    from delivery.services import default_sender
+    from delivery.services.senders import sender_domain_problem
+
+    default = default_sender(m.organization_id)
+    name = default.name if default else ""
+    for address in m.to or []:
+        address = str(address).strip().lower()
+        if is_valid_email(address) and sender_domain_problem(m.organization_id, address) is None:
+            return address, name
+    return (default.email, name) if default else None
+
+
+def reply_recipient(m: InboundMessage, *, autonomous: bool) -> str:
+    """Where the reply goes: the message's `Reply-To` when it is a valid address — for an automatic reply only
+    when it is on the authenticated From domain (the recipient lock) — else the From address."""
+    from inbox.sender_auth import aligned
+
+    _, reply_to = email.utils.parseaddr((m.headers or {}).get("reply-to", "") or "")
+    reply_to = reply_to.strip().lower()
+    if not reply_to or not is_valid_email(reply_to) or reply_to == m.from_email:
+        return m.from_email
+    if autonomous and not aligned(reply_to.rpartition("@")[2], m.from_email.rpartition("@")[2]):
+        return m.from_email
+    return reply_to
+
+
 def reference_monitor(m: InboundMessage, body: str) -> tuple[str | None, str]:
     """AGT-22, autonomous sends only: re-check the recipient lock (the reply goes to the authenticated sender of
     the message, nobody else) and secrets, and sanitize links (allowed host: the organization's sender domain).
@@ -138,7 +169,7 @@ def send_approved_reply(message_id: Any, token: str | None = None) -> str:
             error = "No draft to send"
         elif not is_valid_email(m.from_email):
             error = f'Unsupported or invalid reply recipient: "{m.from_email}"'
-        elif default_sender(m.organization_id) is None:
+        elif reply_sender(m) is None:
             error = "No sending identity configured — set a default sender email in organization settings."
         elif not delivery_configured():
             error = "No delivery provider configured"
@@ -152,10 +183,13 @@ def send_approved_reply(message_id: Any, token: str | None = None) -> str:
             )
         if error is None:
             refs = " ".join(x for x in ((m.references or "").strip(), m.message_id) if x)
+            from_email, from_name = reply_sender(m) or ("", "")
             status, detail = agent_reply_queue(
                 organization_id=m.organization_id,
                 inbound_message_id=m.pk,
-                to=m.from_email,
+                to=reply_recipient(m, autonomous=m.approval_source == "auto"),
+                from_email=from_email,
+                from_name=from_name,
                 subject=reply_subject(m),
                 html=reply_html(body),
                 text=body,
