@@ -521,8 +521,15 @@ def guard_check(sample: str, calls: Any, organization_id: Any = None) -> tuple[b
             unavailable = True
             continue
         calls.add(res)
-        conf = float(res.data.get("confidence") or 0)
-        if res.data.get("isInjection") and conf >= GUARD_THRESHOLD:
+        try:  # read strictly: an answer outside the schema is no verdict (→ human review), not a clean bill
+            conf = float(res.data.get("confidence"))
+            is_injection = res.data.get("isInjection")
+            if not 0.0 <= conf <= 1.0 or not isinstance(is_injection, bool):
+                raise ValueError(res.data)
+        except (TypeError, ValueError):
+            unavailable = True
+            continue
+        if is_injection and conf >= GUARD_THRESHOLD:
             flagged = True
             if conf >= best:
                 best, reason = conf, str(res.data.get("reason") or "")[:200]
