@@ -4,9 +4,12 @@ and failed sender authentication raising the spam score. Pure functions over wha
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Any
 from urllib.parse import urlsplit
 
+_URL = re.compile(r"https?://[^\s<>\"')\]]+", re.IGNORECASE)
+_HOSTISH = re.compile(r"\b((?:[a-z0-9-]+\.)+[a-z]{2,})\b", re.IGNORECASE)
 #: executables, scripts, installers, shortcuts, disk images, macro-enabled Office files, HTML (a local phishing
 #: page) — a message carrying one is quarantined
 DANGEROUS_EXTENSIONS = frozenset(
@@ -156,13 +159,6 @@ def dangerous_attachments(attachments: list[dict[str, Any]] | None) -> list[str]
     return [r for r in (dangerous_attachment(a) for a in attachments or [] if isinstance(a, dict)) if r]
 
 
-def _host(url: str) -> str:
-    try:
-        return (urlsplit(url.strip()).hostname or "").lower().rstrip(".")
-    except ValueError:
-        return ""
-
-
 def credential_harvest(
     links: list[tuple[str, str]], text: str, text_urls: list[str], *, sender_domain: str, own_domain: str = ""
 ) -> str | None:
@@ -193,3 +189,67 @@ def authentication_score(spf: str | None, dmarc: str | None) -> int:
     if spf in ("fail", "softfail"):
         score += 20 if spf == "fail" else 10
     return score
+
+
+# --- lookalike links and homoglyph names ----------------------------------------------------------
+
+
+def _scripts(word: str) -> set[str]:
+    out = set()
+    for ch in word:
+        if ch.isalpha():
+            try:
+                name = unicodedata.name(ch)
+            except ValueError:
+                continue
+            out.add(name.split(" ")[0])
+    return out
+
+
+def mixed_script(word: str) -> bool:
+    """Latin mixed with Cyrillic or Greek inside one word: the classic homoglyph spoof."""
+    scripts = _scripts(word)
+    return "LATIN" in scripts and bool(scripts & {"CYRILLIC", "GREEK", "ARMENIAN", "CHEROKEE"})
+
+
+def homoglyph_name(display_name: str) -> bool:
+    return any(mixed_script(w) for w in re.split(r"[\s@.,<>]+", display_name or "") if w)
+
+
+def _host(url: str) -> str:
+    try:
+        return (urlsplit(url.strip()).hostname or "").lower().rstrip(".")
+    except ValueError:
+        return ""
+
+
+def _registrable(host: str) -> str:
+    parts = host.split(".")
+    return ".".join(parts[-2:]) if len(parts) >= 2 else host
+
+
+def suspicious_host(host: str) -> bool:
+    if not host:
+        return False
+    if any(label.startswith("xn--") for label in host.split(".")):
+        return True
+    return any(not ch.isascii() for ch in host) and mixed_script(host.replace(".", "").replace("-", ""))
+
+
+def lookalike_links(links: list[tuple[str, str]], text: str) -> list[str]:
+    """Links whose shown text names another site than the target, and links to punycode/mixed-script hosts."""
+    found = []
+    for href, shown in links:
+        target = _host(href)
+        if suspicious_host(target):
+            found.append(href)
+            continue
+        m = _HOSTISH.search(shown or "")
+        if m and target and href.lower().startswith(("http://", "https://")):
+            shown_host = m.group(1).lower()
+            if _registrable(shown_host) != _registrable(target):
+                found.append(href)
+    for url in _URL.findall(text or ""):
+        if suspicious_host(_host(url)):
+            found.append(url)
+    return found

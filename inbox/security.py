@@ -15,10 +15,15 @@ import unicodedata
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from typing import Any
-from urllib.parse import urlsplit
 
 from inbox.hidden import concealment, strip_invisible, tag_text
-from inbox.phishing import authentication_score, credential_harvest, dangerous_attachments
+from inbox.phishing import (
+    authentication_score,
+    credential_harvest,
+    dangerous_attachments,
+    homoglyph_name,
+    lookalike_links,
+)
 
 INJECTION_CONFIDENCE_THRESHOLD = 0.7
 PATTERN_CONFIDENCE = 0.85
@@ -85,7 +90,6 @@ _COMMENT = re.compile(r"<!--(.*?)-->", re.DOTALL)
 _SUSPICIOUS_COMMENT = re.compile(r"^\s*(?:ignore|system|instruction|prompt|override)", re.IGNORECASE)
 _BASE64_RUN = re.compile(r"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{24,}={0,2}(?![A-Za-z0-9+/=])")
 _URL = re.compile(r"https?://[^\s<>\"')\]]+", re.IGNORECASE)
-_HOSTISH = re.compile(r"\b((?:[a-z0-9-]+\.)+[a-z]{2,})\b", re.IGNORECASE)
 _SECRET_PATTERNS = [
     re.compile(p)
     for p in (
@@ -262,70 +266,6 @@ def spam_score(subject: str, text: str, link_count: int) -> int:
     if link_count > 10:
         score += 15
     return min(100, score)
-
-
-# --- phishing: lookalike links and homoglyph names ----------------------------------------------------------
-
-
-def _scripts(word: str) -> set[str]:
-    out = set()
-    for ch in word:
-        if ch.isalpha():
-            try:
-                name = unicodedata.name(ch)
-            except ValueError:
-                continue
-            out.add(name.split(" ")[0])
-    return out
-
-
-def mixed_script(word: str) -> bool:
-    """Latin mixed with Cyrillic or Greek inside one word: the classic homoglyph spoof."""
-    scripts = _scripts(word)
-    return "LATIN" in scripts and bool(scripts & {"CYRILLIC", "GREEK", "ARMENIAN", "CHEROKEE"})
-
-
-def homoglyph_name(display_name: str) -> bool:
-    return any(mixed_script(w) for w in re.split(r"[\s@.,<>]+", display_name or "") if w)
-
-
-def _host(url: str) -> str:
-    try:
-        return (urlsplit(url.strip()).hostname or "").lower().rstrip(".")
-    except ValueError:
-        return ""
-
-
-def _registrable(host: str) -> str:
-    parts = host.split(".")
-    return ".".join(parts[-2:]) if len(parts) >= 2 else host
-
-
-def suspicious_host(host: str) -> bool:
-    if not host:
-        return False
-    if any(label.startswith("xn--") for label in host.split(".")):
-        return True
-    return any(not ch.isascii() for ch in host) and mixed_script(host.replace(".", "").replace("-", ""))
-
-
-def lookalike_links(links: list[tuple[str, str]], text: str) -> list[str]:
-    """Links whose shown text names another site than the target, and links to punycode/mixed-script hosts."""
-    found = []
-    for href, shown in links:
-        target = _host(href)
-        if suspicious_host(target):
-            found.append(href)
-            continue
-        m = _HOSTISH.search(shown or "")
-        if m and target and href.lower().startswith(("http://", "https://")):
-            shown_host = m.group(1).lower()
-            if _registrable(shown_host) != _registrable(target):
-                found.append(href)
-    for url in _URL.findall(text or ""):
-        if suspicious_host(_host(url)):
-            found.append(url)
-    return found
 
 
 def message_urls(text_body: str | None, html_body: str | None) -> list[str]:
