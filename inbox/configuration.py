@@ -47,6 +47,7 @@ AGENT_CONFIG_FIELDS = (
     "working_hours_start_minute",
     "working_hours_end_minute",
     "working_days",
+    "auto_send_blocked_phrases",
 )
 MAX_UNDO_DELAY_MS = 120_000  # AGT-26: human approvals wait 0–120 000 ms
 MAX_DELAY_MS = 24 * 3600 * 1000

@@ -28,7 +28,20 @@ class LlmNotConfigured(RuntimeError):
 
 
 class LlmError(RuntimeError):
-    """A model call failed (timeout, connection, bad answer)."""
+    """A model call failed (timeout, connection, bad answer); `retry_after` (seconds) when the provider said."""
+
+    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+#: answer length bounds per tier (a draft is a mail, a structured answer a few fields)
+MAX_TOKENS_CAPABLE = 1500
+MAX_TOKENS_FAST = 400
+#: a `Retry-After` up to this many seconds is waited out once inside the call; a longer one fails the step
+RETRY_AFTER_WAIT_MAX = 5.0
+#: base URLs whose provider refused `json_schema` structured output: they get `json_object` and a strict parse
+_no_json_schema: set[str] = set()
 
 
 @dataclass(frozen=True)
@@ -125,21 +138,18 @@ def chat(
 ) -> LlmResult:
     """One chat completion. With `schema`, structured output (JSON schema) parsed into `data`."""
     model = model_for(task)
-    kwargs: dict[str, Any] = {"model": model, "messages": messages, "temperature": temperature}
-    if max_tokens:
-        kwargs["max_tokens"] = max_tokens
+    bound = max_tokens or (MAX_TOKENS_CAPABLE if task in CAPABLE_TASKS else MAX_TOKENS_FAST)
+    kwargs: dict[str, Any] = {
+        "model": model,
+        "messages": messages,
+        "temperature": temperature,
+        "max_tokens": bound,
+    }
+    provider = base_url(organization_id) or ""
     if schema is not None:
-        kwargs["response_format"] = {
-            "type": "json_schema",
-            "json_schema": {"name": f"{task}_result", "schema": schema, "strict": True},
-        }
+        kwargs["response_format"] = _response_format(task, schema, provider)
     started = time.perf_counter()
-    try:
-        response = _client(organization_id).chat.completions.create(**kwargs)
-    except LlmNotConfigured:
-        raise
-    except Exception as exc:
-        raise LlmError(f"{task} model call failed: {type(exc).__name__}: {exc}") from exc
+    response = _create(task, kwargs, organization_id, provider, schema)
     duration_ms = int((time.perf_counter() - started) * 1000)
     try:
         content = response.choices[0].message.content or ""
@@ -166,6 +176,62 @@ def chat(
         duration_ms=duration_ms,
         data=data,
     )
+
+
+def _response_format(task: str, schema: dict[str, Any], provider: str) -> dict[str, Any]:
+    if provider in _no_json_schema:
+        return {"type": "json_object"}
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": f"{task}_result", "schema": schema, "strict": True},
+    }
+
+
+def _retry_after(exc: Exception) -> float | None:
+    response = getattr(exc, "response", None)
+    value = getattr(response, "headers", {}).get("retry-after") if response is not None else None
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _create(task: str, kwargs: dict[str, Any], organization_id: Any, provider: str, schema: Any) -> Any:
+    """The call, bounded by the client's timeout: a short `Retry-After` (429/503) is waited out once; a provider
+    that refuses `json_schema` (400 naming it) is asked again once with `json_object`, and remembered."""
+    from openai import APIStatusError
+
+    for attempt in range(2):
+        try:
+            return _client(organization_id).chat.completions.create(**kwargs)
+        except LlmNotConfigured:
+            raise
+        except APIStatusError as exc:
+            wait = _retry_after(exc)
+            text = str(exc).lower()
+            if (
+                attempt == 0
+                and exc.status_code in (429, 503)
+                and wait is not None
+                and wait <= RETRY_AFTER_WAIT_MAX
+            ):
+                time.sleep(wait)
+                continue
+            if (
+                attempt == 0
+                and schema is not None
+                and exc.status_code == 400
+                and ("json_schema" in text or "response_format" in text)
+            ):
+                _no_json_schema.add(provider)
+                kwargs = {**kwargs, "response_format": {"type": "json_object"}}
+                continue
+            raise LlmError(
+                f"{task} model call failed: {type(exc).__name__}: {exc}", retry_after=wait
+            ) from exc
+        except Exception as exc:
+            raise LlmError(f"{task} model call failed: {type(exc).__name__}: {exc}") from exc
+    raise LlmError(f"{task} model call failed twice")
 
 
 def _strip_fence(text: str) -> str:

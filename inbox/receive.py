@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from inbox.authresults import RESULTS, AuthenticationResults, parse_authentication_results
 from inbox.models import AgentConfig, ConversationThread, InboundMessage, ProcessingStatus
+from inbox.sender_auth import SenderAuth, from_summary, sender_auth_of_raw
 from owlat.contacts import contact_find_or_create, is_valid_email, normalize_email
 from owlat.limits import LimitExceeded
 
@@ -67,6 +68,8 @@ class ParsedMessage:
     authentication: dict[str, str | None] = field(default_factory=dict)
     #: the installation's MTA's results in full (mail parsed by `parse_raw`); None when a client gave them
     auth_results: AuthenticationResults | None = None
+    #: DMARC-aligned authentication of the From domain (`inbox.sender_auth`); None: derived from `authentication`
+    sender_auth: SenderAuth | None = None
     received_at: dt.datetime | None = None
 
 
@@ -129,6 +132,7 @@ def parse_raw(raw: bytes) -> ParsedMessage:
     )
     results = parse_authentication_results(str(v) for v in msg.get_all("Authentication-Results", []))
     parsed.authentication, parsed.auth_results = results.summary(), results
+    parsed.sender_auth = sender_auth_of_raw(raw, results, from_email)
     date = msg.get("Date")
     if date:
         try:
@@ -376,6 +380,7 @@ def message_receive(
                 refuted=sender_refuted(parsed.authentication),
             )
             auth = parsed.authentication or {}
+            verdict = parsed.sender_auth or from_summary(auth)
             message = InboundMessage.objects.create(
                 organization_id=organization_id,
                 message_id=parsed.message_id,
@@ -392,6 +397,8 @@ def message_receive(
                 spf_result=auth.get("spf"),
                 dkim_result=auth.get("dkim"),
                 dmarc_result=auth.get("dmarc"),
+                sender_authenticated=verdict.authenticated,
+                sender_auth_detail=verdict.detail[:200],
                 thread=thread,
                 contact=contact,
                 received_at=parsed.received_at or now,

@@ -128,8 +128,11 @@ def message_approve(
     actor: str,
     draft_response: str | None = None,
     draft_subject: str | None = None,
+    keep_customer_links: bool = False,
 ) -> Outcome:
-    """`draft_ready → approved` (source human) with the undo window; an edit given here is applied first."""
+    """`draft_ready → approved` (source human) with the undo window; an edit given here is applied first.
+    Links the customer sent that the draft repeats are removed when it is sent, unless the reviewer keeps them
+    (`keep_customer_links`)."""
     with transaction.atomic():
         m = _lock(message_id, organization_id)
         if m is None:
@@ -141,6 +144,11 @@ def message_approve(
             _apply_edit(m, draft_response=draft_response, draft_subject=draft_subject, actor=actor)
         if not (m.draft_response or "").strip():
             return _refuse("no_draft", m)
+        options = dict(m.draft_options or {})
+        if options.get("keepCustomerLinks", False) != keep_customer_links:
+            options["keepCustomerLinks"] = keep_customer_links
+            InboundMessage.objects.filter(pk=m.pk).update(draft_options=options)
+            m.draft_options = options
         config, _ = AgentConfig.objects.get_or_create(organization_id=m.organization_id)
         delay = clamp_undo_delay_ms(config.human_approve_undo_delay_ms, 15_000)
         outcome = message_transition_locked(

@@ -15,7 +15,15 @@ import unicodedata
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from typing import Any
-from urllib.parse import urlsplit
+
+from inbox.hidden import concealment, strip_invisible, tag_text
+from inbox.phishing import (
+    authentication_score,
+    credential_harvest,
+    dangerous_attachments,
+    homoglyph_name,
+    lookalike_links,
+)
 
 INJECTION_CONFIDENCE_THRESHOLD = 0.7
 PATTERN_CONFIDENCE = 0.85
@@ -66,19 +74,22 @@ SPAM_KEYWORDS = (
     "wire transfer",
 )
 ZERO_WIDTH = "\u200b\u200c\u200d\u2060\ufeff\u180e"
-BIDI = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f"
 _ZW_RUN = re.compile(f"[{ZERO_WIDTH}]{{3,}}")
-_INVISIBLE_CHARS = re.compile(f"[{ZERO_WIDTH}{BIDI}]")
+#: sections of our own briefing (and claims of the owner's word) written inside a mail: forged context
+FORGED_CONTEXT = [
+    re.compile(p, re.IGNORECASE | re.MULTILINE)
+    for p in (
+        r"^[\s>*#]*(?:knowledge|thread history|current message|recent activity|related files|classification"
+        r"|briefing|system|assistant|instructions?)\s*:",
+        r"\b(?:the\s+)?mailbox\s+owner\s+(?:has\s+)?(?:answered|approved|confirmed|said|decided|authori[sz]ed)",
+        r"<<<|>>>|\buntrusted[_ -](?:mail|data|text)\b",
+        r"\bend\s+of\s+(?:the\s+)?(?:customer\s+)?(?:e-?mail|message|data|untrusted)\b",
+    )
+]
 _COMMENT = re.compile(r"<!--(.*?)-->", re.DOTALL)
 _SUSPICIOUS_COMMENT = re.compile(r"^\s*(?:ignore|system|instruction|prompt|override)", re.IGNORECASE)
-_HIDDEN_STYLE = re.compile(
-    r"display\s*:\s*none|visibility\s*:\s*hidden|font-size\s*:\s*0(?:\.0+)?(?:px|pt|em|rem|%)?\s*(?:;|$|!)"
-    r"|opacity\s*:\s*0(?:\.0+)?\s*(?:;|$|!)|(?<![-\w])color\s*:\s*(?:#fff(?:fff)?\b|white\b|rgba?\(\s*255\s*,\s*255\s*,\s*255)",
-    re.IGNORECASE,
-)
 _BASE64_RUN = re.compile(r"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{24,}={0,2}(?![A-Za-z0-9+/=])")
 _URL = re.compile(r"https?://[^\s<>\"')\]]+", re.IGNORECASE)
-_HOSTISH = re.compile(r"\b((?:[a-z0-9-]+\.)+[a-z]{2,})\b", re.IGNORECASE)
 _SECRET_PATTERNS = [
     re.compile(p)
     for p in (
@@ -94,7 +105,18 @@ _VOID = {"br", "img", "hr", "meta", "link", "input", "area", "base", "col", "emb
 
 
 def strip_invisible_chars(text: str) -> str:
-    return _INVISIBLE_CHARS.sub("", text)
+    return strip_invisible(text)
+
+
+def find_forged_context(text: str) -> str | None:
+    """A section of our own briefing (`Knowledge:`, "the mailbox owner answered", our fence markers) in
+    sender-written text: an attempt to pass the mail's words off as trusted context."""
+    clean = strip_invisible_chars(unicodedata.normalize("NFKC", text or ""))
+    for pattern in FORGED_CONTEXT:
+        m = pattern.search(clean)
+        if m:
+            return m.group(0).strip()
+    return None
 
 
 class _Stripper(HTMLParser):
@@ -104,26 +126,35 @@ class _Stripper(HTMLParser):
         super().__init__(convert_charrefs=True)
         self.parts: list[str] = []
         self.hidden_parts: list[str] = []
-        self._stack: list[tuple[str, bool]] = []
+        #: text hidden from the reader by style (not markup such as <style> or <title>): (reason, text)
+        self.concealed: list[tuple[str, str]] = []
+        self._stack: list[tuple[str, str | None, Any]] = []
         self.links: list[tuple[str, str]] = []  # (href, shown text)
         self._link: tuple[str, list[str]] | None = None
 
     @property
-    def _hidden(self) -> bool:
-        return any(h for _, h in self._stack)
+    def _hidden(self) -> str | None:
+        return next((h for _, h, _ in reversed(self._stack) if h), None)
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         amap = {k.lower(): (v or "") for k, v in attrs}
-        hidden = tag in ("script", "style", "head", "title") or bool(
-            _HIDDEN_STYLE.search(amap.get("style", ""))
+        background = self._stack[-1][2] if self._stack else None
+        reason, background = concealment(
+            amap.get("style", ""),
+            background,
+            color_attr=amap.get("color", ""),
+            bg_attr=amap.get("bgcolor", ""),
         )
-        hidden = hidden or "hidden" in amap
+        if tag in ("script", "style", "head", "title"):
+            reason = "markup"
+        elif "hidden" in amap:
+            reason = reason or "hidden attribute"
         if tag == "a" and amap.get("href"):
             self._link = (amap["href"], [])
         if tag in ("br", "p", "div", "li", "tr", "h1", "h2", "h3", "blockquote"):
             self.parts.append("\n")
         if tag not in _VOID:
-            self._stack.append((tag, hidden))
+            self._stack.append((tag, reason, background))
 
     def handle_endtag(self, tag: str) -> None:
         if tag == "a" and self._link is not None:
@@ -137,8 +168,11 @@ class _Stripper(HTMLParser):
             self.parts.append("\n")
 
     def handle_data(self, data: str) -> None:
-        if self._hidden:
+        reason = self._hidden
+        if reason:
             self.hidden_parts.append(data)
+            if reason != "markup" and data.strip():
+                self.concealed.append((reason, data))
             return
         self.parts.append(data)
         if self._link is not None:
@@ -234,70 +268,6 @@ def spam_score(subject: str, text: str, link_count: int) -> int:
     return min(100, score)
 
 
-# --- phishing: lookalike links and homoglyph names ----------------------------------------------------------
-
-
-def _scripts(word: str) -> set[str]:
-    out = set()
-    for ch in word:
-        if ch.isalpha():
-            try:
-                name = unicodedata.name(ch)
-            except ValueError:
-                continue
-            out.add(name.split(" ")[0])
-    return out
-
-
-def mixed_script(word: str) -> bool:
-    """Latin mixed with Cyrillic or Greek inside one word: the classic homoglyph spoof."""
-    scripts = _scripts(word)
-    return "LATIN" in scripts and bool(scripts & {"CYRILLIC", "GREEK", "ARMENIAN", "CHEROKEE"})
-
-
-def homoglyph_name(display_name: str) -> bool:
-    return any(mixed_script(w) for w in re.split(r"[\s@.,<>]+", display_name or "") if w)
-
-
-def _host(url: str) -> str:
-    try:
-        return (urlsplit(url.strip()).hostname or "").lower().rstrip(".")
-    except ValueError:
-        return ""
-
-
-def _registrable(host: str) -> str:
-    parts = host.split(".")
-    return ".".join(parts[-2:]) if len(parts) >= 2 else host
-
-
-def suspicious_host(host: str) -> bool:
-    if not host:
-        return False
-    if any(label.startswith("xn--") for label in host.split(".")):
-        return True
-    return any(not ch.isascii() for ch in host) and mixed_script(host.replace(".", "").replace("-", ""))
-
-
-def lookalike_links(links: list[tuple[str, str]], text: str) -> list[str]:
-    """Links whose shown text names another site than the target, and links to punycode/mixed-script hosts."""
-    found = []
-    for href, shown in links:
-        target = _host(href)
-        if suspicious_host(target):
-            found.append(href)
-            continue
-        m = _HOSTISH.search(shown or "")
-        if m and target and href.lower().startswith(("http://", "https://")):
-            shown_host = m.group(1).lower()
-            if _registrable(shown_host) != _registrable(target):
-                found.append(href)
-    for url in _URL.findall(text or ""):
-        if suspicious_host(_host(url)):
-            found.append(url)
-    return found
-
-
 def message_urls(text_body: str | None, html_body: str | None) -> list[str]:
     """Every http(s) link of a message: the HTML's hrefs and the URLs written in text."""
     urls = [href for href, _ in (_parse_html(html_body).links if html_body else [])]
@@ -319,6 +289,13 @@ class ScanResult:
     phishing_reasons: list[str] = field(default_factory=list)
     guard_unavailable: bool = False
     hidden_content: bool = False
+    hidden_reasons: list[str] = field(default_factory=list)
+    dangerous_attachments: list[str] = field(default_factory=list)
+
+    def hide(self, reason: str) -> None:
+        self.hidden_content = True
+        if reason not in self.hidden_reasons:
+            self.hidden_reasons.append(reason)
 
     def flag(self, kind: str, confidence: float, content: str) -> None:
         if confidence >= self.confidence:
@@ -344,46 +321,53 @@ class ScanResult:
             flags["phishingReasons"] = self.phishing_reasons[:5]
         if self.hidden_content:
             flags["hiddenContent"] = True
+            flags["hiddenReasons"] = self.hidden_reasons[:5]
+        if self.dangerous_attachments:
+            flags["dangerousAttachments"] = self.dangerous_attachments[:5]
         return flags
 
 
-def scan(*, subject: str, text_body: str | None, html_body: str | None, from_name: str = "") -> ScanResult:
-    """AGT-13 layers 1–3 and the phishing rule (the guard model, layer 4, is `guard_check`)."""
+def scan(
+    *,
+    subject: str,
+    text_body: str | None,
+    html_body: str | None,
+    from_name: str = "",
+    from_email: str = "",
+    attachments: list[dict[str, Any]] | None = None,
+    spf: str | None = None,
+    dmarc: str | None = None,
+    own_domain: str = "",
+) -> ScanResult:
+    """AGT-13 layers 1–3 and the phishing rules (the guard model, layer 4, is `guard_check`)."""
     result = ScanResult()
     text = text_body or ""
     html = html_body or ""
-    # 1. injection phrasings on text (or subject when no text) and on HTML, and encoded in base64 runs
+    # 1. injection phrasings and forged briefing sections on text (or subject when no text) and on HTML, and
+    # encoded in base64 runs
     for source in (text or subject, html_to_visible_text(html) if html else "", subject if text else ""):
         hit = find_injection(source)
         if hit:
             result.flag("prompt_injection", PATTERN_CONFIDENCE, hit)
             break
+        forged = find_forged_context(source)
+        if forged:
+            result.flag("forged_context", PATTERN_CONFIDENCE, forged)
+            break
     for source in (text, html):
         hit = find_encoded_injection(source)
         if hit:
             result.flag("smuggling:base64", SMUGGLING_CONFIDENCE, hit)
-    # 2. hidden content (smuggling)
-    for m in _COMMENT.finditer(html):
-        if _SUSPICIOUS_COMMENT.match(m.group(1)) or find_injection(m.group(1)):
-            result.flag("smuggling:html_comment", SMUGGLING_CONFIDENCE, m.group(1).strip())
-            result.hidden_content = True
     parsed = _parse_html(html) if html else None
-    if parsed is not None:
-        hidden_text = " ".join(p for p in parsed.hidden_parts if p.strip())
-        if hidden_text.strip():
-            result.hidden_content = True
-            hit = find_injection(hidden_text)
-            if hit:
-                result.flag("smuggling:hidden_text", SMUGGLING_CONFIDENCE, hit)
-    for source, name in ((text, "text"), (html, "html"), (subject, "subject")):
-        if _ZW_RUN.search(source):
-            result.flag("smuggling:zero_width", SMUGGLING_CONFIDENCE, f"zero-width characters in {name}")
-            result.hidden_content = True
-    # 3. spam score
+    _scan_hidden(result, subject, text, html, parsed)
+    # 3. spam score, raised by failed sender authentication
     links = parsed.links if parsed is not None else []
-    link_count = len(links) + len(_URL.findall(text))
-    result.spam_score = spam_score(subject, visible_body(text_body, html_body), link_count)
-    # phishing: lookalike links and homoglyph sender names
+    text_urls = _URL.findall(text)
+    visible = visible_body(text_body, html_body)
+    result.spam_score = min(
+        100, spam_score(subject, visible, len(links) + len(text_urls)) + authentication_score(spf, dmarc)
+    )
+    # phishing: lookalike links, homoglyph sender names, credential harvest, dangerous attachments
     lookalikes = lookalike_links(links, text)
     if lookalikes:
         result.phishing_detected = True
@@ -391,7 +375,43 @@ def scan(*, subject: str, text_body: str | None, html_body: str | None, from_nam
     if homoglyph_name(from_name):
         result.phishing_detected = True
         result.phishing_reasons.append(f"homoglyph sender name: {from_name[:100]}")
+    harvest = credential_harvest(
+        links,
+        f"{subject}\n{visible}",
+        text_urls,
+        sender_domain=from_email.rpartition("@")[2],
+        own_domain=own_domain,
+    )
+    if harvest:
+        result.phishing_detected = True
+        result.phishing_reasons.append(harvest)
+    result.dangerous_attachments = dangerous_attachments(attachments)
     return result
+
+
+def _scan_hidden(result: ScanResult, subject: str, text: str, html: str, parsed: _Stripper | None) -> None:
+    """2. hidden content (smuggling): suspicious comments, CSS-concealed text, zero-width runs, Unicode tags."""
+    for m in _COMMENT.finditer(html):
+        if _SUSPICIOUS_COMMENT.match(m.group(1)) or find_injection(m.group(1)):
+            result.flag("smuggling:html_comment", SMUGGLING_CONFIDENCE, m.group(1).strip())
+            result.hide("suspicious HTML comment")
+    if parsed is not None:
+        hidden_text = " ".join(p for p in parsed.hidden_parts if p.strip())
+        for reason, _ in parsed.concealed[:1]:
+            result.hide(f"text concealed by style ({reason})")
+        hit = find_injection(hidden_text) or find_forged_context(hidden_text)
+        if hit:
+            result.flag("smuggling:hidden_text", SMUGGLING_CONFIDENCE, hit)
+    for source, name in ((text, "text"), (html, "html"), (subject, "subject")):
+        if _ZW_RUN.search(source):
+            result.flag("smuggling:zero_width", SMUGGLING_CONFIDENCE, f"zero-width characters in {name}")
+            result.hide(f"zero-width characters in {name}")
+        spelled = tag_text(source)
+        if spelled.strip():
+            result.flag(
+                "smuggling:unicode_tags", SMUGGLING_CONFIDENCE, f"invisible tag text in {name}: {spelled}"
+            )
+            result.hide(f"invisible Unicode tag characters in {name}")
 
 
 GUARD_SCHEMA = {
@@ -441,8 +461,15 @@ def guard_check(sample: str, calls: Any, organization_id: Any = None) -> tuple[b
             unavailable = True
             continue
         calls.add(res)
-        conf = float(res.data.get("confidence") or 0)
-        if res.data.get("isInjection") and conf >= GUARD_THRESHOLD:
+        try:  # read strictly: an answer outside the schema is no verdict (→ human review), not a clean bill
+            conf = float(res.data.get("confidence"))
+            is_injection = res.data.get("isInjection")
+            if not 0.0 <= conf <= 1.0 or not isinstance(is_injection, bool):
+                raise ValueError(res.data)
+        except (TypeError, ValueError):
+            unavailable = True
+            continue
+        if is_injection and conf >= GUARD_THRESHOLD:
             flagged = True
             if conf >= best:
                 best, reason = conf, str(res.data.get("reason") or "")[:200]

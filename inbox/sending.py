@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import email.utils
 import html
 import re
 from typing import Any
@@ -59,6 +60,65 @@ def sanitize_links(text: str, domain: str) -> tuple[str, list[str]]:
     return _LINK.sub(replace, text), removed
 
 
+def customer_links_removed(m: InboundMessage, body: str, own_domain: str) -> tuple[str, list[str]]:
+    """Every link of `body` to a host the customer's message linked to (our own domain excepted) becomes
+    "[link removed]": a reply never echoes the sender's links unless a reviewer kept them."""
+    from inbox.security import message_urls
+
+    hosts = set()
+    for url in message_urls(m.text_body, m.html_body):
+        try:
+            host = (urlsplit(url).hostname or "").lower().rstrip(".")
+        except ValueError:
+            continue
+        if host and not _allowed_link_host(host, own_domain):
+            hosts.add(host)
+    removed: list[str] = []
+
+    def replace(match: re.Match[str]) -> str:
+        url = match.group(0).rstrip(".,;:!?")
+        try:
+            host = (urlsplit(url if "://" in url else f"http://{url}").hostname or "").lower().rstrip(".")
+        except ValueError:
+            host = ""
+        if host not in hosts:
+            return match.group(0)
+        removed.append(url)
+        return "[link removed]" + match.group(0)[len(url) :]
+
+    return (_LINK.sub(replace, body), removed) if hosts else (body, removed)
+
+
+def reply_sender(m: InboundMessage) -> tuple[str, str] | None:
+    """(address, name) the reply comes from: the address the customer wrote to — the first recipient of the
+    message on one of the organization's verified domains, as a mailbox would answer — else the organization's
+    default sender; None when neither exists."""
+    from delivery.services import default_sender
+    from delivery.services.senders import sender_domain_problem
+
+    default = default_sender(m.organization_id)
+    name = default.name if default else ""
+    for address in m.to or []:
+        address = str(address).strip().lower()
+        if is_valid_email(address) and sender_domain_problem(m.organization_id, address) is None:
+            return address, name
+    return (default.email, name) if default else None
+
+
+def reply_recipient(m: InboundMessage, *, autonomous: bool) -> str:
+    """Where the reply goes: the message's `Reply-To` when it is a valid address — for an automatic reply only
+    when it is on the authenticated From domain (the recipient lock) — else the From address."""
+    from inbox.sender_auth import aligned
+
+    _, reply_to = email.utils.parseaddr((m.headers or {}).get("reply-to", "") or "")
+    reply_to = reply_to.strip().lower()
+    if not reply_to or not is_valid_email(reply_to) or reply_to == m.from_email:
+        return m.from_email
+    if autonomous and not aligned(reply_to.rpartition("@")[2], m.from_email.rpartition("@")[2]):
+        return m.from_email
+    return reply_to
+
+
 def reference_monitor(m: InboundMessage, body: str) -> tuple[str | None, str]:
     """AGT-22, autonomous sends only: re-check the recipient lock (the reply goes to the authenticated sender of
     the message, nobody else) and secrets, and sanitize links (allowed host: the organization's sender domain).
@@ -109,19 +169,27 @@ def send_approved_reply(message_id: Any, token: str | None = None) -> str:
             error = "No draft to send"
         elif not is_valid_email(m.from_email):
             error = f'Unsupported or invalid reply recipient: "{m.from_email}"'
-        elif default_sender(m.organization_id) is None:
+        elif reply_sender(m) is None:
             error = "No sending identity configured — set a default sender email in organization settings."
         elif not delivery_configured():
             error = "No delivery provider configured"
         body = m.draft_response or ""
         if error is None and m.approval_source == "auto":
             error, body = reference_monitor(m, body)
+        if error is None and not (m.draft_options or {}).get("keepCustomerLinks"):
+            sender = default_sender(m.organization_id)
+            body, _removed = customer_links_removed(
+                m, body, sender.email.rpartition("@")[2].lower() if sender else ""
+            )
         if error is None:
             refs = " ".join(x for x in ((m.references or "").strip(), m.message_id) if x)
+            from_email, from_name = reply_sender(m) or ("", "")
             status, detail = agent_reply_queue(
                 organization_id=m.organization_id,
                 inbound_message_id=m.pk,
-                to=m.from_email,
+                to=reply_recipient(m, autonomous=m.approval_source == "auto"),
+                from_email=from_email,
+                from_name=from_name,
                 subject=reply_subject(m),
                 html=reply_html(body),
                 text=body,

@@ -102,6 +102,10 @@ class AgentConfigSerializer(serializers.Serializer):
     workingDays = serializers.ListField(
         source="weekdays", child=serializers.IntegerField(), help_text="ISO weekdays, 1 = Monday."
     )
+    autoSendBlockedPhrases = serializers.CharField(
+        source="auto_send_blocked_phrases",
+        help_text="One phrase per line; a draft containing one is never sent automatically.",
+    )
     updatedAt = TimestampField(source="updated_at", allow_null=True)
 
 
@@ -123,6 +127,13 @@ class AgentConfigWriteSerializer(InputSerializer):
         source="max_daily_auto_replies", required=False, min_value=0, max_value=MAX_DAILY_AUTO_REPLIES
     )
     toneDescription = StringField(source="tone_description", required=False, allow_null=True, max_length=5000)
+    autoSendBlockedPhrases = StringField(
+        source="auto_send_blocked_phrases",
+        required=False,
+        allow_blank=True,
+        max_length=20000,
+        help_text="One phrase per line; a draft containing one is never sent automatically.",
+    )
     signatureTemplate = StringField(
         source="signature_template", required=False, allow_null=True, max_length=5000
     )

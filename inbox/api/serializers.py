@@ -17,6 +17,7 @@ from owlat.api.fields import (
     ChoiceListField,
     JSONValueField,
     QuerySerializer,
+    StrictBooleanField,
     StringField,
     TimestampField,
     json_value_problem,
@@ -149,6 +150,11 @@ class ApproveSerializer(serializers.Serializer):
 
     draftResponse = StringField(required=False, allow_blank=False)
     draftSubject = StringField(required=False, trim_whitespace=True, max_length=998)
+    keepCustomerLinks = StrictBooleanField(
+        required=False,
+        default=False,
+        help_text="Keep links the customer sent that the draft repeats (else they are removed when sent).",
+    )
 
 
 class RejectSerializer(serializers.Serializer):

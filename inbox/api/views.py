@@ -161,6 +161,7 @@ def _approve(view: ReviewView, message: InboundMessage, body: dict[str, Any]) ->
         actor=view.actor,
         draft_response=data.get("draftResponse"),
         draft_subject=data.get("draftSubject") or None,
+        keep_customer_links=bool(data.get("keepCustomerLinks")),
     )
 
 

@@ -55,6 +55,12 @@ class AgentConfig(models.Model):
     working_hours_start_minute = models.PositiveSmallIntegerField(default=9 * 60)
     working_hours_end_minute = models.PositiveSmallIntegerField(default=17 * 60)
     working_days = models.JSONField(default=list, blank=True, help_text="ISO weekdays, 1 = Monday")
+    auto_send_blocked_phrases = models.TextField(
+        blank=True,
+        default="",
+        help_text="One phrase per line: a draft containing one (case-insensitive) is never sent automatically, "
+        "it goes to human review. Promises of refunds, money, credentials and account changes are always blocked.",
+    )
     inbound_secret = models.CharField(max_length=64, unique=True, default=_inbound_secret)
     updated_at = models.DateTimeField(auto_now=True)
 

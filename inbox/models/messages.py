@@ -121,6 +121,9 @@ class InboundMessage(FSMModelMixin, models.Model):
     spf_result = models.CharField(max_length=16, null=True, blank=True)
     dkim_result = models.CharField(max_length=16, null=True, blank=True)
     dmarc_result = models.CharField(max_length=16, null=True, blank=True)
+    #: the From domain is DMARC-aligned authenticated (inbox.sender_auth); only then may a reply go out unreviewed
+    sender_authenticated = models.BooleanField(default=False)
+    sender_auth_detail = models.CharField(max_length=200, blank=True, default="")
     thread = models.ForeignKey(
         ConversationThread, on_delete=models.SET_NULL, null=True, blank=True, related_name="messages"
     )

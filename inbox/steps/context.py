@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import functools
+import re
 from typing import Any
 
 from inbox import rows
+from inbox.fence import fence, new_fence_id
 from inbox.models import InboundMessage
 from inbox.models import ProcessingStatus as P
 from inbox.security import html_to_visible_text, visible_body
@@ -19,10 +21,13 @@ BUDGET_TOKENS = 4000
 COMPACT_LIMIT_TOKENS = 12000
 KEEP_CHARS = 16000
 HISTORY_CHARS = 2000
+#: what of a contact's name the briefing shows (a name is sender-written: no markup, no line breaks)
+_NAME_CHARS = re.compile(r"[^\w .'-]", re.UNICODE)
 
 
-#: the most of the current message's text a briefing can carry: every tier keeps at most KEEP_CHARS
-CURRENT_MAX_CHARS = KEEP_CHARS
+#: the most of the current message's text a briefing can carry: every tier keeps at most KEEP_CHARS, with room
+#: for the contact line and the untrusted block's markers
+CURRENT_MAX_CHARS = KEEP_CHARS - 1000
 
 
 def current_body(m: InboundMessage) -> str:
@@ -119,10 +124,11 @@ def execute(ctx: StepContext, input: dict[str, Any]) -> dict[str, Any]:
 
     m = ctx.message
     contact = m.contact
+    fence_id = new_fence_id()
     sections: list[str] = []
     contact_line = "Contact: unknown"
     if contact is not None:
-        name = " ".join(x for x in (contact.first_name, contact.last_name) if x)
+        name = _NAME_CHARS.sub("", " ".join(x for x in (contact.first_name, contact.last_name) if x))[:60]
         contact_line = (
             f"Contact: {contact.email} name={name or '-'} language={contact.language or '-'} "
             f"timezone={contact.timezone or '-'}"
@@ -139,8 +145,9 @@ def execute(ctx: StepContext, input: dict[str, Any]) -> dict[str, Any]:
     # the guard has seen every character of history the drafter sees
     history = [str(h) for h in input.get("guardedHistory") or []]
     if history:
-        sections.append("Thread history:\n" + "\n\n".join(history))
+        sections.append("Thread history:\n" + fence("THREAD_HISTORY", "\n\n".join(history), fence_id))
     current = _current(m)
+    fenced_current = "Current message:\n" + fence("CURRENT_MESSAGE", current, fence_id)
     hits = knowledge_search(
         organization_id=m.organization_id,
         text=f"{m.subject}\n{current}",
@@ -156,20 +163,19 @@ def execute(ctx: StepContext, input: dict[str, Any]) -> dict[str, Any]:
     )
     if files:
         sections.append("Related files:\n" + "\n\n".join(f"[{f.title}]\n{f.excerpt[:1500]}" for f in files))
-    sections.append("Current message:\n" + current)
+    sections.append(fenced_current)
     briefing = "\n\n".join(sections)
     tokens = len(briefing) // CHARS_PER_TOKEN
     if tokens <= BUDGET_TOKENS:
         tier = "normal"
     elif tokens <= COMPACT_LIMIT_TOKENS:
         tier = "compacted"
-        briefing = briefing[-KEEP_CHARS:]
+        briefing = _compacted(sections)
     else:
         tier = "emergency"
         top = f"Knowledge:\n[{hits[0][0].title}]\n{hits[0][0].content[:1500]}" if hits else ""
         recent = sections[1] if activities else ""
-        briefing = "\n\n".join(x for x in (contact_line, top, recent, "Current message:\n" + current) if x)
-        briefing = briefing[:KEEP_CHARS]
+        briefing = _compacted([x for x in (contact_line, top, recent, fenced_current) if x])
     coverage = {
         "contact": contact is not None,
         "thread": bool(history),
@@ -192,6 +198,15 @@ def execute(ctx: StepContext, input: dict[str, Any]) -> dict[str, Any]:
     grounding += [{"type": "file", "id": f.id, "title": f.title} for f in files]
     ctx.record = {"context_tier": tier, "context_coverage": coverage, "grounding_sources": grounding}
     return {"briefing": briefing, "tier": tier, "coverage": coverage}
+
+
+def _compacted(sections: list[str]) -> str:
+    """At most KEEP_CHARS: the earliest sections after the contact line go first, whole (an untrusted block is
+    never cut open); the current message, last, always stays."""
+    kept = list(sections)
+    while len(kept) > 2 and len("\n\n".join(kept)) > KEEP_CHARS:
+        del kept[1]
+    return "\n\n".join(kept)
 
 
 def route(output: dict[str, Any], input: dict[str, Any], ctx: StepContext) -> Route:

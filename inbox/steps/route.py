@@ -13,6 +13,7 @@ from inbox.breakers import open_breaker
 from inbox.lifecycle import daily_limit_reached
 from inbox.models import AgentConfig, InboundMessage
 from inbox.models import ProcessingStatus as P
+from inbox.reply_gates import operator_phrases, promise_in
 from inbox.security import find_injection, find_secret
 from inbox.steps import Route, StepContext
 from owlat.contacts import is_valid_email
@@ -38,10 +39,11 @@ def within_working_hours(config: AgentConfig, now: dt.datetime) -> bool:
 
 
 def authenticated_sender(message: InboundMessage) -> bool:
-    """An authenticated recipient can be derived from the sender: a valid address whose mail passed DKIM or DMARC."""
+    """The reply may go to the sender unreviewed: a valid address whose From domain is DMARC-aligned authenticated
+    (`inbox.sender_auth`, decided at receive) and not refuted by a DMARC failure."""
     if not is_valid_email(message.from_email):
         return False
-    return message.dkim_result == "pass" or message.dmarc_result == "pass"
+    return bool(message.sender_authenticated) and message.dmarc_result != "fail"
 
 
 def uses_internal_knowledge(message: InboundMessage) -> bool:
@@ -104,18 +106,60 @@ def decide(
         )
     if message.is_auto_send_blocked:
         return "human_review", "Auto-send is blocked for this message. Routing to human review.", score
+    if classification.get("invalid"):
+        invalid = ", ".join(str(v) for v in classification["invalid"][:4])
+        return (
+            "human_review",
+            f"The classification answer was invalid ({invalid}). Routing to human review.",
+            score,
+        )
     if classification.get("category") == "complaint":
         return "human_review", "Complaints are never auto-sent. Routing to human review.", score
     if classification.get("priority") == "urgent":
         return "human_review", "Urgent messages are never auto-sent. Routing to human review.", score
     if flags.get("guardUnavailable") or not flags:
         return "human_review", "The security guard was unavailable. Routing to human review.", score
+    if flags.get("hiddenContent"):
+        hidden = ", ".join(flags.get("hiddenReasons") or []) or "hidden text"
+        return (
+            "human_review",
+            f"The message hides text from its reader ({hidden}). Routing to human review.",
+            score,
+        )
     if not authenticated_sender(message):
-        return "human_review", "The sender is not authenticated (DKIM/DMARC). Routing to human review.", score
+        detail = message.sender_auth_detail or "no results"
+        return (
+            "human_review",
+            f"The sender is not authenticated (DMARC-aligned SPF/DKIM: {detail}). Routing to human review.",
+            score,
+        )
     if find_injection(draft):
         return "human_review", "The draft contains an injection pattern. Routing to human review.", score
     if find_secret(draft):
         return "human_review", "The draft contains a credential or secret. Routing to human review.", score
+    promise = promise_in(draft, operator_phrases(config.auto_send_blocked_phrases))
+    if promise:
+        return (
+            "human_review",
+            f'The draft promises money, credentials or an account change ("{promise[:60]}"), which is never '
+            "sent automatically. Routing to human review.",
+            score,
+        )
+    quality = draft_quality or {}
+    if quality.get("grounded") is False or (message.context_coverage or {}).get("lowCoverage", True):
+        return (
+            "human_review",
+            "The draft is not grounded in the knowledge base or the contact's thread. Routing to human review.",
+            score,
+        )
+    if quality.get("ungrounded"):
+        claims = ", ".join(str(c) for c in quality["ungrounded"][:3])
+        return (
+            "human_review",
+            f"The draft states facts found nowhere in the knowledge base or the thread ({claims}). "
+            "Routing to human review.",
+            score,
+        )
     if config.shadow_mode:
         return "human_review", "Shadow mode: would have sent automatically. Routing to human review.", score
     return "auto", "All auto-send gates passed.", score

@@ -28,7 +28,16 @@ def execute(ctx: StepContext, input: dict[str, Any]) -> dict[str, Any]:
     from inbox.receive import pipeline_enabled
 
     m = ctx.message
-    result = scan(subject=m.subject, text_body=m.text_body, html_body=m.html_body, from_name=m.from_name)
+    result = scan(
+        subject=m.subject,
+        text_body=m.text_body,
+        html_body=m.html_body,
+        from_name=m.from_name,
+        from_email=m.from_email,
+        attachments=m.attachment_meta,
+        spf=m.spf_result,
+        dmarc=m.dmarc_result,
+    )
     released = bool(m.released_content_hash) and m.released_content_hash == content_hash(
         m.subject, m.text_body, m.html_body
     )
@@ -77,8 +86,10 @@ def _loaded_flags(m: Any) -> dict[str, Any] | None:
 def route(output: dict[str, Any], input: dict[str, Any], ctx: StepContext) -> Route:
     flags = output["flags"]
     dangerous = (
-        flags["injectionDetected"] and flags["confidence"] >= INJECTION_CONFIDENCE_THRESHOLD
-    ) or flags["phishingDetected"]
+        (flags["injectionDetected"] and flags["confidence"] >= INJECTION_CONFIDENCE_THRESHOLD)
+        or flags["phishingDetected"]
+        or bool(flags.get("dangerousAttachments"))
+    )
     if dangerous and not output.get("released"):
         return Route.transition(P.QUARANTINED, {"security_flags": flags})
     if flags["spamScore"] >= 80:

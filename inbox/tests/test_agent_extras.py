@@ -157,6 +157,13 @@ def test_autonomous_reply_is_sent_with_foreign_links_removed(
     config.is_auto_reply_enabled, config.is_shadow_mode, config.auto_send_delay_ms = True, False, 0
     config.save()
     llm_server.answers["draft"] = "Download it at https://acme.test/invoices or at https://evil.example/grab."
+    from inbox.models import KnowledgeEntry
+
+    KnowledgeEntry.objects.create(
+        organization=ai_org,
+        title="Invoice downloads",
+        content="Invoices: https://acme.test/invoices (a partner mirrors them at https://evil.example/grab).",
+    )
     r = receive()
     run_pipeline()
     m = _m(r)
@@ -174,6 +181,7 @@ def test_human_approved_reply_keeps_its_links(org, make_message, smtp_sink):
         approval_source="human",
         draft_response="See https://partner.example/x",
         dkim_result="pass",
+        sender_authenticated=True,
     )
     assert send_approved_reply(m.pk).startswith("reply queued")
     assert "https://partner.example/x" in TransactionalSend.objects.get(inbound_message_id=m.pk).text_body
@@ -185,6 +193,7 @@ def test_reference_monitor_refuses_a_secret_in_an_autonomous_reply(org, make_mes
         approval_source="auto",
         draft_response="api_key: sk-abcdefghijklmnopqrstuv",
         dkim_result="pass",
+        sender_authenticated=True,
     )
     assert send_approved_reply(m.pk) == "failed: Reference monitor: the draft contains a credential or secret"
     assert InboundMessage.objects.get(pk=m.pk).processing_status == "failed"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from inbox.models import AgentAction, AgentConfig, InboundMessage
+from inbox.models import AgentAction, AgentConfig, InboundMessage, KnowledgeEntry
 from inbox.receive import ParsedMessage, message_receive
 from inbox.walker import stale_steps_resume
 from owlat.models import Domain, DomainStatus, OrganizationSettings
@@ -31,6 +31,9 @@ def org():
     s.save()
     AgentConfig.objects.create(
         organization=org, is_auto_reply_enabled=True, is_shadow_mode=False, auto_send_delay_ms=0
+    )
+    KnowledgeEntry.objects.create(
+        organization=org, title="Invoices", content="You can download every invoice under Billing → Invoices."
     )
     return org
 

@@ -9,7 +9,7 @@ import pytest
 from django.utils import timezone
 
 from inbox.breakers import llm_failure_record
-from inbox.models import AgentAction, AgentConfig, InboundMessage
+from inbox.models import AgentAction, AgentConfig, InboundMessage, KnowledgeEntry
 from inbox.retry import failed_actions_retry
 from inbox.review import message_approve, message_edit, message_release
 
@@ -67,6 +67,13 @@ def _auto_ready(org):
     config.is_shadow_mode = False
     config.auto_send_delay_ms = 0
     config.save()
+    # an automatic reply must rest on our knowledge: the loopback draft answers from this entry
+    if not KnowledgeEntry.objects.filter(organization=org, is_internal=False).exists():
+        KnowledgeEntry.objects.create(
+            organization=org,
+            title="Invoices",
+            content="You can download every invoice under Billing → Invoices.",
+        )
     return config
 
 

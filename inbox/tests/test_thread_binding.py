@@ -26,6 +26,13 @@ def _auto_ready(org) -> AgentConfig:
     config.is_shadow_mode = False
     config.auto_send_delay_ms = 0
     config.save()
+    # an automatic reply must rest on our knowledge: the loopback draft answers from this entry
+    if not KnowledgeEntry.objects.filter(organization=org, is_internal=False).exists():
+        KnowledgeEntry.objects.create(
+            organization=org,
+            title="Invoices",
+            content="You can download every invoice under Billing → Invoices.",
+        )
     return config
 
 
