@@ -86,6 +86,12 @@ SQLITE_E2E=(
   tests/browser/test_admin_flows.py
   tests/browser/test_campaign_flows.py
   tests/browser/test_contact_import.py
+  campaigns/tests/test_e2e_local_time.py
+  campaigns/tests/test_e2e_pause_cancel.py
+  delivery/tests/test_deliverability.py
+  inbox/tests/test_smtp_intake.py
+  tests/browser/test_signup_forms.py
+  tests/browser/test_bounce_screens.py
 )
 if [ $# -eq 0 ] || [ "${OWLAT_SQLITE_E2E:-}" = "1" ]; then
   echo "== smoke, end-to-end and browser tests on SQLite"
