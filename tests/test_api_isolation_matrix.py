@@ -85,6 +85,8 @@ EXPECTED_SCOPES: dict[tuple[str, str], str] = {
     ("api/v1/campaigns/<id:campaign_id>/unschedule", "POST"): "campaigns:send",
     ("api/v1/campaigns/<id:campaign_id>/send", "POST"): "campaigns:send",
     ("api/v1/campaigns/<id:campaign_id>/cancel", "POST"): "campaigns:send",
+    ("api/v1/campaigns/<id:campaign_id>/pause", "POST"): "campaigns:send",
+    ("api/v1/campaigns/<id:campaign_id>/resume", "POST"): "campaigns:send",
     ("api/v1/campaigns/<id:campaign_id>/ab-test/enable", "POST"): "campaigns:write",
     ("api/v1/campaigns/<id:campaign_id>/ab-test/disable", "POST"): "campaigns:write",
     ("api/v1/campaigns/<id:campaign_id>/ab-test/declare-winner", "POST"): "campaigns:send",

@@ -250,6 +250,13 @@ class EventPropertiesField(serializers.Field):
 
 
 class EventNameField(StringField):
+    """An event name in full (owlat.event_names); blank is refused with the same message."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_blank", False)
+        super().__init__(**kwargs)
+        self.error_messages["blank"] = EVENT_NAME_MESSAGE
+
     def to_internal_value(self, data: Any) -> str:
         value = super().to_internal_value(data)
         if not is_valid_event_name(value):
