@@ -1,23 +1,29 @@
-# Sourced by scripts/test.sh: make Debian's Chromium available for the browser tests (tests/browser/, marker
-# `browser`). Playwright's own browser download is not used; the tests launch /usr/bin/chromium. Installs the
-# `chromium` package only when it is missing and this runs as root with apt-get available; otherwise the browser
-# tests skip with a reason. Idempotent and quiet (one line of output).
-ensure_chromium() {
-  local chromium="${OWLAT_CHROMIUM:-/usr/bin/chromium}"
-  if [ -x "$chromium" ]; then
-    echo "== chromium: $chromium"
+# Sourced by scripts/test.sh: the Debian programs some tests drive, installed when missing and this runs as root
+# with apt-get available; otherwise those tests skip with a reason. Idempotent and quiet (one line each).
+# - chromium: the browser tests (tests/browser/, marker `browser`) launch /usr/bin/chromium (Playwright's own
+#   browser download is not used);
+# - spamassassin: the deliverability test scores one message of each class with its shipped local rules.
+ensure_debian_program() { # PROGRAM PACKAGE PURPOSE
+  local program="$1" package="$2" purpose="$3" log="/tmp/owlat-$2-install.log"
+  if [ -x "$program" ] || command -v "$program" >/dev/null 2>&1; then
+    echo "== $package: $(command -v "$program" || echo "$program")"
     return 0
   fi
   if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
-    echo "== installing Debian's chromium for the browser tests (apt-get)"
-    if DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/tmp/owlat-chromium-install.log 2>&1 ||
-      { apt-get update -qq >>/tmp/owlat-chromium-install.log 2>&1 &&
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >>/tmp/owlat-chromium-install.log 2>&1; }; then
+    echo "== installing Debian's $package for $purpose (apt-get)"
+    if DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$package" >"$log" 2>&1 ||
+      { apt-get update -qq >>"$log" 2>&1 &&
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$package" >>"$log" 2>&1; }; then
       return 0
     fi
-    echo "   chromium could not be installed (see /tmp/owlat-chromium-install.log): browser tests will be skipped"
+    echo "   $package could not be installed (see $log): $purpose will be skipped"
   else
-    echo "== chromium missing ($chromium): browser tests will be skipped (install Debian's chromium package)"
+    echo "== $package missing ($program): $purpose will be skipped (install Debian's $package package)"
   fi
   return 0
+}
+
+ensure_chromium() {
+  ensure_debian_program "${OWLAT_CHROMIUM:-/usr/bin/chromium}" chromium "the browser tests"
+  ensure_debian_program spamassassin spamassassin "the SpamAssassin deliverability test"
 }

@@ -5,7 +5,7 @@
 # Arguments are passed to the PostgreSQL pytest run (e.g. `scripts/test.sh -x tests/`).
 # OWLAT_SLOW_TESTS=1 also runs the long fault-injection variants (`.ci/run` sets it; D-18);
 # OWLAT_SKIP_LINT=1 skips ruff while iterating on tests. Installs Debian's chromium for the browser tests when it
-# is missing and this runs as root with apt-get (scripts/chromium.sh).
+# is missing and this runs as root with apt-get, and Debian's spamassassin for the deliverability test (scripts/chromium.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 started=$(date +%s)
