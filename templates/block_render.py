@@ -44,7 +44,7 @@ class RenderedDocument:
 
 
 RAW_MARK = "owlat-raw:"
-_RAW_PLACEHOLDER = re.compile(r"<!--" + re.escape(RAW_MARK) + r"([A-Za-z0-9_-]{1,40})-->")
+_RAW_PLACEHOLDER = re.compile(r"<!--" + re.escape(RAW_MARK) + r"([0-9a-f]{2,80})-->")
 # C0 control characters (but tab and line breaks): invisible, not allowed in HTML, and refused by MJML's parser
 _CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
@@ -135,7 +135,8 @@ def _component(block: dict[str, Any], width: int) -> str:
     if kind == "raw":
         # a placeholder MJML passes through; `render_document` puts the HTML in afterwards, as written (MJML's
         # parser would refuse HTML a browser reads, such as `a < b` or a stray closing tag)
-        return f"<mj-raw><!--{RAW_MARK}{block['id']}--></mj-raw>"
+        # the id in hex: a comment may not hold `--`, which ids may (`a--b`, `x-`)
+        return f"<mj-raw><!--{RAW_MARK}{block['id'].encode().hex()}--></mj-raw>"
     raise ValueError(f"unknown block type {kind}")
 
 
@@ -238,7 +239,9 @@ def render_document(
     # MJML already wrote the block styles inline; a raw block's odd CSS must not make it unsendable
     with contextlib.suppress(ValueError, css_inline.InlineError):
         markup = _inliner.inline(markup)
-    raw = {block["id"]: block["html"] for block in iter_blocks(blocks) if block["type"] == "raw"}
+    raw = {
+        block["id"].encode().hex(): block["html"] for block in iter_blocks(blocks) if block["type"] == "raw"
+    }
     markup = _RAW_PLACEHOLDER.sub(lambda m: raw.get(m.group(1), ""), markup)  # one pass: never re-read
     return RenderedDocument(html=markup, text=document_text(document))
 

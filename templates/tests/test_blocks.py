@@ -203,7 +203,11 @@ def test_raw_html_mjml_would_refuse_is_sent_as_written_and_control_characters_dr
                     "type": "columns",
                     "id": "c",
                     "columns": [
-                        {"blocks": [{"type": "raw", "id": "r2", "html": "<b>left <!--owlat-raw:r1--></b>"}]},
+                        {
+                            "blocks": [
+                                {"type": "raw", "id": "r-", "html": "<b>left <!--owlat-raw:7231--></b>"}
+                            ]
+                        },
                         {"blocks": []},
                     ],
                 },
@@ -213,7 +217,7 @@ def test_raw_html_mjml_would_refuse_is_sent_as_written_and_control_characters_dr
     html = render_document(document).html
     assert "<p>1 < 2</p></div>" in html
     # a raw block's text that looks like a placeholder stays text: raw HTML is put in once, never re-read
-    assert "<b>left <!--owlat-raw:r1--></b>" in html
+    assert "<b>left <!--owlat-raw:7231--></b>" in html
     assert html.count("<p>1 < 2</p></div>") == 1
     assert "Hello world" in html and "\x01" not in html and "\b" not in html
 
