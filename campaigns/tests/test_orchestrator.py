@@ -583,6 +583,24 @@ def test_refresh_of_sent_campaign_stats(make_campaign, org, audience_world):
     assert campaign.stats_opened == 1 and campaign.stats_delivered == 1
 
 
+def test_sent_campaign_stats_keep_refreshing_after_seven_days_and_only_when_counters_moved(
+    make_campaign, org, audience_world
+):
+    from campaigns.completion import refresh_sent_stats
+    from delivery.lifecycle import SendRef, send_transition
+
+    campaign = make_campaign()
+    send_and_drain(campaign, org)
+    refresh_sent_stats()
+    assert refresh_sent_stats() == 0  # nothing moved: nothing re-read
+    Campaign.objects.filter(pk=campaign.pk).update(sent_at=timezone.now() - dt.timedelta(days=30))
+    row = rows(campaign).first()
+    send_transition(SendRef("campaign", str(row.pk)), "opened", {"at": timezone.now()})
+    assert refresh_sent_stats() == 1
+    campaign.refresh_from_db()
+    assert campaign.stats_opened == 1
+
+
 def test_creating_needs_the_campaigns_flag(org, template):
     from campaigns.services import CampaignError, campaign_create
     from owlat.models import OrganizationSettings
