@@ -171,7 +171,7 @@ def start_campaign_send(campaign_id: Any, *, now: dt.datetime | None = None) -> 
         from campaigns.audience import audience_frozen
 
         updates: dict[str, Any] = archive_snapshot_fields(locked, template)
-        frozen = audience_frozen(locked)
+        frozen = audience_frozen(locked, at=now)
         if frozen is not None:
             updates["audience"] = frozen
         if updates:
@@ -232,7 +232,7 @@ def send_winner_to_remainder(campaign_id: Any, *, now: dt.datetime | None = None
             campaign.ab_winner_selected_at or now
         ):
             return "skipped: remainder already running"
-        frozen = audience_frozen(campaign)
+        frozen = audience_frozen(campaign, at=now)
         if frozen is not None:
             Campaign.objects.filter(pk=campaign.pk).update(audience=frozen)
             campaign.audience = frozen

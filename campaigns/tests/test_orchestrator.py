@@ -477,6 +477,21 @@ def test_segment_audience_is_frozen_at_send(make_campaign, org, make_contact):
     assert audience.audience_frozen(Campaign.objects.get(pk=campaign.pk)) is None
 
 
+def test_topic_audience_is_frozen_at_send_start(make_campaign, org, topic, make_contact):
+    from campaigns import audience
+
+    before = make_contact(topic=topic, first_name="Ann")
+    campaign = make_campaign()
+    assert campaign_send_now(authority=SYSTEM, campaign_id=campaign.pk, organization_id=org.pk, actor="u").ok
+    drain_queue(queue="campaign", max_tasks=1)  # the orchestrator freezes
+    campaign.refresh_from_db()
+    assert "frozenAt" in campaign.audience
+    make_contact(topic=topic, first_name="Late")  # joins after the send started
+    drain_queue(max_tasks=5000)
+    assert [r.contact_id for r in rows(campaign)] == [before.pk]
+    assert audience.audience_frozen(Campaign.objects.get(pk=campaign.pk)) is None
+
+
 def test_archive_snapshot_and_public_page(make_campaign, org, topic, make_contact, client):
     contact = make_contact(topic=topic, first_name="Zed")
     campaign = make_campaign()
