@@ -17,6 +17,27 @@ from campaigns import abtest
 from campaigns.models import Campaign, CampaignSendJob
 from campaigns.preflight import validate_ready_to_send
 
+#: the change page reloads every 5 s while a campaign sends; its row aggregations (the stats buckets, the hourly
+#: chart) are computed at most once per this many seconds per campaign and process, not on every reload
+STATS_CACHE_SECONDS = 30
+
+
+def _cached(kind: str, campaign_id: Any, compute: Any) -> Any:
+    from django.core.cache import cache
+
+    key = f"owlat:campaign-{kind}:{campaign_id}"
+    hit = cache.get(key)
+    if hit is None:
+        hit = compute()
+        cache.set(key, hit, STATS_CACHE_SECONDS)
+    return hit
+
+
+def _send_stats(campaign_id: Any) -> dict[str, Any]:
+    from delivery.services import campaign_send_stats
+
+    return _cached("stats", campaign_id, lambda: campaign_send_stats(campaign_id))
+
 
 def _rate(part: int, whole: int) -> str:
     return f"{part / whole * 100:.2f} %" if whole else "0.00 %"
@@ -73,10 +94,8 @@ class CampaignPanels:
 
     @admin.display(description="progress")
     def progress(self, obj: Campaign) -> str:
-        from delivery.services import campaign_send_stats
-
         job = CampaignSendJob.objects.filter(campaign=obj).first()
-        s = campaign_send_stats(obj.pk)
+        s = _send_stats(obj.pk)
         walk = (
             f"walk {job.phase} ({job.variant_mode}): {job.pages} pages, {job.total_candidates} eligible, "
             f"{job.enqueued_count} enqueued"
@@ -94,9 +113,7 @@ class CampaignPanels:
 
     @admin.display(description="results")
     def report(self, obj: Campaign) -> str:
-        from delivery.services import campaign_send_stats
-
-        s = campaign_send_stats(obj.pk)
+        s = _send_stats(obj.pk)
         rows = [
             ("Sent", s["sent"], ""),
             ("Delivered", s["delivered"], _rate(s["delivered"], s["sent"])),
@@ -117,7 +134,7 @@ class CampaignPanels:
     def ab_results(self, obj: Campaign) -> str:
         if not obj.is_ab_test:
             return "Not an A/B test."
-        per = {v: abtest.variant_stats(obj.pk, v) for v in ("A", "B")}
+        per = _cached("ab", obj.pk, lambda: {v: abtest.variant_stats(obj.pk, v) for v in ("A", "B")})
         rows = [
             (
                 v,
@@ -145,19 +162,7 @@ class CampaignPanels:
 
     @admin.display(description="over time (per hour)")
     def activity_chart(self, obj: Campaign) -> str:
-        from delivery.models import EmailSend
-
-        base = EmailSend.objects.filter(campaign_id=obj.pk)
-        series: dict[Any, dict[str, int]] = {}
-        for field in ("sent_at", "opened_at", "clicked_at"):
-            for row in (
-                base.filter(**{f"{field}__isnull": False})
-                .annotate(hour=TruncHour(field))
-                .values("hour")
-                .annotate(n=Count("pk"))
-                .order_by("hour")[:72]
-            ):
-                series.setdefault(row["hour"], {})[field] = row["n"]
+        series = _cached("hourly", obj.pk, lambda: _hourly_series(obj.pk))
         if not series:
             return "No activity yet."
         peak = max(max(v.values()) for v in series.values()) or 1
@@ -183,3 +188,20 @@ class CampaignPanels:
             '<span style="color:#16a34a">■ clicked</span></div>'
         )
         return format_html("{}{}", legend, mark_safe("".join(str(b) for b in bars)))
+
+
+def _hourly_series(campaign_id: Any) -> dict[Any, dict[str, int]]:
+    from delivery.models import EmailSend
+
+    base = EmailSend.objects.filter(campaign_id=campaign_id)
+    series: dict[Any, dict[str, int]] = {}
+    for field in ("sent_at", "opened_at", "clicked_at"):
+        for row in (
+            base.filter(**{f"{field}__isnull": False})
+            .annotate(hour=TruncHour(field))
+            .values("hour")
+            .annotate(n=Count("pk"))
+            .order_by("hour")[:72]
+        ):
+            series.setdefault(row["hour"], {})[field] = row["n"]
+    return series

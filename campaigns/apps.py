@@ -18,6 +18,11 @@ class CampaignsConfig(AppConfig):
         from delivery.lifecycle import register_campaign_hold
 
         register_campaign_hold(campaigns_on_hold)
+        # dispatch composes from the content snapshot taken at the scan
+        from campaigns.snapshot import snapshot_prepared
+        from delivery.compose import register_campaign_content
+
+        register_campaign_content(snapshot_prepared)
 
         from campaigns.services import (
             campaigns_using_segment,

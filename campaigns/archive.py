@@ -37,23 +37,16 @@ def archive_public_url(campaign: Campaign) -> str | None:
     return None
 
 
-def archive_composition(template: Any, subject_override: str | None) -> tuple[str, str]:
-    """The archive's subject and HTML: default language, no personal data (fallbacks only)."""
-    from templates.rendering import prepare_template, render_prepared
-
-    rendered = render_prepared(
-        prepare_template(template, None), {}, subject_override=subject_override or None
-    )
-    return rendered.subject, rendered.html
-
-
-def archive_snapshot_fields(campaign: Campaign, template: Any) -> dict[str, Any]:
-    """CMP-27: the fields to store on the campaign (empty when archiving is off or SITE_URL is unset)."""
+def archive_snapshot_fields(campaign: Campaign, entries: list[Any]) -> dict[str, Any]:
+    """CMP-27: the fields to store on the campaign (empty when archiving is off or SITE_URL is unset): the
+    content snapshot's variant A in the default language, without personal data (fallbacks only)."""
+    from campaigns.snapshot import entry_rendered
     from delivery.tokens import site_url
 
-    if not site_url() or not archive_effectively_enabled(campaign):
+    if not site_url() or not archive_effectively_enabled(campaign) or not entries:
         return {}
-    subject, html = archive_composition(template, campaign.subject)
+    entry = next((e for e in entries if e.variant == "A" and e.is_default_language), entries[0])
+    subject, html = entry_rendered(entry)
     return {
         "archive_token": campaign.archive_token or archive_token_generate(),
         "archive_html_content": html,

@@ -4,11 +4,13 @@ never materialized."""
 
 from __future__ import annotations
 
+import datetime as dt
 import uuid
 from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import QuerySet, Value
+from django.utils import timezone
 
 from campaigns.models import Campaign
 from owlat.models import BlockedEmail, Contact, DoiStatus, Segment, Topic
@@ -61,11 +63,19 @@ def audience_clean(organization_id: Any, raw: Any) -> dict[str, Any] | None:
     raise AudienceError('Audience kind must be "topic" or "segment"', "audience.kind")
 
 
-def audience_frozen(campaign: Campaign) -> dict[str, Any] | None:
-    """CMP-28: a segment audience without `frozenFilters` gets the segment's current filters; topic audiences,
-    frozen segments and deleted segments pass unchanged. Returns the new audience, or None when unchanged."""
+def audience_frozen(campaign: Campaign, *, at: dt.datetime | None = None) -> dict[str, Any] | None:
+    """CMP-28 at send start: a segment audience without `frozenFilters` gets the segment's current filters; a
+    topic audience without `frozenAt` gets the instant `at` (its members are then those who joined the topic
+    at or before it, so a subscriber joining between the A/B phases is in neither). Frozen audiences and
+    deleted segments pass unchanged. Returns the new audience, or None when unchanged."""
     audience = campaign.audience
-    if not isinstance(audience, dict) or audience.get("kind") != "segment" or "frozenFilters" in audience:
+    if not isinstance(audience, dict):
+        return None
+    if audience.get("kind") == "topic":
+        if "frozenAt" in audience:
+            return None
+        return {**audience, "frozenAt": (at or timezone.now()).isoformat()}
+    if audience.get("kind") != "segment" or "frozenFilters" in audience:
         return None
     segment = Segment.objects.filter(
         pk=_uuid(audience.get("segmentId")), organization_id=campaign.organization_id
@@ -73,6 +83,13 @@ def audience_frozen(campaign: Campaign) -> dict[str, Any] | None:
     if segment is None:
         return None
     return {**audience, "frozenFilters": segment.filters}
+
+
+def _frozen_at(audience: dict[str, Any]) -> dt.datetime | None:
+    try:
+        return dt.datetime.fromisoformat(str(audience["frozenAt"]))
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 @dataclass(frozen=True)
@@ -104,7 +121,12 @@ def _candidates(organization_id: Any, audience: dict[str, Any], cursor: str, lim
     after = _uuid(cursor) if cursor else None
     if audience.get("kind") == "topic":
         # one filter() call: conditions on a multi-valued relation in separate calls would join it twice
-        bounds = {"pk__gt": after, "topic_memberships__contact_id__gt": after} if after else {}
+        bounds: dict[str, Any] = (
+            {"pk__gt": after, "topic_memberships__contact_id__gt": after} if after else {}
+        )
+        frozen_at = _frozen_at(audience)
+        if frozen_at is not None:
+            bounds["topic_memberships__added_at__lte"] = frozen_at
         qs = Contact.objects.filter(
             organization_id=organization_id,
             topic_memberships__topic_id=_uuid(audience.get("topicId")),

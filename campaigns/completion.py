@@ -89,12 +89,21 @@ def reconcile_sending_campaigns(*, limit: int = 500) -> dict[str, int]:
     return {"reconciled": len(ids), "completed": completed}
 
 
-def refresh_sent_stats(*, within: dt.timedelta = dt.timedelta(days=7), limit: int = 500) -> int:
-    """DLV-10 [orig] 2-minute job: keep recently sent campaigns' counters fresh (opens, clicks, bounces)."""
-    since = timezone.now() - within
+def refresh_sent_stats(*, limit: int = 500) -> int:
+    """DLV-10 [orig] 2-minute job: copy a `sent` campaign's counters into its `stats_*` fields whenever they
+    moved since the last copy (opens, clicks, bounces and unsubscribes keep arriving long after the send, so
+    there is no age limit); a campaign whose counters did not move is not touched, so the job's cost follows
+    the activity, not the number of campaigns ever sent."""
+    from django.db.models import F, OuterRef, Q, Subquery
+
+    from delivery.models import CampaignSendCounters
+
+    moved = CampaignSendCounters.objects.filter(campaign_id=OuterRef("pk")).values("updated_at")[:1]
     ids = list(
-        Campaign.objects.filter(status=SENT, sent_at__gte=since)
-        .order_by("-sent_at")
+        Campaign.objects.filter(status=SENT)
+        .annotate(counters_at=Subquery(moved))
+        .filter(Q(stats_updated_at__isnull=True) | Q(counters_at__gt=F("stats_updated_at")))
+        .order_by("stats_updated_at")
         .values_list("pk", flat=True)[:limit]
     )
     for pk in ids:

@@ -12,6 +12,7 @@ import uuid
 from typing import Any
 
 from django.db import models
+from django.utils import timezone
 from django_fsm import RETURN_VALUE, FSMField, FSMModelMixin, transition
 
 from owlat.models import Organization
@@ -267,3 +268,31 @@ class CampaignReview(Campaign):
         proxy = True
         verbose_name = "campaign held for review"
         verbose_name_plural = "review queue"
+
+
+class CampaignContentSnapshot(models.Model):
+    """What a campaign sends, frozen at its content scan: one row per (variant, language) with the rendered,
+    pre-personalisation sources (placeholders such as `{{firstName}}` still in them, CSS inlined). The scan
+    covers every row; dispatch, the walker's subjects and the archive read only these, so editing the template
+    during a send changes nothing already scanned. Rewritten by the next scan that passes (a new send)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="content_snapshots")
+    variant = models.CharField(max_length=1, choices=[("A", "A"), ("B", "B")])
+    language = models.CharField(max_length=35)
+    is_default_language = models.BooleanField(default=False)
+    template_id = models.UUIDField(null=True, blank=True)
+    subject = models.TextField(blank=True, default="")
+    preheader = models.TextField(blank=True, default="")
+    html = models.TextField(blank=True, default="")
+    text = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["campaign", "variant", "language"], name="uniq_campaign_snapshot")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.campaign_id} {self.variant}/{self.language}"

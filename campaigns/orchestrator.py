@@ -58,13 +58,32 @@ def scan_input(campaign: Campaign, template: Any) -> tuple[str, str]:
     return effective_subject(campaign, template), rendered.html
 
 
-def campaign_scan(campaign: Campaign, template: Any) -> tuple[Any, str]:
-    """CMP-25: the scan result and the content fingerprint (CMP-12)."""
-    from campaigns.scanner import content_fingerprint, extract_links, safe_browsing_flags, scan_content
+def campaign_scan(campaign: Campaign, template: Any) -> tuple[Any, str, list[Any]]:
+    """CMP-25 over the whole content snapshot (every variant, every language): the worst entry's result with
+    every entry's flags (named by variant and language when there is more than one), one Safe Browsing lookup
+    over all their links; the CMP-12 fingerprint of the snapshot; and the snapshot's entries."""
+    from campaigns.scanner import ScanResult, extract_links, level_for, safe_browsing_flags, scan_content
+    from campaigns.snapshot import entries_fingerprint, entry_rendered, snapshot_build
 
-    subject, html = scan_input(campaign, template)
-    result = scan_content(subject, html, url_flags=safe_browsing_flags(extract_links(html)))
-    return result, content_fingerprint(subject, html)
+    entries = snapshot_build(campaign)
+    flags: list[Any] = []
+    links: list[Any] = []
+    worst = 0
+    for entry in entries:
+        subject, html = entry_rendered(entry)
+        links.extend(extract_links(html))
+        result = scan_content(subject, html)
+        worst = max(worst, result.score)
+        if len(entries) > 1:
+            label = f"Variant {entry.variant} ({entry.sources.language}): "
+            flags.extend(type(f)(f.rule, f.severity, label + f.description) for f in result.flags)
+        else:
+            flags.extend(result.flags)
+    url_flags = safe_browsing_flags(list({link.href: link for link in links}.values()))
+    url_only = scan_content("", "", rules=(), url_flags=url_flags)
+    score = min(100, worst + url_only.score)
+    scan = ScanResult(score=score, level=level_for(score), flags=flags + url_only.flags)
+    return scan, entries_fingerprint(entries), entries
 
 
 def send_job_open(
@@ -138,7 +157,7 @@ def start_campaign_send(campaign_id: Any, *, now: dt.datetime | None = None) -> 
         outcome = campaign_transition(campaign_id=campaign.pk, to=SENDING, actor=ACTOR_SCHEDULER, at=now)
         return f"moved to sending ({outcome.applied or outcome.reason})"
     # CMP-25 (outside any transaction: the Safe Browsing lookup is HTTP)
-    scan, fingerprint = campaign_scan(campaign, template)
+    scan, fingerprint, entries = campaign_scan(campaign, template)
     with transaction.atomic():
         locked = Campaign.objects.select_for_update().get(pk=campaign.pk)
         if locked.status != SENDING:
@@ -169,9 +188,12 @@ def start_campaign_send(campaign_id: Any, *, now: dt.datetime | None = None) -> 
         # CMP-27 archive snapshot, CMP-28 freeze
         from campaigns.archive import archive_snapshot_fields
         from campaigns.audience import audience_frozen
+        from campaigns.snapshot import snapshot_forget, snapshot_store
 
-        updates: dict[str, Any] = archive_snapshot_fields(locked, template)
-        frozen = audience_frozen(locked)
+        snapshot_store(locked, entries)  # what was scanned is what is sent
+        transaction.on_commit(lambda: snapshot_forget(locked.pk))
+        updates: dict[str, Any] = archive_snapshot_fields(locked, entries)
+        frozen = audience_frozen(locked, at=now)
         if frozen is not None:
             updates["audience"] = frozen
         if updates:
@@ -232,7 +254,7 @@ def send_winner_to_remainder(campaign_id: Any, *, now: dt.datetime | None = None
             campaign.ab_winner_selected_at or now
         ):
             return "skipped: remainder already running"
-        frozen = audience_frozen(campaign)
+        frozen = audience_frozen(campaign, at=now)
         if frozen is not None:
             Campaign.objects.filter(pk=campaign.pk).update(audience=frozen)
             campaign.audience = frozen

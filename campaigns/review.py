@@ -43,8 +43,7 @@ def latest_scan(campaign: Campaign) -> ContentScanResult | None:
 
 def review_approve(*, campaign_id: Any, actor: str, authority: Authority) -> Outcome:
     """Platform staff only (CMP-12)."""
-    from campaigns.orchestrator import scan_input
-    from campaigns.scanner import content_fingerprint
+    from campaigns.snapshot import entries_fingerprint, snapshot_build
 
     refused = staff_refusal(authority)
     if refused:
@@ -61,7 +60,7 @@ def review_approve(*, campaign_id: Any, actor: str, authority: Authority) -> Out
         if campaign.status != PENDING_REVIEW:
             return _refused(campaign, SENDING)
         if campaign.email_template is not None:
-            fingerprint = content_fingerprint(*scan_input(campaign, campaign.email_template))
+            fingerprint = entries_fingerprint(snapshot_build(campaign))
             Campaign.objects.filter(pk=campaign.pk).update(approved_content_fingerprint=fingerprint)
             campaign.approved_content_fingerprint = fingerprint
         return campaign_transition_locked(campaign, SENDING, actor=actor)

@@ -187,6 +187,7 @@ def campaign_duplicate(*, campaign: Campaign, actor: str, authority: Authority) 
     audience = dict(campaign.audience) if isinstance(campaign.audience, dict) else None
     if audience:
         audience.pop("frozenFilters", None)
+        audience.pop("frozenAt", None)
     return campaign_create(
         organization_id=campaign.organization_id,
         actor=actor,

@@ -117,11 +117,15 @@ class _Contents:
         key = (variant, language)
         hit = self._subjects.get(key)
         if hit is None:
+            from campaigns.snapshot import snapshot_prepared
             from templates.rendering import compile_text, prepare_template
 
             content = self.for_variant(variant)
             resolved = language or content.template.default_language or "en"
-            if content.subject_source:
+            frozen = snapshot_prepared(self.campaign.pk, variant, resolved)
+            if frozen is not None:  # the content scanned at send start
+                compiled = frozen.subject
+            elif content.subject_source:
                 compiled = compile_text(content.subject_source)
             else:
                 compiled = prepare_template(content.template, resolved).subject

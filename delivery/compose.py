@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 import html as html_lib
 import re
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlparse
 
@@ -205,12 +206,32 @@ def footer_text(*, unsubscribe: str | None, preferences: str | None, postal_addr
 # --- composers ----------------------------------------------------------------------------------------
 
 
-def compose_campaign(send: Any, ctx: Any, *, postal_address: str = "") -> OutgoingMessage:
-    """A campaign row (`EmailSend`) with its campaign's send settings (`CampaignSendSettings`)."""
+_campaign_content: list[Callable[[Any, str | None, str | None], Any]] = []
+
+
+def register_campaign_content(fn: Callable[[Any, str | None, str | None], Any]) -> None:
+    """`fn(campaign_id, ab_variant, language)` returns the campaign's frozen content (a `PreparedTemplate`)
+    or None; the campaign engine registers its content snapshot."""
+    if fn not in _campaign_content:
+        _campaign_content.append(fn)
+
+
+def _campaign_prepared(send: Any) -> Any:
+    """The content a campaign row is composed from: the campaign's snapshot, taken at its content scan; the
+    live template only for a campaign without one (rows queued before snapshots existed)."""
+    for fn in _campaign_content:
+        prepared = fn(send.campaign_id, send.ab_variant, send.language)
+        if prepared is not None:
+            return prepared
     template = send.email_template
     if template is None:
         raise ComposeError("TEMPLATE_NOT_FOUND", "Email template not found")
-    prepared = prepare_template(template, send.language)
+    return prepare_template(template, send.language)
+
+
+def compose_campaign(send: Any, ctx: Any, *, postal_address: str = "") -> OutgoingMessage:
+    """A campaign row (`EmailSend`) with its campaign's send settings (`CampaignSendSettings`)."""
+    prepared = _campaign_prepared(send)
     if not prepared.has_html:
         raise ComposeError("TEMPLATE_NO_CONTENT", "Email template has no HTML content")
     org_id = send.organization_id

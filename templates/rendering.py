@@ -207,7 +207,20 @@ class PreparedTemplate:
     has_html: bool
 
 
-def _prepare(template: Any, language: str | None) -> PreparedTemplate:
+@dataclass(frozen=True)
+class ContentSources:
+    """The pre-personalisation content of one template version in one language: what a campaign's content
+    snapshot stores, and what `prepared_from_sources` compiles for personalisation at send."""
+
+    language: str
+    subject: str
+    preheader: str
+    html: str  # CSS-inlined
+    text: str
+
+
+def template_sources(template: Any, language: str | None) -> ContentSources:
+    """The language-resolved (DOM-13), CSS-inlined sources of `template`, placeholders not yet filled."""
     from templates.block_render import document_text
     from templates.blocks import BlockError, apply_overrides, document_clean, is_block_document
     from templates.content import language_texts
@@ -228,22 +241,37 @@ def _prepare(template: Any, language: str | None) -> PreparedTemplate:
         document = document_clean(document) if is_block_document(document) and html_source else None
     except BlockError:
         document = None  # written around the services: treated as HTML
-    if document is not None:
+    if not html_source.strip():
+        inlined, derived = "", ""
+    elif document is not None:
         # rendered from blocks: inlined already, its <style> kept for the media queries (templates.content)
         inlined = html_source
         derived = document_text(apply_overrides(document, language_texts(template, resolved)))
     else:
         inlined = inline_css(html_source)
         derived = html_to_text(inlined)
-    text = text_source or derived
-    return PreparedTemplate(
+    return ContentSources(
         language=resolved,
-        subject=compile_text(subject),
-        html=compile_text(inlined),
-        text=compile_text(text),
-        preview_text=compile_text(getattr(template, "preview_text", None) or ""),
-        has_html=bool(html_source.strip()),
+        subject=subject or "",
+        preheader=getattr(template, "preview_text", None) or "",
+        html=inlined,
+        text=text_source or derived,
     )
+
+
+def prepared_from_sources(sources: ContentSources) -> PreparedTemplate:
+    return PreparedTemplate(
+        language=sources.language,
+        subject=compile_text(sources.subject),
+        html=compile_text(sources.html),
+        text=compile_text(sources.text),
+        preview_text=compile_text(sources.preheader),
+        has_html=bool(sources.html.strip()),
+    )
+
+
+def _prepare(template: Any, language: str | None) -> PreparedTemplate:
+    return prepared_from_sources(template_sources(template, language))
 
 
 def prepared_uses(prepared: PreparedTemplate, name: str) -> bool:

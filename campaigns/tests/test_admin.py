@@ -261,3 +261,31 @@ def test_the_report_shows_every_outcome_with_its_rate_per_variant_and_over_time(
     assert "Status: testing · winner: —" in html and "<th>A</th>" in html and "<th>B</th>" in html
     assert "over time (per hour)" in html.lower() or "over time" in html
     assert 'title="opened: 4"' in html and 'title="clicked: 2"' in html and 'title="sent: 8"' in html
+
+
+def test_the_five_second_reload_of_a_sending_campaign_runs_no_row_aggregation(
+    client, django_user_model, org, make_campaign, topic, make_contact
+):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from campaigns.services import campaign_send_now
+    from testsupport.queue import drain_queue
+
+    login(client, django_user_model, org)
+    for _ in range(3):
+        make_contact(topic=topic)
+    campaign = make_campaign()
+    assert campaign_send_now(authority=SYSTEM, campaign_id=campaign.pk, organization_id=org.pk, actor="u").ok
+    drain_queue(queue="campaign", max_tasks=3)  # the orchestrator and the walk: rows queued, still sending
+    url = reverse("admin:campaigns_campaign_change", args=[campaign.pk])
+
+    def row_aggregations() -> list[str]:
+        with CaptureQueriesContext(connection) as queries:
+            assert client.get(url).status_code == 200
+        sends = [q["sql"] for q in queries.captured_queries if "delivery_emailsend" in q["sql"]]
+        return [sql for sql in sends if "COUNT(" in sql.upper()]
+
+    first = row_aggregations()
+    assert first  # the first view computes the buckets and the hourly chart
+    assert row_aggregations() == []  # the reload 5 s later reads them from the cache

@@ -477,6 +477,21 @@ def test_segment_audience_is_frozen_at_send(make_campaign, org, make_contact):
     assert audience.audience_frozen(Campaign.objects.get(pk=campaign.pk)) is None
 
 
+def test_topic_audience_is_frozen_at_send_start(make_campaign, org, topic, make_contact):
+    from campaigns import audience
+
+    before = make_contact(topic=topic, first_name="Ann")
+    campaign = make_campaign()
+    assert campaign_send_now(authority=SYSTEM, campaign_id=campaign.pk, organization_id=org.pk, actor="u").ok
+    drain_queue(queue="campaign", max_tasks=1)  # the orchestrator freezes
+    campaign.refresh_from_db()
+    assert "frozenAt" in campaign.audience
+    make_contact(topic=topic, first_name="Late")  # joins after the send started
+    drain_queue(max_tasks=5000)
+    assert [r.contact_id for r in rows(campaign)] == [before.pk]
+    assert audience.audience_frozen(Campaign.objects.get(pk=campaign.pk)) is None
+
+
 def test_archive_snapshot_and_public_page(make_campaign, org, topic, make_contact, client):
     contact = make_contact(topic=topic, first_name="Zed")
     campaign = make_campaign()
@@ -581,6 +596,24 @@ def test_refresh_of_sent_campaign_stats(make_campaign, org, audience_world):
     assert refresh_sent_stats() == 1
     campaign.refresh_from_db()
     assert campaign.stats_opened == 1 and campaign.stats_delivered == 1
+
+
+def test_sent_campaign_stats_keep_refreshing_after_seven_days_and_only_when_counters_moved(
+    make_campaign, org, audience_world
+):
+    from campaigns.completion import refresh_sent_stats
+    from delivery.lifecycle import SendRef, send_transition
+
+    campaign = make_campaign()
+    send_and_drain(campaign, org)
+    refresh_sent_stats()
+    assert refresh_sent_stats() == 0  # nothing moved: nothing re-read
+    Campaign.objects.filter(pk=campaign.pk).update(sent_at=timezone.now() - dt.timedelta(days=30))
+    row = rows(campaign).first()
+    send_transition(SendRef("campaign", str(row.pk)), "opened", {"at": timezone.now()})
+    assert refresh_sent_stats() == 1
+    campaign.refresh_from_db()
+    assert campaign.stats_opened == 1
 
 
 def test_creating_needs_the_campaigns_flag(org, template):

@@ -11,6 +11,7 @@ from typing import Any
 
 from django.db import connection
 from django.db.models import F
+from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from delivery.lifecycle.refs import (
@@ -27,7 +28,8 @@ def _apply_counters(organization_id: str, campaign_id: str, deltas: dict[str, in
     deltas = {k: v for k, v in deltas.items() if v}
     if not deltas:
         return
-    updates = {k: F(k) + v for k, v in deltas.items()}
+    # a negative delta (sent -> failed) never takes a counter below 0 (the counters may have been reset since)
+    updates = {k: F(k) + v if v > 0 else Greatest(F(k) + v, 0) for k, v in deltas.items()}
     updated = CampaignSendCounters.objects.filter(campaign_id=campaign_id).update(
         **updates, updated_at=timezone.now()
     )

@@ -161,6 +161,9 @@ def reduce_send(send: Any, frm: str, to: str, *, input: dict[str, Any], at: dt.d
             outcome_unknown=False,
         )
         fx.count(failed=1)
+        if frm == S.SENT and send.send_kind == "campaign":
+            # a row counts once: a failure reported after the send moves it from `sent` to `failed`
+            fx.counters["sent"] = fx.counters.get("sent", 0) - 1
         if send.send_kind == "transactional":
             fx.add("delete_attachments")
         if frm == S.QUEUED:

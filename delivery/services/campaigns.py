@@ -251,7 +251,8 @@ def campaign_counters_reset(*, organization_id: Any, campaign_id: Any) -> None:
 def _bucket_expressions() -> dict[str, Count]:
     reached = Q(delivered_at__isnull=False) | Q(opened_at__isnull=False) | Q(clicked_at__isnull=False)
     return {
-        "sent": Count("pk", filter=Q(sent_at__isnull=False)),
+        # a row reported failed after it was sent counts in `failed` only
+        "sent": Count("pk", filter=Q(sent_at__isnull=False) & ~Q(status=SendStatus.FAILED)),
         "failed": Count("pk", filter=Q(status=SendStatus.FAILED)),
         "delivered": Count("pk", filter=reached),
         "opened": Count("pk", filter=Q(opened_at__isnull=False)),
@@ -262,6 +263,7 @@ def _bucket_expressions() -> dict[str, Count]:
         "complained": Count("pk", filter=Q(complained_at__isnull=False)),
         "unsubscribed": Count("pk", filter=Q(unsubscribed_at__isnull=False)),
         "queued": Count("pk", filter=Q(status=SendStatus.QUEUED)),
+        "cancelled": Count("pk", filter=Q(status=SendStatus.CANCELLED)),
         "outcome_unknown": Count("pk", filter=Q(status=SendStatus.QUEUED, outcome_unknown=True)),
         "rows": Count("pk"),
     }
@@ -289,6 +291,7 @@ def campaign_send_stats(campaign_id: Any, *, ab_variant: str | None = None) -> d
             "total": total,
             "queued": qs.filter(status=SendStatus.QUEUED).count(),
             "outcome_unknown": qs.filter(status=SendStatus.QUEUED, outcome_unknown=True).count(),
+            "cancelled": qs.filter(status=SendStatus.CANCELLED).count(),
             "source": "counters",  # type: ignore[dict-item]
         }
     buckets = send_buckets(qs)

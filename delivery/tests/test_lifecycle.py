@@ -242,6 +242,29 @@ def test_late_delivery_is_attributed_to_a_failed_row_when_not_after_the_failure(
 
 
 @pytest.mark.django_db
+def test_a_row_going_sent_then_failed_counts_once_in_failed(make_campaign_send, campaign_id):
+    failed_late, sent = make_campaign_send(), make_campaign_send()
+    drive(SendRef.of(failed_late), [("sent", {}), ("failed", {"error_code": "X", "error_message": "x"})])
+    drive(SendRef.of(sent), [("sent", {})])
+    counters = campaign_counters(campaign_id)
+    assert (counters["sent"], counters["failed"]) == (1, 1)
+    stats = campaign_send_stats(campaign_id)
+    assert (stats["sent"], stats["failed"], stats["total"]) == (1, 1, 2)
+
+
+@pytest.mark.django_db
+def test_send_stats_count_cancelled_rows(make_campaign_send, campaign_id):
+    from delivery.lifecycle import cancel_campaign_queued
+
+    kept, waiting = make_campaign_send(), make_campaign_send()
+    drive(SendRef.of(kept), [("sent", {})])
+    assert waiting.status == "queued"
+    cancel_campaign_queued(campaign_id)
+    stats = campaign_send_stats(campaign_id)
+    assert (stats["sent"], stats["cancelled"], stats["queued"]) == (1, 1, 0)
+
+
+@pytest.mark.django_db
 def test_counters_and_ever_reached_stats_after_out_of_order_events(make_campaign_send, campaign_id):
     a, b, c, d = (make_campaign_send() for _ in range(4))
     # a: click arrives before open and before delivered
