@@ -8,7 +8,6 @@ which runs it inside the caller's transaction.
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -169,62 +168,6 @@ def contact_and_candidates(*, organization_id: Any, email: str, kind: str) -> tu
         return None, []
     contact_id = Contact._meta.pk.to_python(rows[0][0])
     return contact_id, [c for c in (_candidate(row[1:]) for row in rows) if c is not None]
-
-
-@functools.cache
-def _delayed_step_types() -> list[str]:
-    """The step types whose entry may wait (their module has `entry_delay`, AUT-24): a step 0 of one of them is
-    not due at once as a rule."""
-    from automations.models import StepType
-    from automations.steps import step_module_for
-
-    return [t for t in StepType.values if hasattr(step_module_for(t), "entry_delay")]
-
-
-def event_fanout_ctes(
-    *, organization_id: Any, email: str, event_name: str, data: dict[str, Any]
-) -> tuple[str, list[Any], str, list[Any]]:
-    """For the events intake's single statement (issue 12: `contact_and_candidates` and the write were two round
-    trips): CTEs `c` (the contact, as `contact_and_candidates` finds it), `m` (the fan-out's matching candidates
-    with steps, their step 0 and whether the contact has a running run: what `fanout_items` keeps, the
-    event_received match of `trigger_matches` written in SQL) and `ok` (`go`: the contact exists and every run
-    to open starts with a step 0 due at once, so the statement is the whole intake), with their parameters; and
-    the `SELECT` of the runs to open (`automations.lifecycle.opening_ctes`' columns, only when `go`) with its
-    own. The step types whose entry may wait count as not due at once (the caller falls back)."""
-    from owlat.models import Contact
-
-    tables = _tables()
-    uuid_field = Automation._meta.pk
-    kind = "event_received"  # its match (`TRIGGER_KINDS`): the config's eventName is a string equal to the event's
-    ctes = f"""
-        c AS (
-            SELECT id FROM {Contact._meta.db_table}
-            WHERE organization_id = %s AND email = %s AND deleted_at IS NULL ORDER BY id LIMIT 1
-        ),
-        m AS (
-            SELECT a.id AS automation_id, a.organization_id, s0.id AS step_id, s0.step_index, s0.step_type,
-                   EXISTS (SELECT 1 FROM {tables["run"]} r WHERE r.automation_id = a.id AND r.contact_id = c.id
-                           AND r.status = '{RunStatus.RUNNING.value}') AS has_running
-            FROM c JOIN {tables["automation"]} a
-                 ON a.organization_id = %s AND a.status = '{AutomationStatus.ACTIVE.value}' AND a.trigger_type = %s
-            LEFT JOIN {tables["step"]} s0 ON s0.automation_id = a.id AND s0.step_index = 0
-            WHERE jsonb_typeof(a.trigger_config -> 'eventName') = 'string' AND a.trigger_config ->> 'eventName' = %s
-              AND EXISTS (SELECT 1 FROM {tables["step"]} s WHERE s.automation_id = a.id)
-        ),
-        ok AS (
-            SELECT EXISTS (SELECT 1 FROM c) AND NOT EXISTS (
-                SELECT 1 FROM m WHERE NOT m.has_running AND (m.step_id IS NULL OR m.step_type = ANY(%s))
-            ) AS go
-        )
-    """
-    org = uuid_field.to_python(organization_id)  # PostgreSQL only: a uuid parameter
-    params = [org, email, org, kind, event_name, _delayed_step_types()]
-    trigger_data = TRIGGER_KINDS[kind].trigger_data(data, event_name)
-    runs = (
-        "SELECT gen_random_uuid(), m.organization_id, m.automation_id, c.id, %s, %s::jsonb, NULL::timestamptz, "
-        "gen_random_uuid(), m.step_id, m.step_index, m.step_type FROM m, c, ok WHERE ok.go AND NOT m.has_running"
-    )
-    return ctes, params, runs, [kind, None if trigger_data is None else json.dumps(trigger_data)]
 
 
 def _candidate(row: Any) -> _Candidate | None:

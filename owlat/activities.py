@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import json
-import uuid
 from typing import Any
 
 from django.utils import timezone
@@ -51,31 +49,3 @@ def activity_record(
             **{flag: True}
         )
     return row
-
-
-def activity_insert_sql(
-    *,
-    organization_id: Any,
-    contact_id: Any,
-    activity_type: str,
-    metadata: dict[str, Any] | None = None,
-    at: dt.datetime,
-    contact_sql: str | None = None,
-    source: str = "",
-) -> tuple[str, list[Any]]:
-    """The row `activity_record` writes, as one PostgreSQL `INSERT` and its parameters, for a caller that writes
-    it in the same statement as its cause (the events intake, issue 12). Types that set a contact flag are
-    written by `activity_record` only. `contact_sql` (then `contact_id` is not used): an SQL expression giving
-    the contact's id, over `source` (e.g. `" FROM c WHERE …"`: the row is written when that gives one)."""
-    if activity_type not in ACTIVITY_TYPES or activity_type in _CONTACT_FLAGS:
-        raise ValueError(f"activity type {activity_type!r} is written by activity_record")
-    sql = (
-        f"INSERT INTO {ContactActivity._meta.db_table} "
-        "(id, organization_id, contact_id, activity_type, metadata, occurred_at) "
-        f"SELECT %s::uuid, %s::uuid, {contact_sql or '%s::uuid'}, %s::varchar, %s::jsonb, %s::timestamptz{source}"
-    )
-    params = [str(uuid.uuid4()), str(organization_id)]
-    if contact_sql is None:
-        params.append(str(contact_id))
-    params += [activity_type, json.dumps(metadata or {}), at]
-    return sql, params

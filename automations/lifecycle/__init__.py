@@ -45,7 +45,6 @@ from automations.lifecycle.batch import (
 )
 from automations.lifecycle.opening import (
     RunsOpening,
-    opening_ctes,
     runs_open_and_start_many,
     runs_open_many,
 )
@@ -95,7 +94,6 @@ __all__ = [
     "automation_resume",
     "automation_revert_to_draft",
     "automation_transition",
-    "opening_ctes",
     "run_cancel",
     "run_complete",
     "run_open",

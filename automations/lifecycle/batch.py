@@ -14,7 +14,6 @@ AUT-17's fan-out opens are in `automations.lifecycle.opening`.
 from __future__ import annotations
 
 import datetime as dt
-import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -38,7 +37,7 @@ from automations.lifecycle.runs import (
 from automations.models import Automation, AutomationRun, AutomationStep, AutomationStepRun
 from owlat.lifecycle import Move
 from owlat.models import Contact
-from owlat.sql import instance_from_values, new_instance
+from owlat.sql import model_from_row
 
 
 @dataclass
@@ -116,16 +115,16 @@ def step_runs_claim_due(
     with connection.cursor() as cursor:  # one statement: atomic on its own
         cursor.execute(sql, [EXECUTING, at, *params, PENDING, PENDING, EXECUTING])
         rows = cursor.fetchall()
-    db = connection.alias
     n = len(fields)
     out = []
     automations: dict[Any, Automation] = {}  # a batch's runs mostly share one or a few automations
     for row in rows:
         executed = row[n]
-        run = _run_with_claim(db, row[n + 1 :], automations)
+        run = _run_with_claim(row[n + 1 :], automations)
         if run is not None and executed is not None:
             run.steps_executed = executed  # the statement's own increment (its reads see the row before it)
-        out.append(ClaimedStepRun(instance_from_values(AutomationStepRun, row[:n], db=db), 0, executed, run))
+        step_run = model_from_row(AutomationStepRun, row[:n], connection=connection)
+        out.append(ClaimedStepRun(step_run, 0, executed, run))
     return out
 
 
@@ -162,17 +161,17 @@ def _claim_due_serialized(*, at: dt.datetime, limit: int, ids: Sequence[Any] | N
 _WITH_CLAIM: tuple[tuple[str, type], ...] = (("r", AutomationRun), ("c", Contact), ("a", Automation))
 
 
-def _run_with_claim(db: str, values: tuple, automations: dict[Any, Automation]) -> AutomationRun | None:
+def _run_with_claim(values: tuple, automations: dict[Any, Automation]) -> AutomationRun | None:
     """The run, with its contact and automation attached, from the claim statement's joined columns (as
-    `select_related("contact", "automation")` builds them: the fields' database converters applied). The
+    `select_related("contact", "automation")` builds them: `owlat.sql.model_from_row`, converters and `from_db`). The
     automation is built once per claim (`automations`, by id): the runs of one automation share its instance,
     as the executor uses one per automation anyway (the statement read the row once for all of them)."""
     built: dict[type, Any] = {}
     start = 0
     for _, model in _WITH_CLAIM:
-        fields, converters = _columns_of(model)
-        part = values[start : start + len(fields)]
-        start += len(fields)
+        width = len(model._meta.concrete_fields)
+        part = values[start : start + width]
+        start += width
         if part[0] is None:  # the primary key: no such row
             built[model] = None
             continue
@@ -180,11 +179,7 @@ def _run_with_claim(db: str, values: tuple, automations: dict[Any, Automation]) 
         if model is Automation and key in automations:
             built[model] = automations[key]
             continue
-        part = [
-            v if conv is None or v is None else conv(v, None, connection)
-            for v, conv in zip(part, converters, strict=True)
-        ]
-        built[model] = instance_from_values(model, part, db=db)
+        built[model] = model_from_row(model, part, connection=connection)
         if model is Automation:
             automations[key] = built[model]
     run = built[AutomationRun]
@@ -193,13 +188,6 @@ def _run_with_claim(db: str, values: tuple, automations: dict[Any, Automation]) 
     run._state.fields_cache["contact"] = built[Contact]  # as select_related caches them
     run._state.fields_cache["automation"] = built[Automation]
     return run
-
-
-@functools.cache
-def _columns_of(model: type) -> tuple[list[Any], list[Any]]:
-    fields = list(model._meta.concrete_fields)
-    assert fields[0].primary_key
-    return fields, [getattr(f, "from_db_value", None) for f in fields]
 
 
 def step_runs_complete_many(
@@ -238,10 +226,8 @@ def _pending_row(
     scheduled_at: dt.datetime,
     delay_until: dt.datetime | None = None,
 ) -> AutomationStepRun:
-    """A new step-run row (created `pending`, the initial status) of `run` at `step` (`owlat.sql.new_instance`:
-    the walker builds one per step run)."""
-    return new_instance(
-        AutomationStepRun,
+    """A new step-run row (created `pending`, the initial status) of `run` at `step`."""
+    return AutomationStepRun(
         organization_id=run.organization_id,
         run_id=run.pk,
         step_id=step.pk,

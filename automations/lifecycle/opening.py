@@ -1,7 +1,6 @@
-"""AUT-17's fan-out, set-based (issue 12 item 3): the `running` runs of a trigger firing opened in one insert
-(`runs_open_many`) and, on PostgreSQL, with their step 0's pending step runs, the counter deltas and the
-walker's wake-up in one statement (`runs_open_and_start_many`, whose CTEs `RunsOpening` also gives the events
-intake for its own statement)."""
+"""AUT-17's fan-out, set-based: the `running` runs of a trigger firing opened in one insert (`runs_open_many`)
+and, on PostgreSQL, with their step 0's pending step runs, the counter deltas and the walker's wake-up in one
+statement (`runs_open_and_start_many`, built by `RunsOpening`)."""
 
 from __future__ import annotations
 
@@ -78,8 +77,8 @@ def runs_open_and_start_many(
     """`runs_open_many` and `step_runs_create_many` of their step 0 in one go: for (automation id, organization
     id, contact id, triggered_by, trigger_data, step 0 or None, step 0's due time or None) the `running` runs
     (the partial unique index drops a contact's second running run), the `entered` counter deltas, step 0's
-    `pending` step run of each opened run and its counter delta. On PostgreSQL that is one statement (issue 12
-    item 3: data-modifying CTEs, `RunsOpening`; the events API runs it on every call), elsewhere the two
+    `pending` step run of each opened run and its counter delta. On PostgreSQL that is one statement (data-
+    modifying CTEs, `RunsOpening`; the events API runs it on every call), elsewhere the two
     functions. Returns (run id, automation id) of the runs opened and the step runs created for them. `wake`:
     an argument-less task (the walker's walk) woken, coalesced (`owlat.wakeups`), when a step 0 due at once was
     created; with the ORM broker on PostgreSQL by the same statement."""
@@ -120,10 +119,8 @@ def runs_open_and_start_many(
 class RunsOpening:
     """The PostgreSQL form of `runs_open_and_start_many` as data-modifying CTEs (`v, run, entered, started,
     step_run, step_pending` and, when `wakes`, `owlat.wakeups.wake_cte`'s), for a statement that adds its own
-    CTEs and ends with a `SELECT … FROM run` (the runs opened: `id, automation_id`): `runs_open_and_start_many`,
-    and the events intake, which writes its event in the same statement (issue 12; `opening_ctes` when the runs
-    come from a `SELECT` of its own). `params` follow the
-    statement's text; `created(opened)` gives the step runs of the runs opened."""
+    CTEs and ends with a `SELECT … FROM run` (the runs opened: `id, automation_id`): `runs_open_and_start_many`.
+    `params` follow the statement's text; `created(opened)` gives the step runs of the runs opened."""
 
     def __init__(
         self,
@@ -139,7 +136,7 @@ class RunsOpening:
 
         values: list[str] = []
         params: list[Any] = []
-        # step 0's rows are built as instances only if asked for (`created`: the intake's statement is not)
+        # step 0's rows are built as instances only when asked for (`created`)
         self._pending: dict[Any, tuple[Any, Any, Any, AutomationStep, dt.datetime | None]] = {}
         self._at = at
         for automation_id, organization_id, contact_id, triggered_by, trigger_data, step, due in items:
@@ -167,7 +164,7 @@ class RunsOpening:
             ]
         #: one row: the statement's text is always the same (prepare it, `owlat.sql`)
         self.preparable = len(values) == 1
-        self.ctes, self.params, self.wakes = opening_ctes(
+        self.ctes, self.params, self.wakes = _opening_ctes(
             f"VALUES {', '.join(values)}", params, at=at, wake=wake
         )
 
@@ -184,10 +181,10 @@ class RunsOpening:
         return rows
 
 
-def opening_ctes(
+def _opening_ctes(
     source: str, source_params: list[Any], *, at: dt.datetime, wake: str | None = None
 ) -> tuple[str, list[Any], bool]:
-    """The CTEs of `RunsOpening` over the runs `source` gives (a `VALUES` list or a `SELECT` of the columns
+    """The CTEs of `RunsOpening` over the runs `source` gives (a `VALUES` list of the columns
     (id, organization_id, automation_id, contact_id, triggered_by, trigger_data, next_step_at, step_run_id,
     step_id, step_index, step_type): a run to open and its step 0's row, step_run_id null for none), their
     parameters (`source_params` first), and whether they wake `wake` (else the caller calls `wakeups.wake` when a

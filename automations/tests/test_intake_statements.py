@@ -47,9 +47,7 @@ def statements(api, body, **kw) -> tuple[int, list[str]]:
     return len(ctx.captured_queries), [q["sql"] for q in ctx.captured_queries]
 
 
-@pytest.mark.skipif(
-    connection.vendor != "postgresql", reason="statement counts of PostgreSQL's one-statement intake"
-)
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="statement counts of PostgreSQL")
 def test_an_event_costs_fewer_statements_and_still_writes_everything(api, org, make_automation, make_contact):
     on_event = make_automation(
         [DELAY_1H], trigger_type="event_received", trigger_config={"eventName": "signup"}, status="active"
@@ -100,7 +98,9 @@ def test_a_second_firing_for_a_running_contact_opens_no_second_run(api, org, mak
     assert AutomationRun.objects.count() == 1
 
 
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="the one-statement intake is PostgreSQL's")
+@pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="the set-based run opening is one statement on PostgreSQL"
+)
 def test_an_event_whose_step_0_is_due_at_once_wakes_the_walker_in_the_same_statement(
     api, org, make_automation, make_contact
 ):
@@ -269,146 +269,11 @@ NOW_STEP = (
 )
 
 
-def _written(contact) -> dict:
-    """What an event for `contact` left in the database, without ids and times."""
-    from automations.models import AutomationCounterDelta, AutomationStepRun
-
-    event = Event.objects.get(contact=contact)
-    activity = ContactActivity.objects.get(contact=contact, activity_type="event_received")
-    run = AutomationRun.objects.get(contact=contact)
-    step_run = AutomationStepRun.objects.get(run=run)
-    return {
-        "event": (event.organization_id, event.event_name, event.properties, event.triggered_automations),
-        "activity": (activity.organization_id, {**activity.metadata, "eventId": None}),
-        "activity_event_id": activity.metadata["eventId"] == event.pk,
-        "run": (
-            run.organization_id,
-            run.automation_id,
-            run.status,
-            run.triggered_by,
-            run.trigger_data,
-            run.current_step_index,
-            run.steps_executed,
-            run.next_step_at,
-            run.started_at == step_run.scheduled_at,
-        ),
-        "step_run": (
-            step_run.organization_id,
-            step_run.step_id,
-            step_run.step_index,
-            step_run.step_type,
-            step_run.status,
-            step_run.delay_until,
-            step_run.retry_count,
-            step_run.attempt,
-        ),
-        "deltas": sorted(AutomationCounterDelta.objects.values_list("field", "delta")),
-    }
-
-
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="the one-statement intake is PostgreSQL's")
-@pytest.mark.django_db(transaction=True)
-def test_an_event_for_an_existing_contact_is_one_write_statement_without_a_transaction(
+def test_an_event_answers_a_missing_contact_a_running_run_and_a_delayed_step_0_alike(
     api, org, make_automation, make_contact
 ):
-    # issue 12: the key (with its rate-limit token), the contact with its candidates, then everything the event
-    # writes in one statement in autocommit: no BEGIN/COMMIT round trips, atomic by being one statement
-    from automations.models import AutomationCounterDelta, AutomationStepRun
-
-    make_automation(
-        [NOW_STEP], trigger_type="event_received", trigger_config={"eventName": "go"}, status="active"
-    )
-    jane = make_contact("jane@example.com")
-    make_contact("warm@example.com")
-    api.post("/events", {"email": "warm@example.com", "eventName": "other"})
-
-    count, sql = statements(
-        api, {"email": "jane@example.com", "eventName": "go", "eventProperties": {"n": 1}}
-    )
-    assert count == 3, sql
-    assert not any(s.split()[0].upper() in ("BEGIN", "COMMIT", "SAVEPOINT", "RELEASE") for s in sql), sql
-    [write] = [s for s in sql if "INSERT" in s]
-    for table in ("automationrun", "automationsteprun", "automationcounterdelta", "owlat_event", "activity"):
-        assert table in write, table
-    written = _written(jane)
-    assert written["event"][1:] == ("go", {"n": 1}, 1) and written["activity_event_id"]
-    assert written["run"][2:] == (
-        "running",
-        "event_received",
-        {"eventName": "go", "eventProperties": '{"n":1}'},
-        0,
-        0,
-        None,
-        True,
-    )
-    assert written["step_run"][2:] == (0, "condition", "pending", None, 0, 0)
-    assert sorted(AutomationCounterDelta.objects.values_list("field", "delta")) == [
-        ("entered", 1),
-        ("pending", 1),
-    ]
-    assert AutomationStepRun.objects.filter(run__contact=jane).count() == 1
-    walks = [t for t in queued_tasks() if t.func == "automations.tasks.automation_walk_task"]
-    assert [t.args for t in walks] == [()]
-
-
-def _one_write(ctx) -> bool:
-    return any(
-        "INSERT INTO automations_automationrun" in q["sql"] and "INSERT INTO owlat_event" in q["sql"]
-        for q in ctx.captured_queries
-    )
-
-
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="the one-statement intake is PostgreSQL's")
-def test_the_one_statement_intakes_write_what_the_transaction_path_writes(
-    api, org, make_automation, make_contact, monkeypatch
-):
-    # the same event through the write after the read (the first of its name), through the read and the write as
-    # one statement (the next ones), and through fire_trigger and _event_insert (taken when another trigger
-    # listener is registered): the same rows, the same answer
-    from automations.models import AutomationCounterDelta
-    from owlat import registry
-
-    make_automation(
-        [NOW_STEP], trigger_type="event_received", trigger_config={"eventName": "go"}, status="active"
-    )
-    contacts = [make_contact(f"{n}@example.com") for n in ("one", "two", "three")]
-    body = {"eventName": "go", "eventProperties": {"plan": "pro", "n": 2.5, "ok": True, "none": None}}
-    api.post("/events", {"email": "warm@example.com", "eventName": "other", "createContactIfNotExists": True})
-    AutomationCounterDelta.objects.all().delete()
-
-    answers, written, shapes = [], [], []
-    for contact in contacts:
-        if contact is contacts[2]:
-            listeners = [*registry._trigger_listeners, lambda event: []]
-            monkeypatch.setattr(registry, "_trigger_listeners", listeners)
-        with CaptureQueriesContext(connection) as ctx:
-            answers.append(api.post("/events", {"email": contact.email, **body}).json()["data"])
-        sql = [q["sql"] for q in ctx.captured_queries]
-        read_and_write = any("FROM owlat_contact" in s and "INSERT" in s for s in sql)
-        shapes.append((len(sql), _one_write(ctx), read_and_write))
-        written.append(_written(contact))
-        AutomationCounterDelta.objects.all().delete()
-    assert shapes[0] == (3, True, False)  # the key, the read, the write
-    assert shapes[1] == (2, True, True)  # the key, the read and the write
-    assert not shapes[2][1]  # the transaction path
-    assert written[0] == written[1] == written[2]
-    assert written[0]["event"][1:] == ("go", body["eventProperties"], 1)
-    for answer, contact in zip(answers, contacts, strict=True):
-        assert answer["contactId"] == str(contact.pk)
-        assert {k: v for k, v in answer.items() if k not in ("eventId", "contactId")} == {
-            "eventName": "go",
-            "triggeredAutomations": 1,
-            "contactCreated": False,
-        }
-
-
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="the one-statement intake is PostgreSQL's")
-def test_the_one_statement_writes_nothing_unless_it_is_the_whole_intake(
-    api, org, make_automation, make_contact
-):
-    # after an event of the name went through the write after the read, the next is tried as one statement: a
-    # contact that is missing (404, or created), a running run, a step 0 that became a delay come out as the
-    # general path has them
+    # a contact that is missing (404, or created), a running run and a step 0 that became a delay each come
+    # out as the fan-out has them
     from automations.models import AutomationStep
     from owlat.models import Contact
 
@@ -445,7 +310,6 @@ def test_the_one_statement_writes_nothing_unless_it_is_the_whole_intake(
     assert activities.count() == 1
 
 
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="the one-statement intake is PostgreSQL's")
 @pytest.mark.parametrize(
     "config",
     [
@@ -458,9 +322,7 @@ def test_the_one_statement_writes_nothing_unless_it_is_the_whole_intake(
         None,
     ],
 )
-def test_the_one_statement_matches_the_trigger_as_trigger_matches(
-    api, org, make_automation, make_contact, config
-):
+def test_an_event_matches_the_trigger_as_trigger_matches(api, org, make_automation, make_contact, config):
     from automations.models import Automation
     from automations.triggers import trigger_matches
 
@@ -469,21 +331,19 @@ def test_the_one_statement_matches_the_trigger_as_trigger_matches(
     )
     make_contact("a@example.com")
     make_contact("b@example.com")
-    api.post("/events", {"email": "a@example.com", "eventName": "go"})  # the next one is one statement
+    api.post("/events", {"email": "a@example.com", "eventName": "go"})
     Automation.objects.filter(pk=automation.pk).update(trigger_config=config)
-    with CaptureQueriesContext(connection) as ctx:
-        answer = api.post("/events", {"email": "b@example.com", "eventName": "go"}).json()["data"]
-    assert len(ctx.captured_queries) == 2
+    answer = api.post("/events", {"email": "b@example.com", "eventName": "go"}).json()["data"]
     expected = int(trigger_matches("event_received", config, {"eventName": "go"})[0])
     assert answer["triggeredAutomations"] == expected
     assert AutomationRun.objects.filter(contact__email="b@example.com").count() == expected
 
 
-def test_without_the_wake_up_in_the_statement_the_contact_is_still_read(
+def test_without_a_broker_row_wake_up_the_contact_is_still_read(
     api, org, make_automation, make_contact, settings
 ):
-    # the one statement needs the walker's wake-up as a broker row; without it (here the duplicate-delivery
-    # switch, as with Redis) the event takes the other paths, and an existing contact is found
+    # without the walker's wake-up as a broker row (here the duplicate-delivery switch, as with Redis) an
+    # existing contact is found and its run opened
     make_automation(
         [NOW_STEP], trigger_type="event_received", trigger_config={"eventName": "go"}, status="active"
     )

@@ -18,7 +18,7 @@ from delivery.providers import delivery_configured
 from delivery.services.pools import sends_enqueue, uuid_or_none
 from delivery.services.senders import default_sender
 from owlat.models import Contact
-from owlat.sql import new_instance, prepared_cursor, prepared_models
+from owlat.sql import prepared_cursor, prepared_models
 
 
 @dataclass(frozen=True)
@@ -313,9 +313,8 @@ def automation_email_queue_many(requests: Sequence[AutomationEmailRequest]) -> l
 
 
 def _new_send(**values: Any) -> TransactionalSend:
-    """`_automation_send`'s row for the batch variant, built through `owlat.sql.new_instance` (every other field
-    its default): the keyword constructor costs a tenth of a millisecond per row."""
-    return new_instance(TransactionalSend, **values)
+    """`_automation_send`'s row for the batch variant (every other field its default)."""
+    return TransactionalSend(**values)
 
 
 def _automation_send(
