@@ -116,6 +116,14 @@ def pacing_figures(d: dict[str, Any]) -> list[Figure]:
     ]  # fmt: skip
 
 
+def fairness_figures(d: dict[str, Any]) -> list[Figure]:
+    return [
+        Figure("pool_fairness", f"small campaign during a {d.get('large_rows', 0):,}-row send of another org",
+               d.get("contended_seconds"), "s", d.get("alone_seconds"), d.get("ratio"), "≤ 2 × alone",
+               d.get("met")),
+    ]  # fmt: skip
+
+
 def fanout_figures(d: dict[str, Any]) -> list[Figure]:
     rows = d.get("results") or []
     out = [
@@ -181,6 +189,12 @@ BENCHES = [
         pacing_figures,
         tiny=["--rows", "300", "--seconds", "5", "--settle", "2"],
         reduced=["--rows", "2000", "--seconds", "20", "--settle", "3"],
+    ),
+    Bench(
+        "pool_fairness",
+        fairness_figures,
+        tiny=["--rows", "400", "--small", "20", "--settle", "1"],
+        reduced=["--rows", "5000", "--small", "200"],
     ),
     Bench(
         "automation_throughput",

@@ -1,27 +1,23 @@
-"""The helper threads of one pool job (delivery.worker, issue 12): the hand-off marker, the provider connections'
-senders and the recorder of results.
+"""The helpers of one pool job (delivery.worker): the provider connections and the recorder of results.
 
-The job's own thread claims, composes and marks the hand-off (D-07: committed before a message goes on the
-wire). Handed-off messages wait in the senders' outbox (at most `outbox` of them) for one of the job's
-connections, a sender thread each. Every result — a provider's answer from a sender, a row the job's thread
-refused before the wire (suppressed, not composable) — goes to the `Recorder`, which records it through the
-send lifecycle in batches of `flush_size` rows (`send_transition_many`), parks retryable refusals as due tasks
-(issue 12 item 5) and flags unknown outcomes (D-07).
+The job's own thread claims and composes. Each composed row waits for a free connection of the job
+(`Connections`, a sender thread each); its hand-off is marked just before its message goes on the wire (D-07),
+by the sender thread that sends it (over its own database connection) or, when the job runs inside a
+caller's transaction, by the job's thread once the connection is free. Every result — a provider's answer, a
+row the job's thread refused before the wire (suppressed, not composable) — goes to the `Recorder`, which
+records it through the send lifecycle in batches of `flush_size` rows (`send_transition_many`), parks
+retryable refusals as due tasks and flags unknown outcomes (D-07).
 
 The recorder runs in a thread of its own with its own database connection when the job runs outside a
 transaction on PostgreSQL (a worker) and has more than a few rows (`start_thread`): the job's thread then never
-waits for a result's commit while the connections could be sending. A small job records in its own thread over
-its own connection, without a thread and a new database connection for a handful of results. Inside a caller's transaction (tests, a caller that holds one) a second
-connection would not see the caller's rows, so the recorder runs in the job's thread (`pump`) as before.
-
-Where the recorder has its thread, a job's groups after the first are marked handed off by a `Marker` thread with
-its own database connection, which gives each group to the senders once its mark has committed (D-07 unchanged:
-no message goes on the wire before its row's mark is durable), while the job's thread composes the next group
-instead of waiting for that commit.
+waits for a result's commit while the connections could be sending. A small job records in its own thread.
+Inside a caller's transaction a second connection would not see the caller's rows, so the recorder runs in
+the job's thread (`pump`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import logging
 import queue
@@ -29,6 +25,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from delivery import profiling
@@ -39,100 +36,70 @@ from delivery.providers import AMBIGUOUS_TIMEOUT, Transport
 logger = logging.getLogger(__name__)
 
 
-class Senders:
-    """The job's provider connections, one sender thread each: rows already handed off go in (`put`, which
-    waits while the outbox is full), each result goes to `on_result(row, outcome, error)`. A sender thread only
-    talks to the provider."""
+class Connections:
+    """The job's provider connections, each carrying one message at a time, sent from a thread pool
+    (`concurrent.futures`, a thread per connection). `submit(row, message, mark)` waits for a free connection,
+    runs `mark(row, message)` (the hand-off; None when the sender thread marks the row itself), and gives the
+    row to that connection: `attempt(row, message, transport)` runs on a sender thread and its answer goes to
+    `on_result(row, outcome, error)` (None: nothing was sent). A connection is busy from its row's mark until
+    the provider answered, so at most one handed-off row per connection is without an answer (D-07)."""
 
     def __init__(
         self,
         transports: list[Transport],
-        send: Callable[[Any, Transport], Any],
+        attempt: Callable[[Any, Any, Transport], Any],
         on_result: Callable[[Any, Any, BaseException | None], None],
-        *,
-        outbox: int,
     ) -> None:
         self.transports = transports
-        self._send = send
+        self._attempt = attempt
         self._on_result = on_result
-        self._outbox: queue.Queue[Any] = queue.Queue(maxsize=max(outbox, len(transports)))
-        self._threads = [
-            threading.Thread(target=self._run, args=(t,), name=f"owlat-send-{i}", daemon=True)
-            for i, t in enumerate(transports)
-        ]
-        for thread in self._threads:
-            thread.start()
+        self._free: queue.SimpleQueue[Transport] = queue.SimpleQueue()
+        for transport in transports:
+            self._free.put(transport)
+        self._pool = ThreadPoolExecutor(max_workers=len(transports), thread_name_prefix="owlat-send")
+        self._cpu = 0.0
+        self._lock = threading.Lock()
 
-    def _run(self, transport: Transport) -> None:
-        from django.db import connection
+    def submit(self, row: Any, message: Any, mark: Callable[[Any, Any], bool] | None = None) -> bool:
+        """Send `row` over the next free connection; False when `mark` says the claim was lost."""
+        transport = self._free.get()
+        if mark is not None and not mark(row, message):
+            self._free.put(transport)
+            return False
+        self._pool.submit(self._run, transport, row, message)
+        return True
 
-        started = time.thread_time()
+    def _run(self, transport: Transport, row: Any, message: Any) -> None:
         try:
-            while (item := self._outbox.get()) is not None:
-                row, message = item
-                try:
-                    outcome = self._send(message, transport)
-                except BaseException as exc:  # a bug, not a provider answer: the job re-raises it
-                    self._on_result(row, None, exc)
-                else:
-                    self._on_result(row, outcome, None)
+            outcome = self._attempt(row, message, transport)
+        except BaseException as exc:  # a bug, not a provider answer: the job re-raises it
+            self._on_result(row, None, exc)
+        else:
+            if outcome is not None:
+                self._on_result(row, outcome, None)
         finally:
-            connection.close()  # the thread's own DB connection (DKIM key look-up), if it opened one
-            if profiling.enabled():
-                profiling.thread_cpu("senders", time.thread_time() - started)
-
-    def put(self, row: Any, message: Any) -> None:
-        self._outbox.put((row, message))
+            self._free.put(transport)
 
     def close(self) -> None:
-        """Send what is in the outbox, then stop the threads."""
-        for _ in self._threads:
-            self._outbox.put(None)
-        for thread in self._threads:
-            thread.join()
+        """Wait for what was submitted, then close each sender thread's database connection (the hand-off
+        mark, the DKIM key look-up): one task per thread, held at a barrier so each thread runs one."""
+        threads = len(self.transports)
+        barrier = threading.Barrier(threads)
 
+        def close_connection() -> None:
+            from django.db import connection
 
-class Marker:
-    """Hands groups of composed rows off in a thread of its own (`hand_off(group)`: the mark, then the rows to the
-    senders) with its own database connection. `put(group)` waits while `depth` groups wait; `close()` waits for
-    what was put. A failure in the thread is raised by the next `put` or by `close`; the groups after it are not
-    handed off (their rows stay claimed, never on the wire, and are re-driven after the claim lease)."""
-
-    def __init__(self, hand_off: Callable[[list[Any]], None], *, depth: int = 1) -> None:
-        self._hand_off = hand_off
-        self._groups: queue.Queue[list[Any] | None] = queue.Queue(maxsize=depth)
-        self.error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="owlat-handoff", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        from django.db import connection
-
-        started = time.thread_time()
-        try:
-            while (group := self._groups.get()) is not None:
-                if self.error is None:
-                    try:
-                        self._hand_off(group)
-                    except BaseException as exc:  # kept for the job's thread
-                        self.error = exc
-        finally:
+            with contextlib.suppress(threading.BrokenBarrierError):
+                barrier.wait(timeout=30)
             connection.close()
-            if profiling.enabled():
-                profiling.thread_cpu("marker", time.thread_time() - started)
+            with self._lock:
+                self._cpu += time.thread_time()
 
-    def put(self, group: list[Any]) -> None:
-        if self.error is not None:
-            raise self.error
-        self._groups.put(group)
-
-    def close(self, *, raise_error: bool = True) -> None:
-        """Wait for the groups put (once; later calls only raise), then raise the thread's failure."""
-        if self._thread.is_alive():
-            self._groups.put(None)
-            self._thread.join()
-        if raise_error and self.error is not None:
-            raise self.error
+        for _ in range(threads):
+            self._pool.submit(close_connection)
+        self._pool.shutdown(wait=True)
+        if profiling.enabled():
+            profiling.thread_cpu("senders", self._cpu)
 
 
 class Recorder:
@@ -294,7 +261,7 @@ class Recorder:
 
 
 def _park(kind: str, row: Any, token: uuid.UUID, result: Any, at: dt.datetime) -> bool:
-    """A retryable refusal with attempts left (issue 12 item 5): park the row and hand it to its pool as a due
+    """A retryable refusal with attempts left: park the row and hand it to its pool as a due
     task after the provider's delay, in one transaction, instead of sleeping in the job."""
     from django.db import transaction
 

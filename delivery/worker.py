@@ -1,16 +1,14 @@
 """The pool worker (DLV-15 … DLV-18 as refined by D-06, D-07, D-08).
 
-`dispatch_batch(kind, ids)` is what one pool job does: claim each given row on its own (rows another worker
-holds, or that already left `queued`, are skipped), compose, re-check suppression, take a pacing token, mark
-the hand-off, make one attempt through `send_provider_attempt` over one of the job's provider connections
-(`DELIVERY_SMTP_CONNECTIONS` SMTP connections at once, a sender thread each, issue 12), and record every
-result through the send lifecycle (batched, so counters and completion handlers are merged per campaign; in a
-recorder thread of its own, delivery.pipeline). A
-retryable refusal is parked and handed to the pool as a due task after the provider's delay (issue 12 item 5);
-the job never sleeps between attempts, and checks its time budget before each row and while it waits for a
-pacing token. A transactional job tops its batch up with queued rows whose own job has not run yet and, while
-the pool has a backlog, goes on with it a round of `BATCH_SIZE` rows at a time (`DRAIN_SECONDS`), so a backlog
-of automation mail is not sent as cold 100-row jobs.
+`dispatch_batch(kind, ids)` is what one pool job does (`PoolJob`): claim each given row on its own (rows
+another worker holds, or that already left `queued`, are skipped), compose, re-check suppression, take a
+pacing token, mark the row's hand-off and make one attempt through `send_provider_attempt` over a free one of
+the job's provider connections (`DELIVERY_SMTP_CONNECTIONS` SMTP connections, a sender thread each), and
+record every result through the send lifecycle (batched per campaign, in a recorder thread of its own;
+delivery.pipeline). A retryable refusal is parked and handed to the pool as a due task after the provider's
+delay; the job never sleeps between attempts, and checks its time budget before each row and while it waits
+for a pacing token. A transactional job tops its batch up with queued rows whose own job has not run yet and,
+while the pool has a backlog, goes on with it a round of `BATCH_SIZE` rows at a time (`DRAIN_SECONDS`).
 
 A row is dispatched at most once: the claim is a compare-and-set, the hand-off mark is a compare-and-set on the
 claim token, and a row handed off without a result stays `queued` and flagged outcome-unknown, never re-sent
@@ -20,8 +18,8 @@ automatically (`reap_stuck_sends` resolves it after 24 hours; `resend_unknown` i
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import logging
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -35,6 +33,7 @@ from delivery import attachments as attachment_fetch
 from delivery import profiling
 from delivery.compose import ComposeError, compose_campaign, compose_transactional
 from delivery.dispatch import send_provider_attempt
+from delivery.fairness import fair_batch
 from delivery.health import provider_health_flush
 from delivery.lifecycle import (
     UNKNOWN_OUTCOME_DEADLINE,
@@ -47,7 +46,7 @@ from delivery.lifecycle import (
     claim_sends,
     claim_sends_topped_up,
     lease_orphans,
-    mark_handed_off_many,
+    mark_handed_off,
     mark_outcome_unknown,
     model_for,
     release_claims,
@@ -55,7 +54,7 @@ from delivery.lifecycle import (
 )
 from delivery.models import SendStatus
 from delivery.pacing import Pacer, take_pool_token
-from delivery.pipeline import Marker, Recorder, Senders
+from delivery.pipeline import Connections, Recorder
 from delivery.providers import (
     AMBIGUOUS_TIMEOUT,
     DispatchError,
@@ -71,24 +70,21 @@ from delivery.rounds import SUPPRESSED_CODE, Round, read_round
 logger = logging.getLogger(__name__)
 
 BATCH_SIZE = 100  # D-06
-# Compose and mark the next rows while the previous messages are on the wire (delivery.pipeline): the job's
-# thread claims, composes and marks the hand-off (one statement and commit per HANDOFF_GROUP rows), a sender
-# thread per connection sends, and a recorder thread records the results (RESULT_FLUSH_SIZE rows per
-# transaction). At most OUTBOX handed-off messages wait for a connection and one is in flight per connection, so
-# a crash leaves at most HANDOFF_GROUP + OUTBOX + connections rows outcome-unknown that never reached the wire
-# (D-07: flagged, never re-sent automatically), besides the sent rows whose result was not recorded yet.
+# The job's thread claims and composes; a sender thread per provider connection marks each row's hand-off just
+# before its message goes on the wire and sends it; a recorder thread records the results (RESULT_FLUSH_SIZE
+# rows per transaction). A connection carries one marked row at a time, so a crash leaves at most one
+# outcome-unknown row per open connection that may not have reached the wire (D-07: flagged, never re-sent
+# automatically), besides the sent rows whose result was not recorded yet.
 PIPELINE = True
-HANDOFF_GROUP = 10
-OUTBOX = 10  # handed-off messages waiting for a free connection
 RESULT_FLUSH_SIZE = 50  # results are recorded in one transaction per this many rows
 RECORD_INLINE_ROWS = 10  # a job with at most this many rows (per round) records without a recorder thread
 # Below the django-q2 timeout (120 s) minus one SMTP timeout (30 s): checked before each row and while waiting
-# for a pacing token; the rest is handed to a new job. Provider retries never sleep here (issue 12 item 5).
+# for a pacing token; the rest is handed to a new job. Provider retries never sleep here.
 BATCH_TIME_BUDGET_SECONDS = 80.0
 # A transactional job that finished its rows goes on with the pool's next queued rows (BATCH_SIZE per round,
 # claimed like the top-up, as long as the last claim found all it asked for) over the same connections while
 # it is younger than this: a backlog of automation
-# mail is drained without a cold start (threads, connections, broker hop) per 100 rows (issue 12).
+# mail is drained without a cold start (threads, connections, broker hop) per 100 rows.
 DRAIN_SECONDS = 20.0
 UNCONFIRMED_CODE = "PROVIDER_ACCEPTANCE_UNCONFIRMED"
 
@@ -121,8 +117,7 @@ def dispatch_batch(
     Its claim is renewed while it runs (`ClaimKeeper`), so the rows of a killed job are re-driven quickly.
     A provider retry is a job of its own: `retry_token` claims the parked row, `attempts` were made before."""
     token = uuid.uuid4()
-    run = functools.partial(
-        _dispatch_batch,
+    job = PoolJob(
         kind,
         ids,
         token=token,
@@ -132,229 +127,274 @@ def dispatch_batch(
     )
     with ClaimKeeper(kind, token):
         if not profiling.enabled():
-            return run()
-        summary: BatchSummary | None = None
-        with profiling.job(lambda: summary.claimed if summary else 0):
-            summary = run()
-        return summary
+            return job.run()
+        with profiling.job(lambda: job.summary.claimed):
+            return job.run()
 
 
-def _dispatch_batch(
-    kind: str,
-    ids: list[str],
-    *,
-    token: uuid.UUID,
-    retry_token: uuid.UUID | None = None,
-    prior_attempts: int = 0,
-    transport_factory: Callable[[], Transport] = get_transport,
-    sleep: Callable[[float], None] = time.sleep,
-    clock: Callable[[], float] = time.monotonic,
-    pacer: Callable[[], None] | None = None,
-    now: Callable[[], dt.datetime] = timezone.now,
-    drain: bool = True,
-    connections: int | None = None,
-) -> BatchSummary:
-    summary = BatchSummary(kind=kind, requested=len(ids))
-    backlog = True  # whether the pool may have more queued rows for the drain (see DRAIN_SECONDS)
-    top_up = drain and kind == "transactional" and len(ids) < BATCH_SIZE
-    if top_up and connection.vendor == "postgresql":
-        # The batch's rows and a top-up with queued rows whose own job has not run yet, in one statement.
-        won, topped = claim_sends_topped_up(
-            kind, ids, limit=BATCH_SIZE, token=token, retry_token=retry_token, now=now()
+class PoolJob:
+    """One pool job in named phases: `claim` the rows, `load` a round of them (`read_round`), then per row
+    `compose` it, take its pacing token, `hand_off` (mark it just before its message goes on the wire) and
+    `send` it over a free connection; the `Recorder` records every result. A transactional job goes on with
+    the pool's next rows (`next_round`) while the pool has a backlog. `finish` closes the connections, records
+    the last results and unclaims the rows of paused or cancelled campaigns."""
+
+    def __init__(
+        self,
+        kind: str,
+        ids: list[str],
+        *,
+        token: uuid.UUID,
+        retry_token: uuid.UUID | None = None,
+        prior_attempts: int = 0,
+        transport_factory: Callable[[], Transport] = get_transport,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+        pacer: Callable[[], None] | None = None,
+        now: Callable[[], dt.datetime] = timezone.now,
+        drain: bool = True,
+        connections: int | None = None,
+    ) -> None:
+        self.kind, self.ids, self.token, self.retry_token = kind, ids, token, retry_token
+        self.prior_attempts = prior_attempts
+        self.transport_factory, self.clock, self.now, self.drain = transport_factory, clock, now, drain
+        self.wanted_connections = connections
+        self.summary = BatchSummary(kind=kind, requested=len(ids))
+        self.prior: dict[str, int] = {}
+        self.backlog = True  # whether the pool may have more queued rows for the drain (see DRAIN_SECONDS)
+        self.cache: dict[Any, dict[Any, Any]] = {}
+        self.pace = pacer if pacer is not None else Pacer(pool_name(kind), sleep=sleep)
+        # A recorder thread with its own database connection, unless the job runs inside a caller's
+        # transaction (whose rows another connection would not see) or on SQLite (one writer at a time);
+        # then the sender threads do not touch the database either and the job's thread marks the hand-off.
+        self.threaded = PIPELINE and connection.vendor == "postgresql" and not connection.in_atomic_block
+        self.recorder = Recorder(
+            kind, token, self.summary, now=now, flush_size=RESULT_FLUSH_SIZE, threaded=False
         )
-        summary.skipped = len(ids) - len(won)
-        prior = dict.fromkeys(won, prior_attempts) if retry_token is not None else {}
-        backlog = len(topped) == BATCH_SIZE - len(ids)
-        won += topped
-    else:
-        token, won = claim_sends(kind, ids, token=token, retry_token=retry_token, now=now())
-        summary.skipped = len(ids) - len(won)
-        prior = dict.fromkeys(won, prior_attempts) if retry_token is not None else {}
-        if top_up and len(won) < BATCH_SIZE:
-            # Top the batch up with queued rows whose own job has not run yet (one connection, one flush).
-            wanted = BATCH_SIZE - len(won)
-            topped = claim_queued(kind, token, limit=wanted, exclude=won)
-            won += topped
-            backlog = len(topped) == wanted
-    if summary.skipped:
-        _defer_not_due(kind, ids, won, now())
-    summary.claimed = len(won)
-    if not won:
-        return summary
-    shared_cache: dict[Any, dict[Any, Any]] = {}
-    current = read_round(kind, won, token, shared_cache, join=len(won) <= RECORD_INLINE_ROWS)
-    pool = "campaign" if kind == "campaign" else "transactional"
-    pace = pacer if pacer is not None else Pacer(pool, sleep=sleep)
-    if not delivery_configured():
-        recorder = Recorder(kind, token, summary, now=now, flush_size=RESULT_FLUSH_SIZE, threaded=False)
-        for row in current.rows:
-            recorder.failed(
-                row, error_code="WORKPOOL_FAILED", error_message="No delivery provider configured"
+        self.transports: list[Transport] = []
+        self.connections: Connections | None = None
+        self.holds = _Holds(clock) if kind == "campaign" else None
+        self.held_rows: list[str] = []
+        self.started = clock()
+        self._lock = threading.Lock()
+        self.refusal = ""  # why the provider connection did not open
+
+    def run(self) -> BatchSummary:
+        won = self.claim()
+        if not won:
+            return self.summary
+        current: Round | None = self.load(won)
+        if not delivery_configured():
+            for row in current.rows:  # type: ignore[union-attr]
+                self.recorder.failed(
+                    row, error_code="WORKPOOL_FAILED", error_message="No delivery provider configured"
+                )
+            self.recorder.close()
+            return self.summary
+        self.started = self.clock()
+        failed = False
+        try:
+            while current is not None and self.send_round(current):
+                current = self.next_round()
+        except BaseException:
+            failed = True
+            raise
+        finally:
+            self.finish(failed)
+        return self.summary
+
+    # -- claim and load ------------------------------------------------------------------------------------
+
+    def claim(self) -> list[str]:
+        """Claim the given rows (rows another worker holds or that left `queued` are skipped); a small
+        transactional job tops its batch up with queued rows whose own job has not run yet."""
+        kind, ids, summary = self.kind, self.ids, self.summary
+        if kind == "campaign" and self.retry_token is None:
+            ids, rest = fair_batch(ids, limit=BATCH_SIZE, now=self.now())
+            if rest:  # over this organization's fair share: back to the pool's queue
+                from delivery.services import sends_enqueue
+
+                sends_enqueue(kind, rest)
+        top_up = self.drain and kind == "transactional" and len(ids) < BATCH_SIZE
+        if top_up and connection.vendor == "postgresql":  # the rows and the top-up in one statement
+            won, topped = claim_sends_topped_up(
+                kind, ids, limit=BATCH_SIZE, token=self.token, retry_token=self.retry_token, now=self.now()
             )
-        recorder.close()
-        return summary
+            self.backlog = len(topped) == BATCH_SIZE - len(ids)
+            summary.skipped = len(ids) - len(won)
+            self._note_prior(won)
+            won += topped
+        else:
+            self.token, won = claim_sends(
+                kind, ids, token=self.token, retry_token=self.retry_token, now=self.now()
+            )
+            summary.skipped = len(ids) - len(won)
+            self._note_prior(won)
+            if top_up and len(won) < BATCH_SIZE:
+                wanted = BATCH_SIZE - len(won)
+                topped = claim_queued(kind, self.token, limit=wanted, exclude=won)
+                won += topped
+                self.backlog = len(topped) == wanted
+        if summary.skipped:
+            _defer_not_due(kind, ids, won, self.now())
+        summary.claimed = len(won)
+        return won
 
-    # A recorder thread with its own database connection, unless the job runs inside a caller's transaction
-    # (whose rows another connection would not see) or on SQLite (one writer at a time).
-    # Started once the job has more than RECORD_INLINE_ROWS rows (a round's): a small job records its results
-    # itself at the end, without a thread and a database connection of its own.
-    threaded = PIPELINE and connection.vendor == "postgresql" and not connection.in_atomic_block
-    recorder = Recorder(kind, token, summary, now=now, flush_size=RESULT_FLUSH_SIZE, threaded=False)
-    transports: list[Transport] = []
-    senders: Senders | None = None
-    # Composed rows that took their pacing token, handed off together (one statement, HANDOFF_GROUP rows at
-    # most) just before they go to the connections: by the job's thread, or, once the recorder has its thread,
-    # from the second group on by a marker thread while the job's thread composes the next group.
-    ready: list[tuple[Any, Any]] = []
-    marker: Marker | None = None
-    handed_groups = 0
+    def _note_prior(self, won: list[str]) -> None:
+        if self.retry_token is not None:  # a provider retry: the attempts made before count
+            self.prior = dict.fromkeys(won, self.prior_attempts)
 
-    def send(message: Any, transport: Transport) -> tuple[Any, dt.datetime]:
+    def load(self, ids: list[str]) -> Round:
+        return read_round(self.kind, ids, self.token, self.cache, join=len(ids) <= RECORD_INLINE_ROWS)
+
+    def next_round(self) -> Round | None:
+        """The drain: while the pool has queued rows and the job is young, the next `BATCH_SIZE` rows go out
+        over the same connections and recorder instead of a cold job of their own."""
+        if not (self.drain and self.kind == "transactional") or not self.backlog:
+            return None
+        if self.clock() - self.started > DRAIN_SECONDS:
+            return None
+        more = claim_queued(self.kind, self.token, limit=BATCH_SIZE, now=self.now())
+        self.backlog = len(more) == BATCH_SIZE
+        if not more:
+            return None
+        self.summary.claimed += len(more)
+        return self.load(more)
+
+    # -- per row -------------------------------------------------------------------------------------------
+
+    def send_round(self, round_: Round) -> bool:
+        """Compose, pace, hand off and send one round's rows; False when the job ran out of time (the rest
+        went back to the pool)."""
+        rows = round_.rows
+        if self.threaded and len(rows) > RECORD_INLINE_ROWS:
+            self.recorder.start_thread()
+        for index, row in enumerate(rows):
+            if self.clock() - self.started > BATCH_TIME_BUDGET_SECONDS:
+                self.hand_back(rows[index:])
+                return False
+            if self.holds is not None and self.holds.held(row, rows[index:]):
+                self.held_rows.append(str(row.pk))
+                continue
+            message = self.compose(row, round_)
+            if message is None:
+                continue
+            if not self.open_connections(len(rows) - index):
+                self.recorder.failed(row, error_code="WORKPOOL_FAILED", error_message=self.refusal)
+                continue
+            # This attempt's pacing token (D-06), within the job's time budget.
+            if not take_pool_token(self.pace, BATCH_TIME_BUDGET_SECONDS - (self.clock() - self.started)):
+                self.hand_back(rows[index:])
+                return False
+            self.send(row, message)
+        return True
+
+    def compose(self, row: Any, round_: Round) -> Any | None:
+        """The row's message, or None when it was refused before the wire (recorded as failed)."""
+        refusal = round_.refusal(row)
+        if refusal is not None:
+            self.recorder.failed(row, error_code=SUPPRESSED_CODE, error_message=refusal)
+            return None
+        try:
+            return _compose(row, round_.contexts, round_.mail_options)
+        except ComposeError as exc:
+            self.recorder.failed(row, error_code=exc.code, error_message=exc.message)
+        except attachment_fetch.AttachmentError as exc:
+            self.recorder.failed(row, error_code="ATTACHMENT_FETCH_FAILED", error_message=str(exc))
+        return None
+
+    def open_connections(self, rows_left: int) -> bool:
+        """The job's provider connections, opened with its first message: `DELIVERY_SMTP_CONNECTIONS` for
+        SMTP (one per row at most), one otherwise. False (the row recorded as failed) when none opens."""
+        if self.transports:
+            return True
+        try:
+            self.transports.append(self.transport_factory())
+        except DispatchError as exc:
+            return self._refused(exc.message)
+        first = self.transports[0]
+        if PIPELINE and first.provider_type != "local":
+            wanted = self.wanted_connections or (smtp_connections() if first.provider_type == "smtp" else 1)
+            while len(self.transports) < min(wanted, rows_left):
+                self.transports.append(self.transport_factory())
+            self.connections = Connections(self.transports, self._attempt, self.recorder.result)
+        return True
+
+    def _refused(self, reason: str) -> bool:
+        self.refusal = reason
+        return False
+
+    def hand_off(self, row: Any, message: Any) -> bool:
+        """Mark the row handed off (committed before its message goes on the wire; D-07); False when the
+        claim was lost (its lease ran out and another worker took it)."""
+        handed_at = self.now()
+        if not mark_handed_off(
+            self.kind, str(row.pk), self.token, message_id=message.message_id, now=handed_at
+        ):
+            with self._lock:
+                self.summary.skipped += 1
+            return False
+        row.handed_off_at, row.message_id = handed_at, message.message_id  # as written
+        return True
+
+    def send(self, row: Any, message: Any) -> None:
+        """Hand the row off and send it: over the next free connection (marked by its sender thread, or by
+        this thread when the sender threads stay off the database), or here when the job has one transport."""
+        if self.connections is None:
+            if self.hand_off(row, message):
+                self.recorder.result(row, self._provider_attempt(message, self.transports[0]), None)
+        else:
+            self.connections.submit(row, message, None if self.threaded else self.hand_off)
+        self.recorder.pump()
+
+    def _attempt(self, row: Any, message: Any, transport: Transport) -> tuple[Any, dt.datetime] | None:
+        """On a sender thread: the hand-off mark (when this thread marks) and one provider attempt."""
+        if self.threaded and not self.hand_off(row, message):
+            return None
+        return self._provider_attempt(message, transport)
+
+    def _provider_attempt(self, message: Any, transport: Transport) -> tuple[Any, dt.datetime]:
         result = send_provider_attempt(
             transport,
             message,
-            prior_attempts=prior.get(str(message.send_id), 0),
+            prior_attempts=self.prior.get(str(message.send_id), 0),
             retry_delays_ms=retry_delays_ms(transport.provider_type),
-            clock=clock,
+            clock=self.clock,
         )
-        return result, now()
+        return result, self.now()
 
-    def dispatch_ready() -> None:
-        """Hand the ready rows off (`hand_off`), here or through the marker thread."""
-        nonlocal marker, handed_groups
-        if not ready:
-            return
-        group = list(ready)
-        ready.clear()
-        handed_groups += 1
-        if marker is None and handed_groups > 1 and senders is not None and recorder.threaded:
-            marker = Marker(hand_off)
-        if marker is not None:
-            marker.put(group)
-        else:
-            hand_off(group)
-        recorder.pump()
+    # -- the end -------------------------------------------------------------------------------------------
 
-    def hand_off(group: list[tuple[Any, Any]]) -> None:
-        """Mark the group's rows handed off (one statement, committed before any goes on the wire; D-07) and
-        give the rows still held to the connections (or send them here)."""
-        handed_at = now()
-        held = mark_handed_off_many(
-            kind, [(str(row.pk), message.message_id) for row, message in group], token, now=handed_at
-        )
-        for row, message in group:
-            if str(row.pk) not in held:
-                summary.skipped += 1  # the claim was lost (lease ran out and another worker took it)
-                continue
-            row.handed_off_at, row.message_id = handed_at, message.message_id  # as written
-            if senders is None:
-                recorder.result(row, send(message, transports[0]), None)
-            else:
-                senders.put(row, message)
-
-    def hand_back(rest_rows: list[Any]) -> None:
-        """Out of time budget: what took its token goes out, the rest goes back to the pool as a new job."""
-        dispatch_ready()
-        rest = [str(r.pk) for r in rest_rows]
-        summary.released += release_claims(kind, rest, token)
+    def hand_back(self, rest_rows: list[Any]) -> None:
+        """Out of time budget: the rows not sent go back to the pool as a new job."""
         from delivery.services import sends_enqueue
 
-        sends_enqueue(kind, rest)
+        rest = [str(r.pk) for r in rest_rows]
+        self.summary.released += release_claims(self.kind, rest, self.token)
+        sends_enqueue(self.kind, rest)
 
-    def run_round(round_: Round) -> bool:
-        """Check, compose, pace and hand off one round's rows; False when the job ran out of time (the rest
-        went back to the pool)."""
-        nonlocal senders
-        rows = round_.rows
-        if threaded and len(rows) > RECORD_INLINE_ROWS:
-            recorder.start_thread()
-        for index, row in enumerate(rows):
-            if clock() - started > BATCH_TIME_BUDGET_SECONDS:
-                hand_back(rows[index:])
-                return False
-            if holds is not None and holds.held(row, rows[index:]):
-                held_rows.append(str(row.pk))
-                continue
-            refusal = round_.refusal(row)
-            if refusal is not None:
-                recorder.failed(row, error_code=SUPPRESSED_CODE, error_message=refusal)
-                continue
-            try:
-                message = _compose(row, round_.contexts, round_.mail_options)
-            except ComposeError as exc:
-                recorder.failed(row, error_code=exc.code, error_message=exc.message)
-                continue
-            except attachment_fetch.AttachmentError as exc:
-                recorder.failed(row, error_code="ATTACHMENT_FETCH_FAILED", error_message=str(exc))
-                continue
-            if not transports:
-                try:
-                    transports.append(transport_factory())
-                except DispatchError as exc:
-                    recorder.failed(row, error_code="WORKPOOL_FAILED", error_message=exc.message)
-                    continue
-                if PIPELINE and transports[0].provider_type != "local":
-                    wanted = connections or (
-                        smtp_connections() if transports[0].provider_type == "smtp" else 1
-                    )
-                    while len(transports) < min(wanted, len(rows) - index):
-                        transports.append(transport_factory())
-                    senders = Senders(transports, send, recorder.result, outbox=OUTBOX)
-            # This attempt's token (D-06), taken before the hand-off mark, within the job's time budget; when
-            # none is free right now, what is composed goes out first.
-            if not take_pool_token(pace, 0.0):
-                dispatch_ready()
-                if not take_pool_token(pace, BATCH_TIME_BUDGET_SECONDS - (clock() - started)):
-                    hand_back(rows[index:])
-                    return False
-            ready.append((row, message))
-            if len(ready) >= HANDOFF_GROUP:
-                dispatch_ready()
-        return True
-
-    holds = _Holds(clock) if kind == "campaign" else None
-    held_rows: list[str] = []
-    started = clock()
-    failed = False
-    try:
-        while run_round(current) and drain and kind == "transactional":
-            # Drain (issue 12): while the pool has queued rows and the job is young, claim the next group and
-            # go on over the same connections, sender threads and recorder, composing it while the previous
-            # group is still on the wire, instead of ending the job and starting the next one cold.
-            dispatch_ready()
-            if not backlog or clock() - started > DRAIN_SECONDS:
-                break  # the last claim found fewer rows than it asked for: rows queued since have their jobs
-            more = claim_queued(kind, token, limit=BATCH_SIZE, now=now())
-            backlog = len(more) == BATCH_SIZE
-            if not more:
-                break
-            summary.claimed += len(more)
-            current = read_round(kind, more, token, shared_cache, join=len(more) <= RECORD_INLINE_ROWS)
-        dispatch_ready()
-        if marker is not None:
-            marker.close()  # every group handed off; raises the marker's failure
-    except BaseException:
-        failed = True
-        raise
-    finally:
+    def finish(self, failed: bool) -> None:
         try:
-            if marker is not None:
-                marker.close(raise_error=False)  # a failed job's groups put are handed off first
-            if senders is not None:
-                senders.close()  # what is in the outbox goes out
+            if self.connections is not None:
+                self.connections.close()  # what was submitted goes out
         finally:
-            for transport in transports:
+            for transport in self.transports:
                 release_transport(transport)
             try:
-                recorder.close()  # every result recorded (raises a sender's bug or a recording error)
+                self.recorder.close()  # every result recorded (raises a sender's bug or a recording error)
             except Exception:
                 if not failed:
                     raise
-                logger.exception("could not record the last results of a failed %s job", kind)
+                logger.exception("could not record the last results of a failed %s job", self.kind)
             provider_health_flush()  # DLV-17: one write per provider and minute for the whole job
-            if held_rows:  # a paused or cancelled campaign: unclaimed, not re-enqueued (resume does that)
-                summary.released += release_claims(kind, held_rows, token)
-    return summary
+            if (
+                self.held_rows
+            ):  # a paused or cancelled campaign: unclaimed, not re-enqueued (resume does that)
+                self.summary.released += release_claims(self.kind, self.held_rows, self.token)
+
+
+def pool_name(kind: str) -> str:
+    return "campaign" if kind == "campaign" else "transactional"
 
 
 HOLD_CHECK_SECONDS = 1.0  # how often a campaign job asks whether its campaigns were paused or cancelled

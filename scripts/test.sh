@@ -88,6 +88,7 @@ SQLITE_E2E=(
   tests/browser/test_contact_import.py
   campaigns/tests/test_e2e_local_time.py
   campaigns/tests/test_e2e_pause_cancel.py
+  delivery/tests/test_e2e_fair_pool.py
   delivery/tests/test_deliverability.py
   inbox/tests/test_smtp_intake.py
   tests/browser/test_signup_forms.py

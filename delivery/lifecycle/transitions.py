@@ -4,14 +4,13 @@ provider-message-id lookups used by webhooks, and the dispatch worker's batched 
 from __future__ import annotations
 
 import datetime as dt
-import json
 import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import connection, models, transaction
+from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -58,99 +57,11 @@ class _SendLifecycle(Lifecycle):
             return method
         return getattr(obj, name)
 
-    def _compare_and_set(
-        self,
-        model: type[models.Model],
-        frm: str,
-        to: str,
-        fields: tuple[str, ...],
-        guarded: tuple[str, ...],
-        rows: list[tuple[int, Any, Decision, dict[str, Any]]],
-    ) -> set[Any]:
-        """The kernel's compare-and-set of one edge, with the rows sent as one JSON document
-        (`jsonb_to_recordset`) instead of `VALUES` with a typed parameter per cell: the statement text stays
-        the same for every batch (psycopg parses a new `VALUES` text of hundreds of parameters each time) and
-        the values are encoded in one call. Same statement otherwise: `UPDATE … SET state = to, <patch> WHERE
-        pk = … AND state = frm AND <guard> RETURNING pk`, each value cast to its column's type."""
-        if connection.vendor != "postgresql":
-            return super()._compare_and_set(model, frm, to, fields, guarded, rows)
-        meta = model._meta
-        patched = [meta.get_field(name) for name in fields]
-        guards = [meta.get_field(name) for name in guarded]
-        try:
-            records = [
-                {
-                    "k": str(obj.pk),
-                    **{f"p{i}": _json_value(patch[f.name]) for i, f in enumerate(patched)},
-                    **{f"g{i}": _json_value(decision.guard[f.name]) for i, f in enumerate(guards)},
-                }
-                for _, obj, decision, patch in rows
-            ]
-        except _NotJson:
-            return super()._compare_and_set(model, frm, to, fields, guarded, rows)
-        qn = connection.ops.quote_name
-        table = qn(meta.db_table)
-        pk_column = qn(meta.pk.column)
-        state = meta.get_field(self.field)
-
-        def cell(f: models.Field, name: str) -> str:
-            return f"v.{name}::{f.cast_db_type(connection)}"
-
-        def declared(f: models.Field, name: str) -> str:
-            return f"{name} {'jsonb' if isinstance(f, models.JSONField) else 'text'}"
-
-        assignments = ", ".join(
-            [f"{qn(state.column)} = %s"]
-            + [f"{qn(f.column)} = {cell(f, f'p{i}')}" for i, f in enumerate(patched)]
-        )
-        conditions = " AND ".join(
-            [
-                f"{table}.{pk_column} = v.k::{meta.pk.cast_db_type(connection)}",
-                f"{table}.{qn(state.column)} = %s",
-            ]
-            + [
-                f"{table}.{qn(f.column)} IS NOT DISTINCT FROM {cell(f, f'g{i}')}"
-                for i, f in enumerate(guards)
-            ]
-        )
-        columns = ", ".join(
-            ["k text"]
-            + [declared(f, f"p{i}") for i, f in enumerate(patched)]
-            + [declared(f, f"g{i}") for i, f in enumerate(guards)]
-        )
-        sql = (
-            f"UPDATE {table} SET {assignments} FROM jsonb_to_recordset(%s::jsonb) AS v({columns}) "
-            f"WHERE {conditions} RETURNING {table}.{pk_column}"
-        )
-        params = [
-            state.get_db_prep_save(to, connection),
-            json.dumps(records),
-            state.get_db_prep_save(frm, connection),
-        ]
-        with connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            return {meta.pk.to_python(row[0]) for row in cursor.fetchall()}
-
     def effect_handlers(self) -> dict[str, Callable[..., None]]:
         return dict(EFFECT_HANDLERS)
 
 
 _FSM_METHODS: dict[tuple[type, str, str], str] = {}
-
-
-class _NotJson(Exception):
-    pass
-
-
-def _json_value(value: Any) -> Any:
-    """A patch or guard value as JSON whose text form its column's type reads (`_compare_and_set`)."""
-    if value is None or isinstance(value, bool | int | float | str | dict | list):
-        return value
-    if isinstance(value, dt.datetime | dt.date):
-        return value.isoformat()
-    if isinstance(value, uuid.UUID):
-        return str(value)
-    raise _NotJson(type(value).__name__)
 
 
 class CampaignSendLifecycle(_SendLifecycle):

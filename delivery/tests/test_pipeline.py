@@ -65,65 +65,51 @@ def test_a_job_outside_a_transaction_records_every_row_once_from_its_recorder_th
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_job_composes_its_next_group_while_a_marker_thread_commits_the_hand_off(
+def test_each_row_is_handed_off_just_before_its_message_goes_on_the_wire(
     org, template, context, make_contact, smtp_sink, no_pacing, monkeypatch
 ):
-    """Issue 12: from the second group on, the hand-off mark is committed by the marker thread while the job's
-    thread composes the next group (the job's thread no longer waits for that commit); no message goes on the
-    wire before its row's mark returned (D-07), every row is sent and recorded once."""
+    """D-07: a row's hand-off is marked by the connection that sends it, right before the attempt; at no moment
+    are more rows marked without an answer than the job has connections (a kill leaves at most that many
+    outcome-unknown), while the job's thread composes ahead; every row is sent and recorded once."""
     import threading
-    import time
 
     from delivery import worker
 
     contacts, ids = _campaign_rows(org, template, context, make_contact, 40, "mark")
-    marked: set[str] = set()
-    events: list[tuple[str, str]] = []
     lock = threading.Lock()
-    mark = worker.mark_handed_off_many
+    marked: set[str] = set()
+    open_marks: list[int] = [0]
+    most_open = [0]
+    early: list[str] = []
+    mark = worker.mark_handed_off
 
-    def slow_mark(kind, items, token, **kwargs):
-        items = list(items)
-        thread = threading.current_thread().name
+    def noting_mark(kind, send_id, token, **kwargs):
+        held = mark(kind, send_id, token, **kwargs)
         with lock:
-            events.append(("mark-start", thread))
-        if thread == "owlat-handoff":
-            time.sleep(0.2)  # a slow commit: the job's thread goes on composing meanwhile
-        held = mark(kind, items, token, **kwargs)
-        with lock:
-            marked.update(held)
-            events.append(("mark-end", thread))
+            if held:
+                marked.add(send_id)
+                open_marks[0] += 1
+                most_open[0] = max(most_open[0], open_marks[0])
         return held
 
-    compose = worker._compose
-
-    def noting_compose(row, *args):
-        with lock:
-            events.append(("compose", threading.current_thread().name))
-        return compose(row, *args)
-
     attempt = worker.send_provider_attempt
-    early: list[str] = []
 
     def checked_attempt(transport, message, **kwargs):
         with lock:
             if str(message.send_id) not in marked:
                 early.append(str(message.send_id))
-        return attempt(transport, message, **kwargs)
+        try:
+            return attempt(transport, message, **kwargs)
+        finally:
+            with lock:
+                open_marks[0] -= 1
 
-    monkeypatch.setattr(worker, "mark_handed_off_many", slow_mark)
-    monkeypatch.setattr(worker, "_compose", noting_compose)
+    monkeypatch.setattr(worker, "mark_handed_off", noting_mark)
     monkeypatch.setattr(worker, "send_provider_attempt", checked_attempt)
-    job_thread = threading.current_thread().name
     summary = dispatch_batch("campaign", ids, connections=4)
     assert (summary.claimed, summary.sent, summary.skipped) == (40, 40, 0)
     assert early == []
-    marks = [thread for event, thread in events if event == "mark-start"]
-    assert marks == [job_thread] + ["owlat-handoff"] * 3  # 4 groups of HANDOFF_GROUP (10)
-    # while the second group's mark was in flight (sleeping in the marker thread), the job's thread composed
-    second_start = [i for i, e in enumerate(events) if e == ("mark-start", "owlat-handoff")][0]
-    second_end = events.index(("mark-end", "owlat-handoff"))
-    assert ("compose", job_thread) in events[second_start:second_end]
+    assert 1 <= most_open[0] <= 4
     smtp_sink.wait_for(40)
     assert all(smtp_sink.count_for(c.email) == 1 for c in contacts)
     rows = EmailSend.objects.filter(pk__in=ids)

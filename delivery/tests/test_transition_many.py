@@ -75,3 +75,23 @@ def test_a_json_column_in_the_patch_is_written_as_the_json_it_is(make_campaign_s
         assert row.status == "clicked" and [link["url"] for link in row.clicked_links] == [
             f"https://x.test/{i}"
         ]
+
+
+@pytest.mark.django_db
+def test_sends_are_written_by_the_kernels_one_compare_and_set(make_campaign_send):
+    from delivery.lifecycle.transitions import _LIFECYCLES
+    from owlat.lifecycle.batch import SetBasedRunner
+
+    for lifecycle in _LIFECYCLES.values():
+        assert type(lifecycle)._compare_and_set is SetBasedRunner._compare_and_set
+    row = make_campaign_send()
+    at = timezone.now()
+    with CaptureQueriesContext(connection) as queries:
+        (outcome,) = send_transition_many([Completion(SendRef.of(row), "sent", {"at": at}, obj=row)])
+    assert outcome.applied == "transitioned"
+    updates = [
+        q["sql"] for q in queries.captured_queries if q["sql"].startswith('UPDATE "delivery_emailsend"')
+    ]
+    assert len(updates) == 1
+    if connection.vendor == "postgresql":
+        assert "unnest(" in updates[0] and "jsonb_to_recordset" not in updates[0]

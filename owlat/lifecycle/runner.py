@@ -8,7 +8,7 @@ saves, writes the audit row and applies the listed effects. It returns an `Outco
 business outcomes.
 
 `Lifecycle.transition_many()` is the set-based runner for many rows (the same reducer per row): rows are grouped
-by edge, each group is written with one `UPDATE … FROM (VALUES …) WHERE state = <from> RETURNING` — a
+by edge, each group is written with one `UPDATE … FROM unnest(…) WHERE state = <from> RETURNING` — a
 compare-and-set, so a row another writer moved first is reported as `conflict` instead of overwritten — and
 the effects of the rows that applied are applied in bulk (audit rows in one insert, named effects through the
 lifecycle's batch handlers). A single-row `transition_many` is how a lifecycle declares a claim: the edge is in
