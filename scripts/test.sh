@@ -90,6 +90,7 @@ SQLITE_E2E=(
   campaigns/tests/test_e2e_pause_cancel.py
   delivery/tests/test_deliverability.py
   inbox/tests/test_smtp_intake.py
+  inbox/tests/test_imap_intake.py
   tests/browser/test_signup_forms.py
   tests/browser/test_bounce_screens.py
 )
