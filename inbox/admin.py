@@ -518,4 +518,4 @@ class KnowledgeEntryAdmin(TenantModelAdmin):
     fields = ("title", "content", "is_internal", "source")
 
 
-from inbox import admin_breakers, admin_provider, admin_rules  # noqa: E402,F401 - their screens (AGT-20, 28, 17)
+from inbox import admin_breakers, admin_imap, admin_provider, admin_rules  # noqa: E402,F401 - their screens

@@ -17,7 +17,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Q
+from django.db.models import Case, F, Q, When
 from django.utils import timezone
 
 from inbox import rows
@@ -325,18 +325,52 @@ def action_prepare(
 
 
 def action_claim(action_id: Any, *, at: dt.datetime | None = None) -> bool:
-    """Compare-and-set `pending → running` (a `running` row whose worker died past the lease is reclaimed)."""
+    """Compare-and-set `pending → running`. A `running` row whose worker died (or was killed at the task
+    timeout) past the lease is reclaimed, and that counts as an attempt (`retry_count` + 1); a row whose
+    attempts that would use up is not claimed: `action_lease_exhausted` says so and the walker fails it."""
     at = at or timezone.now()
     stale = at - dt.timedelta(seconds=settings.INBOX_STEP_LEASE_SECONDS)
     if rows.enabled():
-        params = [ActionStatus.RUNNING, at, rows.uuid_text(action_id), ActionStatus.PENDING]
-        return bool(rows.execute(_claim_sql(), [*params, ActionStatus.RUNNING, stale]))
+        params = [
+            ActionStatus.RUNNING,
+            at,
+            ActionStatus.RUNNING,
+            rows.uuid_text(action_id),
+            ActionStatus.PENDING,
+        ]
+        return bool(
+            rows.execute(_claim_sql(), [*params, ActionStatus.RUNNING, stale, MAX_RETRY_ATTEMPTS - 1])
+        )
     won = (
         AgentAction.objects.filter(pk=action_id)
-        .filter(Q(status=ActionStatus.PENDING) | Q(status=ActionStatus.RUNNING, started_at__lt=stale))
-        .update(status=ActionStatus.RUNNING, started_at=at, completed_at=None)
+        .filter(
+            Q(status=ActionStatus.PENDING)
+            | Q(status=ActionStatus.RUNNING, started_at__lt=stale, retry_count__lt=MAX_RETRY_ATTEMPTS - 1)
+        )
+        .update(
+            status=ActionStatus.RUNNING,
+            started_at=at,
+            completed_at=None,
+            retry_count=Case(
+                When(status=ActionStatus.RUNNING, then=F("retry_count") + 1),
+                default=F("retry_count"),
+                output_field=AgentAction._meta.get_field("retry_count"),
+            ),
+        )
     )
     return bool(won)
+
+
+def action_lease_exhausted(action_id: Any, *, at: dt.datetime | None = None) -> bool:
+    """True for a `running` row past its lease whose reclaim would use up its attempts."""
+    at = at or timezone.now()
+    stale = at - dt.timedelta(seconds=settings.INBOX_STEP_LEASE_SECONDS)
+    return AgentAction.objects.filter(
+        pk=action_id,
+        status=ActionStatus.RUNNING,
+        started_at__lt=stale,
+        retry_count__gte=MAX_RETRY_ATTEMPTS - 1,
+    ).exists()
 
 
 def action_complete(
@@ -412,8 +446,9 @@ def _insert_action_sql() -> str:
 @functools.cache
 def _claim_sql() -> str:
     return (
-        f"UPDATE {rows.table(AgentAction)} SET status = %s, started_at = %s, completed_at = NULL "
-        "WHERE id = %s::uuid AND (status = %s OR (status = %s AND started_at < %s))"
+        f"UPDATE {rows.table(AgentAction)} SET status = %s, started_at = %s, completed_at = NULL, "
+        "retry_count = retry_count + CASE WHEN status = %s THEN 1 ELSE 0 END "
+        "WHERE id = %s::uuid AND (status = %s OR (status = %s AND started_at < %s AND retry_count < %s))"
     )
 
 

@@ -104,13 +104,22 @@ def model_for(task: str) -> str:
 _clients: dict[tuple, Any] = {}
 
 
+def call_timeout() -> float:
+    """One model call's timeout: `LLM_TIMEOUT_SECONDS`, but at most 40 % of the django-q2 task timeout left after
+    a `Retry-After` wait. A step makes at most two calls (after a short `Retry-After`, or the `json_object`
+    fallback), so a slow model fails the step as a step (counted, retried by the cron) well before the worker
+    would be killed at the task timeout."""
+    task_timeout = float(settings.Q_CLUSTER.get("timeout") or 120)
+    return max(1.0, min(settings.LLM_TIMEOUT_SECONDS, (task_timeout - RETRY_AFTER_WAIT_MAX) * 0.4))
+
+
 def _client(organization_id: Any = None) -> Any:
     config = provider_for(organization_id)
     if not config.usable:
         raise LlmNotConfigured(NOT_CONFIGURED)
     from openai import OpenAI
 
-    key = (config.base_url, config.api_key or "ollama", settings.LLM_TIMEOUT_SECONDS, config.tenant)
+    key = (config.base_url, config.api_key or "ollama", call_timeout(), config.tenant)
     client = _clients.get(key)
     if client is None:
         # no client-side retries: a failed step goes to `failed` and the cron retries it (AGT-24)

@@ -13,4 +13,6 @@ SCHEDULES = [
     ScheduleSpec(
         "time out unanswered inbox clarifications", "inbox.tasks.clarification_timeouts_task", "*/30 * * * *"
     ),
+    # existing mailboxes read over IMAP (a fallback beside `run_inbox_imap`'s IDLE; the lease keeps them apart)
+    ScheduleSpec("poll IMAP mailboxes", "inbox.tasks.poll_imap_mailboxes_task", "* * * * *"),
 ]

@@ -40,3 +40,9 @@ def clarification_timeouts_task() -> str:
     from inbox.clarification import clarification_timeouts_resume
 
     return f"resumed {clarification_timeouts_resume()} unanswered clarifications"
+
+
+def poll_imap_mailboxes_task() -> str:
+    from inbox.imap_poll import poll_enabled_mailboxes
+
+    return poll_enabled_mailboxes()

@@ -24,6 +24,7 @@ from inbox.lifecycle import (
     action_claim,
     action_complete,
     action_fail,
+    action_lease_exhausted,
     action_prepare,
     message_record,
     message_transition,
@@ -302,6 +303,8 @@ def _run(
         return f"message is {message.processing_status}, step runs in {module.RUNS_IN}"
     now = now or timezone.now()
     if not action_claim(action.pk, at=now):
+        if action_lease_exhausted(action.pk, at=now):
+            return _lease_exhausted(action)
         return "not claimed"
     if config is None:
         config, _ = AgentConfig.objects.get_or_create(organization_id=message.organization_id)
@@ -336,6 +339,23 @@ def _run(
         if isinstance(exc, LlmError):
             llm_failure_record(message.organization_id)  # AGT-20 `llm_failure` breaker
         return f"failed: {error[:200]}"
+
+
+def _lease_exhausted(action: AgentAction) -> str:
+    """The step's worker ran out of its lease on every attempt (killed at the task timeout, or died): the
+    message fails and the action is abandoned, so it shows under "Needs attention" instead of looping."""
+    error = (
+        f"the {action.action_type} step did not finish within its lease (INBOX_STEP_LEASE_SECONDS) on "
+        "every attempt: check the model's response time, then retry the message"
+    )
+    outcome = message_transition(
+        message_id=action.inbound_message_id,
+        to=P.FAILED,
+        input={"error_message": error, "failing_action_id": str(action.pk)},
+    )
+    if not outcome.ok:
+        action_fail(action.pk, error=error)
+    return f"abandoned: {error}"
 
 
 def _lock_for_route(

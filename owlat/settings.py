@@ -431,6 +431,12 @@ INBOX_MAX_MESSAGE_BYTES = env.int("INBOX_MAX_MESSAGE_BYTES", default=10 * 1024 *
 # The authserv-id(s) your MTA writes into Authentication-Results (RFC 8601; comma-separated): only those fields
 # are read, and without one the mail counts as unauthenticated (inbox/authresults.py). Empty: none is trusted.
 INBOX_AUTHSERV_ID = env.list("INBOX_AUTHSERV_ID", default=[])
+# IMAP polling of existing mailboxes (inbox/imap_poll.py, `manage.py run_inbox_imap`): messages per poll, the
+# wait between polls where the server has no IDLE, the longest IDLE before a fresh poll, a poll's lease.
+INBOX_IMAP_BATCH = env.int("INBOX_IMAP_BATCH", default=50)
+INBOX_IMAP_POLL_SECONDS = env.float("INBOX_IMAP_POLL_SECONDS", default=60.0)
+INBOX_IMAP_IDLE_SECONDS = env.float("INBOX_IMAP_IDLE_SECONDS", default=300.0)
+INBOX_IMAP_LEASE_SECONDS = env.int("INBOX_IMAP_LEASE_SECONDS", default=300)
 INBOX_STEP_LEASE_SECONDS = env.int("INBOX_STEP_LEASE_SECONDS", default=300)
 # AGT-02 step 7 pipeline-start limits (per sender per minute / burst, global per minute / burst); 0 = lifted (D-17)
 INBOX_START_RATE_PER_SENDER = env.float("INBOX_START_RATE_PER_SENDER", default=10.0)

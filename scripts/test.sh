@@ -91,6 +91,7 @@ SQLITE_E2E=(
   delivery/tests/test_e2e_fair_pool.py
   delivery/tests/test_deliverability.py
   inbox/tests/test_smtp_intake.py
+  inbox/tests/test_imap_intake.py
   tests/browser/test_signup_forms.py
   tests/browser/test_bounce_screens.py
 )

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from django.core.validators import RegexValidator
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -20,6 +19,7 @@ from inbox.configuration import (
     MINUTES_PER_DAY,
     RELABEL_CATEGORIES,
 )
+from inbox.llm import call_timeout
 from inbox.models import BreakerKind, LlmProvider, RuleAction, RuleMatch
 from owlat.api.fields import (
     InputSerializer,
@@ -289,7 +289,7 @@ def model_provider_data(organization_id: Any) -> dict[str, Any]:
 
     row = LlmProviderSetting.objects.filter(organization_id=organization_id).first()
     routing = {task: model_for(task) for task in sorted(FAST_TASKS | CAPABLE_TASKS)}
-    common = {"models": routing, "timeoutSeconds": settings.LLM_TIMEOUT_SECONDS}
+    common = {"models": routing, "timeoutSeconds": call_timeout()}
     if row is not None:
         return {
             "source": "organization",

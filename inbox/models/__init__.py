@@ -17,6 +17,7 @@ from inbox.models.agent import (
     RuleMatch,
     _inbound_secret,  # the default of AgentConfig.inbound_secret, named so by migration 0001
 )
+from inbox.models.imap import ImapMailbox, ImapSecurity
 from inbox.models.messages import (
     NON_TERMINAL,
     TERMINAL,
@@ -44,6 +45,8 @@ __all__ = [
     "ConversationThread",
     "DraftStatus",
     "HandlingRule",
+    "ImapMailbox",
+    "ImapSecurity",
     "InboundMessage",
     "KnowledgeEntry",
     "LlmProvider",

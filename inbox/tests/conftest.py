@@ -46,6 +46,7 @@ def make_message(org):
     return make
 
 
+from testsupport.imap import imap_server  # noqa: E402,F401 - the loopback IMAP server fixture
 from testsupport.llm import llm_server  # noqa: E402,F401 - the loopback chat-completions fixture
 
 

@@ -106,3 +106,29 @@ def test_handling_rule_form_refuses_a_relabel_without_category(owner, org):
     assert not HandlingRule.objects.exists()
     assert owner.post(url, {**data, "category": "billing"}).status_code == 302
     assert HandlingRule.objects.get().uid is not None
+
+
+def test_an_imap_mailbox_is_added_in_the_admin_with_a_password_field_and_no_json(owner, org, settings):
+    from inbox.models import ImapMailbox
+
+    settings.OUTBOUND_ALLOWED_HOSTS = ["127.0.0.1"]  # a private IMAP server the operator allowed
+    url = reverse("admin:inbox_imapmailbox_add")
+    page = owner.get(url).content.decode()
+    assert 'type="password"' in page and "<textarea" not in page
+    assert "TLS from the start" in page  # the security picker
+    data = {
+        "organization": str(org.pk),
+        "name": "Support",
+        "host": "127.0.0.1",
+        "port": "993",
+        "security": "ssl",
+        "username": "support@acme.test",
+        "password": "s3cret-pass",
+        "folder": "INBOX",
+        "enabled": "on",
+    }
+    assert owner.post(url, data).status_code == 302
+    mailbox = ImapMailbox.objects.get()
+    assert mailbox.password_encrypted and "s3cret-pass" not in mailbox.password_encrypted
+    change = owner.get(reverse("admin:inbox_imapmailbox_change", args=[mailbox.pk])).content.decode()
+    assert "s3cret-pass" not in change and "not read yet" in change
