@@ -362,3 +362,28 @@ def test_forms_are_listed_and_read_through_the_api(org, news):
     assert one.status_code == 200 and one.json()["data"]["name"] == "Newsletter"
     assert api.get("/forms/00000000-0000-0000-0000-000000000000").status_code == 404
     assert api.get("/forms/not-an-id").status_code == 400
+
+
+def test_unconfirmed_signups_are_purged_after_the_link_expires_and_the_purge_is_idempotent(client, org, news):
+    import datetime as dt
+
+    from django.utils import timezone
+
+    from owlat.schedules import collect_schedules
+    from owlat.signup.retention import signup_submissions_purge, signup_submissions_purge_task
+
+    form = make_form(org, topics=[news])
+    for email in ("old@example.com", "oldconfirmed@example.com", "recent@example.com"):
+        post(client, form, {"email": email})
+    client.post(confirm_link(confirmation_mails("oldconfirmed@example.com")[0]))
+    eight_days_ago = timezone.now() - dt.timedelta(days=8)
+    SignupSubmission.objects.exclude(email="recent@example.com").update(created_at=eight_days_ago)
+
+    assert signup_submissions_purge_task() == "purged 1 unconfirmed sign-ups"
+    assert sorted(SignupSubmission.objects.values_list("email", flat=True)) == [
+        "oldconfirmed@example.com",
+        "recent@example.com",
+    ]
+    assert signup_submissions_purge() == 0  # a retried run deletes nothing more
+    funcs = [s.func_path for s in collect_schedules()]
+    assert "owlat.signup.retention.signup_submissions_purge_task" in funcs
