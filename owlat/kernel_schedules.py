@@ -15,4 +15,8 @@ SCHEDULES = [
     ScheduleSpec(
         "recheck sending domains", "owlat.domains.verification.domains_recheck_task", "41 */6 * * *"
     ),
+    # Unconfirmed sign-ups are deleted once their confirmation link has expired, daily.
+    ScheduleSpec(
+        "purge unconfirmed sign-ups", "owlat.signup.retention.signup_submissions_purge_task", "23 4 * * *"
+    ),
 ]

@@ -524,6 +524,7 @@ AXES_FAILURE_LIMIT = env.int("AXES_FAILURE_LIMIT", default=5)
 AXES_COOLOFF_TIME = env.float("AXES_COOLOFF_MINUTES", default=15.0) / 60  # hours
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "owlat.lockout.lockout_response"  # 429 saying when it lifts and who can lift it
 AXES_VERBOSE = False  # no version banner from every process that loads the settings
 AXES_IPWARE_PROXY_COUNT = env.int("AXES_PROXY_COUNT", default=0) or None
 AUTHENTICATION_BACKENDS = [

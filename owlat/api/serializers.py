@@ -289,6 +289,12 @@ def condition_schema(*, aliases: bool = False) -> dict[str, Any]:
                 topicId={"type": "string", "format": "uuid"},
                 operator=_enum(TOPIC_OPERATORS),
             ),
+            _condition_schema(
+                "signup_form",
+                ("formId",),
+                formId={"type": "string", "format": "uuid"},
+                operator=_enum(TOPIC_OPERATORS),
+            ),
         ]
     }
 

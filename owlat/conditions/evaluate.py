@@ -13,11 +13,13 @@ from owlat.conditions.language import (
     Condition,
     Filters,
     PropertyCondition,
+    SignupFormCondition,
     TopicCondition,
     normalize_topic_id,
     parse_condition,
     parse_filters,
 )
+from owlat.conditions.sql import signup_form_joined
 from owlat.conditions.values import compare_values
 from owlat.models import Contact, ContactPropertyValue, ContactTopic
 
@@ -80,6 +82,10 @@ def evaluate_condition(
     if isinstance(cond, ActivityCondition):
         flag = bool(getattr(contact, ACTIVITY_COLUMNS[cond.field]))
         return flag if cond.operator == "is_true" else not flag
+    if isinstance(cond, SignupFormCondition):
+        joined = signup_form_joined(cond, contact.organization_id, contact.pk)
+        member = joined is not None and joined.exists()
+        return member if cond.operator == "equals" else not member
     wanted = normalize_topic_id(cond.topic_id)
     if wanted is None:
         member = False

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-KINDS = ("contact_property", "email_activity", "topic_membership")
+KINDS = ("contact_property", "email_activity", "topic_membership", "signup_form")
 PROPERTY_OPERATORS = (
     "equals",
     "not_equals",
@@ -111,7 +111,19 @@ class TopicCondition:
         return {"kind": self.kind, "topicId": self.topic_id, "operator": self.operator}
 
 
-Condition = PropertyCondition | ActivityCondition | TopicCondition
+@dataclass(frozen=True)
+class SignupFormCondition:
+    """The contact joined through this sign-up form (its submission was confirmed or joined at once)."""
+
+    form_id: str
+    operator: Literal["equals", "not_equals"]
+    kind: Literal["signup_form"] = "signup_form"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "formId": self.form_id, "operator": self.operator}
+
+
+Condition = PropertyCondition | ActivityCondition | TopicCondition | SignupFormCondition
 
 
 @dataclass(frozen=True)
@@ -164,6 +176,14 @@ def _parse_condition(obj: Any, prefix: str, *, allow_aliases: bool) -> Condition
             )
         return ActivityCondition(field=field, operator=operator)
 
+    if kind == "signup_form":
+        form_id = obj.get("formId")
+        if not isinstance(form_id, str) or not form_id or len(form_id) > 64:
+            raise ConditionError("formId must be a sign-up form's id.", _path(prefix, "formId"))
+        if operator not in TOPIC_OPERATORS:
+            raise ConditionError(f"Unknown operator {operator!r} for signup_form.", _path(prefix, "operator"))
+        return SignupFormCondition(form_id=form_id, operator=operator)
+
     topic_id = obj.get("topicId")
     if not isinstance(topic_id, str) or not topic_id:
         raise ConditionError("topicId must be a non-empty string.", _path(prefix, "topicId"))
@@ -176,7 +196,7 @@ def _parse_condition(obj: Any, prefix: str, *, allow_aliases: bool) -> Condition
 
 def parse_condition(obj: Any, *, allow_aliases: bool = False) -> Condition:
     """Parse one stored condition (canonical operators only unless `allow_aliases`)."""
-    if isinstance(obj, PropertyCondition | ActivityCondition | TopicCondition):
+    if isinstance(obj, PropertyCondition | ActivityCondition | TopicCondition | SignupFormCondition):
         return obj
     return _parse_condition(obj, "", allow_aliases=allow_aliases)
 

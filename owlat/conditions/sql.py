@@ -46,12 +46,13 @@ from owlat.conditions.language import (
     ConditionError,
     Filters,
     PropertyCondition,
+    SignupFormCondition,
     normalize_topic_id,
     parse_condition,
     parse_filters,
 )
 from owlat.conditions.values import NUMERIC_OPS, compare_values, js_to_number, js_to_string
-from owlat.models import Contact, ContactPropertyValue, ContactTopic
+from owlat.models import Contact, ContactPropertyValue, ContactTopic, SignupSubmission
 
 logger = logging.getLogger("owlat.conditions")
 
@@ -175,6 +176,16 @@ def _property_q(cond: PropertyCondition, organization_id: Any) -> Q:
     return Q(Exact(stored, Value(literal, output_field=TextField())))
 
 
+def signup_form_joined(cond: SignupFormCondition, organization_id: Any, contact_id: Any) -> QuerySet | None:
+    """The submissions through which the contact joined the form (None when the id is no UUID: no form)."""
+    wanted = normalize_topic_id(cond.form_id)
+    if wanted is None:
+        return None
+    return SignupSubmission.objects.filter(
+        organization_id=organization_id, form_id=wanted, contact_id=contact_id, confirmed_at__isnull=False
+    )
+
+
 def condition_q(cond: Condition | Mapping[str, Any], organization_id: Any) -> Q:
     """Compile one condition to a `Q` over `Contact` (the caller restricts to the organization's live rows).
 
@@ -185,6 +196,11 @@ def condition_q(cond: Condition | Mapping[str, Any], organization_id: Any) -> Q:
         return _property_q(cond, organization_id)
     if isinstance(cond, ActivityCondition):
         return Q(**{ACTIVITY_COLUMNS[cond.field]: cond.operator == "is_true"})
+    if isinstance(cond, SignupFormCondition):
+        joined = signup_form_joined(cond, organization_id, OuterRef("pk"))
+        if joined is None:
+            return _NEVER if cond.operator == "equals" else _ALWAYS
+        return Q(Exists(joined)) if cond.operator == "equals" else ~Q(Exists(joined))
     wanted = normalize_topic_id(cond.topic_id)
     if wanted is None:
         return _NEVER if cond.operator == "equals" else _ALWAYS

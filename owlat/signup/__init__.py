@@ -13,5 +13,5 @@ Settings (each with a default; 0 lifts a rate limit):
 | `SIGNUP_MAX_BODY_BYTES` | 16384 | the largest post |
 | `SIGNUP_FIELD_MAX_CHARS` | 200 | the longest value of a field (the email address: 254) |
 | `SIGNUP_RESEND_SECONDS` | 3600 | at most one confirmation mail per address in this time |
-| `SIGNUP_CONFIRM_MAX_AGE_DAYS` | 7 | how long a confirmation link works (DOM-08) |
+| `SIGNUP_CONFIRM_MAX_AGE_DAYS` | 7 | how long a confirmation link works (DOM-08); unconfirmed sign-ups are deleted after it (`retention`) |
 """

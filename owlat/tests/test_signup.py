@@ -362,3 +362,57 @@ def test_forms_are_listed_and_read_through_the_api(org, news):
     assert one.status_code == 200 and one.json()["data"]["name"] == "Newsletter"
     assert api.get("/forms/00000000-0000-0000-0000-000000000000").status_code == 404
     assert api.get("/forms/not-an-id").status_code == 400
+
+
+def test_unconfirmed_signups_are_purged_after_the_link_expires_and_the_purge_is_idempotent(client, org, news):
+    import datetime as dt
+
+    from django.utils import timezone
+
+    from owlat.schedules import collect_schedules
+    from owlat.signup.retention import signup_submissions_purge, signup_submissions_purge_task
+
+    form = make_form(org, topics=[news])
+    for email in ("old@example.com", "oldconfirmed@example.com", "recent@example.com"):
+        post(client, form, {"email": email})
+    client.post(confirm_link(confirmation_mails("oldconfirmed@example.com")[0]))
+    eight_days_ago = timezone.now() - dt.timedelta(days=8)
+    SignupSubmission.objects.exclude(email="recent@example.com").update(created_at=eight_days_ago)
+
+    assert signup_submissions_purge_task() == "purged 1 unconfirmed sign-ups"
+    assert sorted(SignupSubmission.objects.values_list("email", flat=True)) == [
+        "oldconfirmed@example.com",
+        "recent@example.com",
+    ]
+    assert signup_submissions_purge() == 0  # a retried run deletes nothing more
+    funcs = [s.func_path for s in collect_schedules()]
+    assert "owlat.signup.retention.signup_submissions_purge_task" in funcs
+
+
+def test_a_segment_condition_selects_the_contacts_who_joined_through_a_form(client, org, news, tips):
+    from owlat.conditions import evaluate_filters, filters_queryset
+
+    doi_form = make_form(org, topics=[news])
+    open_form = make_form(org, doi=False, topics=[tips])
+    post(client, doi_form, {"email": "confirmed@example.com"})
+    client.post(confirm_link(confirmation_mails("confirmed@example.com")[0]))
+    post(client, doi_form, {"email": "pending@example.com"})  # never clicked: not joined
+    post(client, open_form, {"email": "open@example.com"})
+    contact_find_or_create(organization_id=org.pk, email="api@example.com", source="api", actor="t")
+
+    def emails(form_id, operator="equals"):
+        filters = {
+            "logic": "AND",
+            "conditions": [{"kind": "signup_form", "formId": form_id, "operator": operator}],
+        }
+        matched = sorted(filters_queryset(org.pk, filters).values_list("email", flat=True))
+        one_by_one = sorted(
+            c.email for c in Contact.objects.filter(organization=org) if evaluate_filters(filters, c)
+        )
+        assert matched == one_by_one  # the SQL and the per-contact evaluation agree
+        return matched
+
+    assert emails(str(doi_form.pk)) == ["confirmed@example.com"]
+    assert emails(str(open_form.pk)) == ["open@example.com"]
+    assert emails(str(doi_form.pk), "not_equals") == ["api@example.com", "open@example.com"]
+    assert emails("not-a-form") == []
