@@ -40,6 +40,8 @@ def test_email_send(
     subject: str | None = None,
     html: str | None = None,
     text: str | None = None,
+    from_email: str | None = None,
+    from_name: str | None = None,
 ) -> TransactionalSend:
     """A `test` send (admin "send test email", `send_test_email`): runs the lifecycle, emits no effects."""
     from templates.models import EmailTemplate, TransactionalEmail
@@ -50,8 +52,9 @@ def test_email_send(
     sender = default_sender(organization_id)
     from django.conf import settings
 
-    from_email = sender.email if sender else settings.DEFAULT_FROM_EMAIL
-    from_name = sender.name if sender else ""
+    if not from_email:
+        from_email = sender.email if sender else settings.DEFAULT_FROM_EMAIL
+        from_name = from_name or (sender.name if sender else "")
     contact = (
         Contact.objects.filter(pk=uuid_or_none(contact_id), organization_id=organization_id).first()
         if contact_id
