@@ -33,6 +33,7 @@ class StepType(models.TextChoices):
     EMAIL = "email"
     DELAY = "delay"
     CONDITION = "condition"
+    END = "end"
 
 
 class RunStatus(models.TextChoices):

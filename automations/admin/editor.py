@@ -19,7 +19,7 @@ from django.utils.html import format_html, format_html_join
 
 from automations import services
 from automations.admin_forms.display import step_summary
-from automations.admin_forms.editor import AutomationForm, StepForm, StepFormSet, json_block
+from automations.admin_forms.editor import AutomationForm, StepForm, StepFormSet
 from automations.admin_forms.views import template_autocomplete_view
 from automations.lifecycle import PUBLIC_ACTIONS
 from automations.models import (
@@ -67,8 +67,8 @@ class StepInline(TenantTabularInline):
     ordering = ("step_index",)
     # The per-step counts are in the automation's "step funnel" table (exact: stored counts plus pending deltas),
     # not repeated here from the stored columns alone.
-    fields = ("step_index", "step_type", "settings", "position", "stored_config")
-    readonly_fields = ("step_index", "summary", "stored_config")
+    fields = ("step_label", "step_type", "settings", "position")
+    readonly_fields = ("step_label", "summary")
     manage_permission = "automations:manage"
     feature_flag = "automations"
 
@@ -87,15 +87,15 @@ class StepInline(TenantTabularInline):
     def get_fields(self, request: HttpRequest, obj: Any = None):
         if self._draft(obj):
             return super().get_fields(request, obj)
-        return ("step_index", "step_type", "summary", "stored_config")  # locked outside draft
+        return ("step_label", "step_type", "summary")  # locked outside draft
 
     @admin.display(description="what it does")
     def summary(self, step: AutomationStep) -> str:
         return step_summary(step)
 
-    @admin.display(description="stored JSON")
-    def stored_config(self, step: AutomationStep) -> str:
-        return "—" if step._state.adding else json_block(step.config)
+    @admin.display(description="step")
+    def step_label(self, step: AutomationStep) -> str:
+        return "new" if step._state.adding else f"step {step.step_index}"
 
     @admin.display(description="template")
     def email_template(self, step: AutomationStep) -> str:
@@ -154,11 +154,12 @@ class AutomationAdmin(TenantModelAdmin):
         "consecutive_run_failures",
         "runs_link",
         "step_funnel",
-        "trigger_config_json",
+        "flow",
     )
     fieldsets = (
         (None, {"fields": ("name", "description", "status", "activated_at", "paused_at")}),
-        ("Trigger", {"fields": ("trigger_type", "trigger_settings", "trigger_config_json")}),
+        ("Trigger", {"fields": ("trigger_type", "trigger_settings")}),
+        ("Flow", {"fields": ("flow",)}),
         ("Email", {"fields": ("unsubscribe_footer", "track_engagement")}),
         ("Statistics", {"fields": ("counters", "consecutive_run_failures", "runs_link", "step_funnel")}),
     )
@@ -188,9 +189,24 @@ class AutomationAdmin(TenantModelAdmin):
             ]
         return fieldsets
 
-    @admin.display(description="stored JSON")
-    def trigger_config_json(self, obj: Automation) -> str:
-        return json_block(obj.trigger_config)
+    @admin.display(description="flow")
+    def flow(self, obj: Automation) -> str:
+        """The picture of the steps and branches, and a warning per branch that runs into another's mail."""
+        if not obj.pk:
+            return "Save to see the flow of the steps."
+        from automations.flow import fall_throughs, flow_of
+        from automations.flow_svg import flow_svg
+
+        steps = flow_of(obj)
+        rows = {s.step_index: s for s in obj.steps.all()}
+        labels = {i: step_summary(rows[i]) for i in rows}
+        warnings = format_html_join(
+            "", '<li class="warning">{}</li>', ((w.message,) for w in fall_throughs(steps))
+        )
+        listing = (
+            format_html('<ul class="messagelist" id="flow-warnings">{}</ul>', warnings) if warnings else ""
+        )
+        return format_html("{}{}", listing, flow_svg(steps, labels))
 
     @admin.display(description="steps", ordering="_step_count")
     def step_count(self, obj: Automation) -> int:
@@ -335,10 +351,16 @@ class AutomationAdmin(TenantModelAdmin):
             )
         for pk in deleted:
             services.step_remove(automation_id=automation.pk, organization_id=org, step_id=pk)
-        for step_type, config in added:
-            services.step_add(
-                automation_id=automation.pk, organization_id=org, step_type=step_type, config=config
-            )
+        created = [
+            (services.step_add(automation_id=automation.pk, organization_id=org, step_type=t, config=c), c)
+            for t, c in added
+        ]
+        # Appending shifts targets past the end by one; the new rows' targets name places in the final list.
+        for step, config in created:
+            if step.step_type == StepType.CONDITION:
+                services.step_update(
+                    automation_id=automation.pk, organization_id=org, step_id=step.pk, config=config
+                )
 
     # -- actions --------------------------------------------------------------------------------------------------
     def has_manage_permission(self, request: HttpRequest) -> bool:

@@ -63,6 +63,8 @@ def step_summary(step: AutomationStep) -> str:
                 f"If {condition_summary(config.get('condition') or {}, step.organization_id)}: "
                 f"yes → {_target(config.get('yesBranchStepIndex'))}, no → {_target(config.get('noBranchStepIndex'))}"
             )
+        if step.step_type == StepType.END:
+            return "End: the automation stops here for the contact"
     except (TypeError, ValueError, AttributeError):
         pass
     return "—"

@@ -78,11 +78,12 @@ class StepForm(forms.ModelForm):
     """One step: its type, its settings (the sub-form of that type) and its position."""
 
     settings = NestedFormsField(label="Settings", switch="step_type")
-    position = forms.IntegerField(
+    position = forms.TypedChoiceField(
+        label="Move to",
         required=False,
-        min_value=0,
-        help_text="Move this step to this position.",
-        widget=forms.NumberInput(attrs={"style": "width: 5em"}),
+        coerce=int,
+        empty_value=None,
+        help_text="Move this step to another place in the list.",
     )
 
     class Meta:
@@ -94,7 +95,11 @@ class StepForm(forms.ModelForm):
         self.step_choices = step_choices or []
         self.fields["settings"].widget.get_forms = lambda: self.config_forms
         styled(self)
-        if not self.instance._state.adding:
+        existing = [(v, label) for v, label in self.step_choices if not label.endswith("(added below)")]
+        self.fields["position"].choices = [("", "—"), *existing]
+        if self.instance._state.adding:
+            self.fields["position"].widget = forms.HiddenInput()
+        else:
             self.fields["position"].initial = self.instance.step_index
 
     @cached_property
@@ -163,11 +168,19 @@ class StepFormSet(forms.BaseInlineFormSet):
         kwargs["step_choices"] = self.step_choices
         return kwargs
 
+    #: Places offered for steps not saved yet, so a branch can point at a step added in the same save.
+    NEW_PLACES = 6
+
     @cached_property
     def step_choices(self) -> list[tuple[str, str]]:
-        if self.instance._state.adding:
-            return []
-        return [
-            (str(s.step_index), f"step {s.step_index} ({s.step_type})")
-            for s in AutomationStep.objects.filter(automation=self.instance).order_by("step_index")
-        ]
+        """The saved steps, then the places of steps added below (new rows are appended in order)."""
+        saved = (
+            []
+            if self.instance._state.adding
+            else [
+                (str(s.step_index), f"step {s.step_index} ({s.get_step_type_display().lower()})")
+                for s in AutomationStep.objects.filter(automation=self.instance).order_by("step_index")
+            ]
+        )
+        n = len(saved)
+        return saved + [(str(i), f"step {i} (added below)") for i in range(n, n + self.NEW_PLACES)]

@@ -240,6 +240,17 @@ class ConditionStepForm(ConditionForm):
         return cleaned
 
 
+class EndStepForm(StepSettingsForm):
+    intro = "Ends the automation for the contact here: no later step runs. Put one at the end of a branch."
+
+    @staticmethod
+    def initial_from_config(config: dict[str, Any]) -> dict[str, Any]:
+        return {}
+
+    def to_config(self) -> dict[str, Any]:
+        return {}
+
+
 def _index(raw: Any) -> int | None:
     return int(raw) if raw not in (None, "") else None
 
@@ -248,4 +259,5 @@ STEP_FORMS: dict[str, type[forms.Form]] = {
     StepType.EMAIL: EmailStepForm,
     StepType.DELAY: DelayStepForm,
     StepType.CONDITION: ConditionStepForm,
+    StepType.END: EndStepForm,
 }

@@ -14,6 +14,9 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Literal
 
+#: The `next_step_index` of a step that ends the run: an index no step has, so the walker completes the run there.
+END_OF_RUN = -1
+
 
 class StepConfigError(ValueError):
     """An invalid step config; `field` is the key at fault (relative to `config`)."""
@@ -58,9 +61,9 @@ class StepOutcome:
 
 
 def step_module_for(step_type: str) -> ModuleType:
-    from automations.steps import condition, delay, email
+    from automations.steps import condition, delay, email, end
 
-    modules = {"email": email, "delay": delay, "condition": condition}
+    modules = {"email": email, "delay": delay, "condition": condition, "end": end}
     try:
         return modules[step_type]
     except KeyError:
