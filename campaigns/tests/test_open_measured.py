@@ -64,8 +64,24 @@ def test_the_open_rate_counts_only_the_rows_sent_with_the_pixel_and_names_its_de
     first, second, third, _ = rows
     # engagement as the tracking endpoints would leave it; one row stands for a message without the pixel
     EmailSend.objects.filter(pk=first.pk).update(opened_at=timezone.now())
-    EmailSend.objects.filter(pk=second.pk).update(opened_at=timezone.now(), open_tracked=False)
+    EmailSend.objects.filter(pk=second.pk).update(open_tracked=False)
     EmailSend.objects.filter(pk=third.pk).update(open_tracked=False)
     stats = campaign_stats(campaign)
     assert stats["openRateBase"] == 2 and stats["openRate"] == 50.0  # 1 of the 2 rows with a pixel
     assert "50.00 % of 2 sent with an open pixel" in _report(campaign)
+
+
+def test_opens_a_provider_reports_on_rows_without_our_pixel_are_rated_over_delivered(
+    make_campaign, org, topic, make_contact, smtp_sink
+):
+    for name in ("Ann", "Bob"):
+        make_contact(topic=topic, first_name=name)
+    campaign = make_campaign()
+    _send(campaign, org, smtp_sink, 2)
+    rows = EmailSend.objects.filter(campaign_id=campaign.pk)
+    assert set(rows.values_list("open_tracked", flat=True)) == {False}
+    rows.update(delivered_at=timezone.now())
+    EmailSend.objects.filter(pk=rows.first().pk).update(opened_at=timezone.now())  # the provider's open event
+    stats = campaign_stats(campaign)
+    assert stats["openRate"] == 50.0 and stats["openRateBase"] == 2
+    assert "of 2 delivered (opens reported by the provider)" in _report(campaign)

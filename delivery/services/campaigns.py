@@ -350,10 +350,13 @@ def campaign_sends_cancel(campaign_id: Any) -> int:
 def open_rate_basis(stats: dict[str, Any]) -> tuple[int, int, str] | None:
     """The open rate's (opened, denominator, what the denominator is) for `campaign_send_stats` figures, or None
     when opens are not measured: only rows whose message carried the open pixel can report an open, so the
-    rate is over those. Rows handed off before the pixel was recorded per row (`open_tracked` NULL on every
-    row) keep the rate over delivered rows."""
+    rate is over those. Over delivered rows instead when the rows predate the per-row record (`open_tracked`
+    NULL on every row) or when opens were reported on rows without our pixel (a provider that tracks opens
+    itself, through its webhooks)."""
     if stats.get("pixel_known", 0) == 0:
         return stats["opened"], stats["delivered"], "delivered"
+    if stats["opened"] > stats.get("pixel_opened", 0):
+        return stats["opened"], stats["delivered"], "delivered (opens reported by the provider)"
     if stats.get("pixel_rows", 0) == 0:
         return None
     return stats["pixel_opened"], stats["pixel_rows"], "sent with an open pixel"
