@@ -147,7 +147,7 @@ def _rate(part: int, whole: int) -> float:
 def variant_stats(campaign_id: Any, variant: str) -> dict[str, Any]:
     """CMP-20 from at most 10,000 of the variant's rows; `sent` = rows; buckets by delivery's one definition."""
     from delivery.models import EmailSend
-    from delivery.services import send_buckets
+    from delivery.services import open_rate_basis, send_buckets
 
     first = EmailSend.objects.filter(
         campaign_id=campaign_id, ab_variant=variant, deleted_at__isnull=True
@@ -156,7 +156,8 @@ def variant_stats(campaign_id: Any, variant: str) -> dict[str, Any]:
     agg = {"sent": buckets["rows"], **{k: buckets[k] for k in ("delivered", "opened", "clicked")}}
     return {
         **agg,
-        "openRate": _rate(agg["opened"], agg["delivered"]),
+        # opens are measured only on rows sent with the open pixel (0 when none was)
+        "openRate": _rate(*(open_rate_basis(buckets) or (0, 0))[:2]),
         "clickRate": _rate(agg["clicked"], agg["delivered"]),
     }
 

@@ -43,6 +43,17 @@ def _rate(part: int, whole: int) -> str:
     return f"{part / whole * 100:.2f} %" if whole else "0.00 %"
 
 
+def _open_rate(stats: dict[str, Any]) -> str:
+    """The open rate with its denominator said, or "not measured" when no message carried the open pixel."""
+    from delivery.services import open_rate_basis
+
+    basis = open_rate_basis(stats)
+    if basis is None:
+        return "not measured (no message carried the open pixel)"
+    opened, whole, what = basis
+    return f"{_rate(opened, whole)} of {whole} {what}"
+
+
 class CampaignPanels:
     # -- read-only panels -------------------------------------------------------------------------------------------
     @admin.display(description="audience")
@@ -117,7 +128,7 @@ class CampaignPanels:
         rows = [
             ("Sent", s["sent"], ""),
             ("Delivered", s["delivered"], _rate(s["delivered"], s["sent"])),
-            ("Opened", s["opened"], _rate(s["opened"], s["delivered"])),
+            ("Opened", s["opened"], _open_rate(s)),
             ("Clicked", s["clicked"], _rate(s["clicked"], s["delivered"])),
             ("Bounced", s["bounced"], _rate(s["bounced"], s["sent"])),
             ("Complained", s["complained"], _rate(s["complained"], s["sent"])),

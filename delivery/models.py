@@ -82,6 +82,9 @@ class SendRowFields(models.Model):
     claimed_at = models.DateTimeField(null=True, blank=True)
     claim_token = models.UUIDField(null=True, blank=True)
     handed_off_at = models.DateTimeField(null=True, blank=True)
+    # whether the message handed off carried the open pixel (written with `handed_off_at`); a row without one
+    # has no measurable opens, so open rates count only rows where this is true. NULL = not handed off yet.
+    open_tracked = models.BooleanField(null=True, blank=True)
     outcome_unknown = models.BooleanField(default=False)
     # D-07 recovery: when the orphan sweep last handed this row to its pool again; it is not handed out again
     # before `delivery.lifecycle.redrive_lease` ran out, however long a stuck queue leaves it unclaimed.

@@ -329,7 +329,12 @@ class PoolJob:
         claim was lost (its lease ran out and another worker took it)."""
         handed_at = self.now()
         if not mark_handed_off(
-            self.kind, str(row.pk), self.token, message_id=message.message_id, now=handed_at
+            self.kind,
+            str(row.pk),
+            self.token,
+            message_id=message.message_id,
+            now=handed_at,
+            open_tracked=bool(getattr(message, "open_tracked", False)),
         ):
             with self._lock:
                 self.summary.skipped += 1

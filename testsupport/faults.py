@@ -43,11 +43,14 @@ class Tally:
     lost: int
     unknown: int
     unexpected: int
+    #: outcome-unknown rows whose message never reached the sink (D-07: at most one per open SMTP connection of
+    #: each interrupted job, the row a connection had marked and not finished)
+    unknown_unsent: int = 0
 
     def line(self) -> str:
         return (
             f"[{self.label}] expected {self.expected}, received {self.received}, duplicates {self.duplicates}, "
-            f"lost {self.lost}, outcome-unknown {self.unknown}"
+            f"lost {self.lost}, outcome-unknown {self.unknown} ({self.unknown_unsent} never received)"
         )
 
 
@@ -268,6 +271,7 @@ class MailFlow:
             lost=len(lost),
             unknown=len(unknown),
             unexpected=len(got - self.expected),
+            unknown_unsent=len(unknown - got),
         )
         print("\n" + t.line())
         if lost:
@@ -324,10 +328,16 @@ def worker_activity(workers: WorkerSet) -> str:
     return "\n".join(out)
 
 
-def assert_clean(t: Tally) -> None:
+def assert_clean(t: Tally, *, interrupted_jobs: int | None = None) -> None:
+    """No duplicate, nothing lost or unexpected; with `interrupted_jobs` (kills or terminations), D-07's bound:
+    at most one outcome-unknown row that never reached the wire per open SMTP connection of each."""
+    from delivery.providers.registry import smtp_connections
+
     assert t.duplicates == 0, t.line()
     assert t.lost == 0, t.line()
     assert t.unexpected == 0, t.line()
+    if interrupted_jobs is not None:
+        assert t.unknown_unsent <= interrupted_jobs * smtp_connections(), t.line()
 
 
 # -- faults --------------------------------------------------------------------------------------------------

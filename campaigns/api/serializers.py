@@ -327,7 +327,12 @@ class CampaignStatsSerializer(serializers.Serializer):
     softBounced = serializers.IntegerField()
     unsubscribed = serializers.IntegerField()
     deliveryRate = serializers.FloatField(help_text="Delivered over sent.")
-    openRate = serializers.FloatField(help_text="Opened over delivered.")
+    openRate = serializers.FloatField(
+        allow_null=True,
+        help_text="Opened over the messages sent with an open pixel (`openRateBase`); null when no message "
+        "carried the pixel (opens not measured).",
+    )
+    openRateBase = serializers.IntegerField(help_text="The open rate's denominator.")
     clickRate = serializers.FloatField(help_text="Clicked over delivered.")
     bounceRate = serializers.FloatField(help_text="Bounced over sent.")
     statsUpdatedAt = TimestampField(allow_null=True)
@@ -336,6 +341,16 @@ class CampaignStatsSerializer(serializers.Serializer):
 
 def _rate(part: int, whole: int) -> float:
     return round(part / whole * 100, 2) if whole else 0.0
+
+
+def _open_rate(stats: dict[str, Any]) -> dict[str, Any]:
+    from delivery.services import open_rate_basis
+
+    basis = open_rate_basis(stats)
+    if basis is None:
+        return {"openRate": None, "openRateBase": 0}
+    opened, whole, _ = basis
+    return {"openRate": _rate(opened, whole), "openRateBase": whole}
 
 
 def campaign_stats(campaign: Campaign) -> dict[str, Any]:
@@ -347,7 +362,7 @@ def campaign_stats(campaign: Campaign) -> dict[str, Any]:
         "source": s.get("source", "rows"),
         **{key: s[name] for key, name in STAT_KEYS.items()},
         "deliveryRate": _rate(s["delivered"], s["sent"]),
-        "openRate": _rate(s["opened"], s["delivered"]),
+        **_open_rate(s),
         "clickRate": _rate(s["clicked"], s["delivered"]),
         "bounceRate": _rate(s["bounced"], s["sent"]),
         "statsUpdatedAt": campaign.stats_updated_at,

@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from campaigns.models import Campaign
 from delivery.models import EmailSend
+from delivery.providers.registry import smtp_connections
 from owlat.permissions import Authority
 
 SYSTEM = Authority.system("test")
@@ -206,4 +207,6 @@ def test_campaign_survives_two_campaign_worker_kills(world, smtp_sink, workers):
     assert duplicates == {}
     assert lost == set()
     assert set(received) <= expected
+    # D-07: per kill, at most one row per open SMTP connection was marked and never reached the wire
+    assert len(unknown - set(received)) <= 2 * smtp_connections(), unknown - set(received)
     assert EmailSend.objects.filter(campaign_id=campaign_id).count() == N_ELIGIBLE

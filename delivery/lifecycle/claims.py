@@ -294,14 +294,21 @@ def park_for_retry(kind: str, send_id: str, token: uuid.UUID, *, until: dt.datet
 
 
 def mark_handed_off(
-    kind: str, send_id: str, token: uuid.UUID, *, message_id: str, now: dt.datetime | None = None
+    kind: str,
+    send_id: str,
+    token: uuid.UUID,
+    *,
+    message_id: str,
+    now: dt.datetime | None = None,
+    open_tracked: bool | None = None,
 ) -> bool:
-    """Set `handed_off_at` just before the message goes on the wire; False when the claim was lost.
-    One statement per message, so it is written without the ORM's per-call query compilation."""
+    """Set `handed_off_at` (and whether the message carries the open pixel) just before the message goes on
+    the wire; False when the claim was lost. One statement per message, so it is written without the ORM's
+    per-call query compilation."""
     model = model_for(kind)
     qn = connection.ops.quote_name
     sql = (
-        f"UPDATE {qn(_table(model))} SET handed_off_at = %s, message_id = %s "  # table name is ours
+        f"UPDATE {qn(_table(model))} SET handed_off_at = %s, message_id = %s, open_tracked = %s "  # table name is ours
         "WHERE id = %s AND claim_token = %s AND handed_off_at IS NULL AND status = 'queued'"
     )
     pk = uuid.UUID(str(send_id))
@@ -309,9 +316,9 @@ def mark_handed_off(
         return bool(
             model._default_manager.filter(
                 pk=pk, claim_token=token, handed_off_at__isnull=True, status=S.QUEUED
-            ).update(handed_off_at=now or timezone.now(), message_id=message_id)
+            ).update(handed_off_at=now or timezone.now(), message_id=message_id, open_tracked=open_tracked)
         )
-    params: list[Any] = [now or timezone.now(), message_id, pk, token]
+    params: list[Any] = [now or timezone.now(), message_id, open_tracked, pk, token]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.rowcount == 1

@@ -12,6 +12,7 @@ Interface for the campaign engine (which delivery does not import):
 - `campaign_counters(campaign_id)` (DLV-10, incl. `unsubscribed`) and `campaign_counters_reset(...)` (→ sending);
 - `campaign_send_stats(campaign_id, ab_variant=None)` (DLV-09 ever-reached buckets, CMP-20);
   `send_buckets(rows_queryset)` (the one bucket definition, over any set of campaign send rows);
+  `open_rate_basis(stats)` (opens over the rows sent with an open pixel, or None: not measured);
 - `campaign_has_sends` / `campaign_has_queued_sends` (CMP-13; outcome-unknown rows count as finished, D-07);
 - `delivery.lifecycle.register_completion_handler("campaign", try_complete_campaign)` (DLV-18) and
   `register_complaint_handler("campaign", fn)` (DLV-11 content-scan flag);
@@ -43,6 +44,7 @@ from delivery.services.campaigns import (
     campaign_sends_cancel,
     campaign_sends_requeue,
     create_batch,
+    open_rate_basis,
     send_buckets,
 )
 from delivery.services.direct import (
@@ -110,6 +112,7 @@ __all__ = [
     "delivery_configured",
     "doi_email_queue",
     "on_unsubscribe",
+    "open_rate_basis",
     "pool_for",
     "recipient_links",
     "send_buckets",

@@ -256,6 +256,10 @@ def _bucket_expressions() -> dict[str, Count]:
         "failed": Count("pk", filter=Q(status=SendStatus.FAILED)),
         "delivered": Count("pk", filter=reached),
         "opened": Count("pk", filter=Q(opened_at__isnull=False)),
+        # rows whose message carried the open pixel: the only ones whose opens are measured
+        "pixel_rows": Count("pk", filter=Q(open_tracked=True)),
+        "pixel_opened": Count("pk", filter=Q(open_tracked=True, opened_at__isnull=False)),
+        "pixel_known": Count("pk", filter=Q(open_tracked__isnull=False)),
         "clicked": Count("pk", filter=Q(clicked_at__isnull=False) | ~Q(clicked_links=[])),
         "bounced": Count("pk", filter=Q(bounced_at__isnull=False)),
         "hard_bounced": Count("pk", filter=Q(bounced_at__isnull=False, bounce_type="hard")),
@@ -292,6 +296,9 @@ def campaign_send_stats(campaign_id: Any, *, ab_variant: str | None = None) -> d
             "queued": qs.filter(status=SendStatus.QUEUED).count(),
             "outcome_unknown": qs.filter(status=SendStatus.QUEUED, outcome_unknown=True).count(),
             "cancelled": qs.filter(status=SendStatus.CANCELLED).count(),
+            "pixel_rows": qs.filter(open_tracked=True).count(),
+            "pixel_opened": qs.filter(open_tracked=True, opened_at__isnull=False).count(),
+            "pixel_known": qs.filter(open_tracked__isnull=False).count(),
             "source": "counters",  # type: ignore[dict-item]
         }
     buckets = send_buckets(qs)
@@ -338,3 +345,18 @@ def campaign_sends_cancel(campaign_id: Any) -> int:
     from delivery.lifecycle import cancel_campaign_queued
 
     return cancel_campaign_queued(campaign_id)
+
+
+def open_rate_basis(stats: dict[str, Any]) -> tuple[int, int, str] | None:
+    """The open rate's (opened, denominator, what the denominator is) for `campaign_send_stats` figures, or None
+    when opens are not measured: only rows whose message carried the open pixel can report an open, so the
+    rate is over those. Over delivered rows instead when the rows predate the per-row record (`open_tracked`
+    NULL on every row) or when opens were reported on rows without our pixel (a provider that tracks opens
+    itself, through its webhooks)."""
+    if stats.get("pixel_known", 0) == 0:
+        return stats["opened"], stats["delivered"], "delivered"
+    if stats["opened"] > stats.get("pixel_opened", 0):
+        return stats["opened"], stats["delivered"], "delivered (opens reported by the provider)"
+    if stats.get("pixel_rows", 0) == 0:
+        return None
+    return stats["pixel_opened"], stats["pixel_rows"], "sent with an open pixel"
