@@ -18,14 +18,17 @@ from campaigns.models import Campaign, CampaignSendJob
 from campaigns.preflight import validate_ready_to_send
 
 #: the change page reloads every 5 s while a campaign sends; its row aggregations (the stats buckets, the hourly
-#: chart) are computed at most once per this many seconds per campaign and process, not on every reload
+#: chart) are computed at most once per this many seconds per campaign and process, not on every reload; in
+#: any other status (nothing reloads, and a send that just ended must show its final figures) they are fresh
 STATS_CACHE_SECONDS = 30
 
 
-def _cached(kind: str, campaign_id: Any, compute: Any) -> Any:
+def _cached(kind: str, campaign: Campaign, compute: Any) -> Any:
     from django.core.cache import cache
 
-    key = f"owlat:campaign-{kind}:{campaign_id}"
+    if campaign.status != "sending":
+        return compute()
+    key = f"owlat:campaign-{kind}:{campaign.pk}"
     hit = cache.get(key)
     if hit is None:
         hit = compute()
@@ -33,10 +36,10 @@ def _cached(kind: str, campaign_id: Any, compute: Any) -> Any:
     return hit
 
 
-def _send_stats(campaign_id: Any) -> dict[str, Any]:
+def _send_stats(campaign: Campaign) -> dict[str, Any]:
     from delivery.services import campaign_send_stats
 
-    return _cached("stats", campaign_id, lambda: campaign_send_stats(campaign_id))
+    return _cached("stats", campaign, lambda: campaign_send_stats(campaign.pk))
 
 
 def _rate(part: int, whole: int) -> str:
@@ -106,7 +109,7 @@ class CampaignPanels:
     @admin.display(description="progress")
     def progress(self, obj: Campaign) -> str:
         job = CampaignSendJob.objects.filter(campaign=obj).first()
-        s = _send_stats(obj.pk)
+        s = _send_stats(obj)
         walk = (
             f"walk {job.phase} ({job.variant_mode}): {job.pages} pages, {job.total_candidates} eligible, "
             f"{job.enqueued_count} enqueued"
@@ -124,7 +127,7 @@ class CampaignPanels:
 
     @admin.display(description="results")
     def report(self, obj: Campaign) -> str:
-        s = _send_stats(obj.pk)
+        s = _send_stats(obj)
         rows = [
             ("Sent", s["sent"], ""),
             ("Delivered", s["delivered"], _rate(s["delivered"], s["sent"])),
@@ -145,7 +148,7 @@ class CampaignPanels:
     def ab_results(self, obj: Campaign) -> str:
         if not obj.is_ab_test:
             return "Not an A/B test."
-        per = _cached("ab", obj.pk, lambda: {v: abtest.variant_stats(obj.pk, v) for v in ("A", "B")})
+        per = _cached("ab", obj, lambda: {v: abtest.variant_stats(obj.pk, v) for v in ("A", "B")})
         rows = [
             (
                 v,
@@ -173,7 +176,7 @@ class CampaignPanels:
 
     @admin.display(description="over time (per hour)")
     def activity_chart(self, obj: Campaign) -> str:
-        series = _cached("hourly", obj.pk, lambda: _hourly_series(obj.pk))
+        series = _cached("hourly", obj, lambda: _hourly_series(obj.pk))
         if not series:
             return "No activity yet."
         peak = max(max(v.values()) for v in series.values()) or 1
