@@ -154,6 +154,7 @@ EXPECTED: dict[str, tuple[frozenset[str], frozenset[str], tuple[str, ...], tuple
     "inbox.CircuitBreaker": (ALL, NOBODY, ("inbox_circuitbreaker_close",), ()),
     "inbox.LlmProviderSetting": (ALL, MANAGERS, (), ()),
     "inbox.HandlingRule": (ALL, MANAGERS, (), ()),
+    "inbox.ImapMailbox": (ALL, MANAGERS, (), ()),
 }
 
 
@@ -458,6 +459,13 @@ def _objects_of(label: str, org):  # noqa: C901, PLR0911, PLR0912 - one branch p
         return m.objects.create(organization=org, title="Refunds", content="30 days")
     if label == "inbox.CircuitBreaker":
         return m.objects.create(organization=org, kind=m._meta.get_field("kind").choices[0][0])
+    if label == "inbox.ImapMailbox":
+        from inbox.provider_settings import encrypt_key
+
+        return m.objects.create(
+            organization=org, name="Support", host="8.8.8.8", username="support@a.test",
+            password_encrypted=encrypt_key("app-password"),
+        )  # fmt: skip
     if label == "inbox.HandlingRule":
         field = m._meta.get_field
         return m.objects.create(
@@ -666,6 +674,7 @@ RULES: dict[
         {},
     ),
     "inbox.HandlingRule": (ALL_S, MANAGERS_S, MANAGERS_S, ("name", "Renamed"), {}),
+    "inbox.ImapMailbox": (ALL_S, MANAGERS_S, MANAGERS_S, ("name", "Renamed"), {}),
     # platform staff only; the operator tables are read-only records, users and schedules are edited by staff
     "owlat.DueTask": (S, NOBODY, NOBODY, None, {}),
     "owlat.WorkerHeartbeat": (S, NOBODY, NOBODY, None, {}),

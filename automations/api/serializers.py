@@ -199,7 +199,7 @@ class StepCreateSerializer(_StepCreateFields):
     """Checks the keys every kind shares, then the body with the serializer of its `stepType`."""
 
     stepType = StepTypeField(error_messages={"required": "stepType is required"})
-    config = StepConfigField(error_messages={"required": "config is required"})
+    config = StepConfigField(required=False)  # required by the kind's variant unless it has no settings
 
     def to_internal_value(self, data: Any) -> Any:
         attrs = super().to_internal_value(data)

@@ -128,11 +128,25 @@ class ConditionStepConfigSerializer(StepConfigSerializer):
     )
 
 
+class EndStepConfigSerializer(StepConfigSerializer):
+    """Ends the run here (no settings): a branch stops where it is put instead of going on at the next step."""
+
+    step_type = StepType.END
+
+
 STEP_CONFIGS: dict[str, type[StepConfigSerializer]] = {
     StepType.EMAIL.value: EmailStepConfigSerializer,
     StepType.DELAY.value: DelayStepConfigSerializer,
     StepType.CONDITION.value: ConditionStepConfigSerializer,
+    StepType.END.value: EndStepConfigSerializer,
 }
+
+
+def _config_field(config: type[StepConfigSerializer]) -> StepConfigSerializer:
+    """A kind with settings requires `config`; a kind without (End) takes none, or an empty object."""
+    if config().fields:
+        return config(error_messages={"required": "config is required"})
+    return config(required=False, allow_null=True, default=dict)
 
 
 def per_step_type(base: type[serializers.Serializer], name: str) -> dict[str, type[serializers.Serializer]]:
@@ -144,7 +158,7 @@ def per_step_type(base: type[serializers.Serializer], name: str) -> dict[str, ty
             {
                 "__doc__": f"{base.__doc__ or ''} A step of type `{kind}`: {config.__doc__}".strip(),
                 "stepType": serializers.ChoiceField(choices=[kind]),
-                "config": config(),
+                "config": _config_field(config),
             },
         )
         for kind, config in STEP_CONFIGS.items()

@@ -279,7 +279,7 @@ class StepListView(AutomationsView):
             self.get_automation(automation_id),
             services.step_add,
             step_type=fields["stepType"],
-            config=fields["config"],
+            config=fields.get("config"),
             step_index=fields.get("stepIndex"),
         )
         return self.created(answer)

@@ -439,6 +439,21 @@ def test_step_edits_remap_branches_and_are_draft_only(api):
         assert error_of(r)["data"]["reason"] == "not_draft"
 
 
+def test_an_end_step_takes_no_config_and_a_delay_still_requires_one(api):
+    """End has no settings: it is added with no `config` or an empty one; a kind with settings names `config`
+    when it is left out."""
+    aid = _create(api)["id"]
+    assert api.post(f"/automations/{aid}/steps", {"stepType": "end"}).status_code == 201
+    r = api.post(f"/automations/{aid}/steps", {"stepType": "end", "config": {}})
+    assert r.status_code == 201
+    assert [s["stepType"] for s in r.json()["data"]["steps"]] == ["end", "end"]
+    assert [s["config"] for s in r.json()["data"]["steps"]] == [{}, {}]
+    r = api.post(f"/automations/{aid}/steps", {"stepType": "delay"})
+    assert r.status_code == 400
+    assert error_of(r)["data"]["field"] == "config"
+    assert error_of(r)["message"] == "config is required"
+
+
 # --- transitions --------------------------------------------------------------------------------------------
 
 
