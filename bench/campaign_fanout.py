@@ -13,7 +13,7 @@ the first page task's start (the job's first `updated_at` bump is not used: the 
 enqueues the first hop) to the job's `finished_at` — the last committed page. Each hop reads a page, applies
 eligibility, buckets, inserts the send rows (`create_batch`) and enqueues them in DLV-16 chunks of 50 (the django-q2
 broker rows are part of the work). The dispatch of those send jobs is *not* part of the measurement: the walk runs
-on its own queue (`CAMPAIGN_WALK_QUEUE=default`, a setting) and no campaign-pool worker runs, so the enqueued send
+on its own queue (`CAMPAIGN_CONTROL_QUEUE=default`, a setting) and no campaign-pool worker runs, so the enqueued send
 jobs stay in the broker. Peak RSS: the summed resident set of the walking cluster's process group, sampled every
 100 ms.
 
@@ -268,7 +268,7 @@ def measure(size: int, url: str, timeout: float) -> dict:
     world = build(size)
     connections.close_all()
     procs = Processes(
-        base_env(url, EMAIL_PROVIDER="local", CAMPAIGN_WALK_QUEUE="default", Q_WORKERS="1"),
+        base_env(url, EMAIL_PROVIDER="local", CAMPAIGN_CONTROL_QUEUE="default", Q_WORKERS="1"),
         BASE_DIR / "var" / "bench" / f"campaign_fanout_{size}",
     )
     procs.start("walker", ["qcluster"])
@@ -301,7 +301,7 @@ def measure(size: int, url: str, timeout: float) -> dict:
 def main() -> None:
     args = parse_args()
     url = os.environ.get("BENCH_DATABASE_URL", DEFAULT_DB)
-    os.environ.update(base_env(url, EMAIL_PROVIDER="local", CAMPAIGN_WALK_QUEUE="default"))
+    os.environ.update(base_env(url, EMAIL_PROVIDER="local", CAMPAIGN_CONTROL_QUEUE="default"))
     recreate_database(url)
     import django
 

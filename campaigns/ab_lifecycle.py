@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from campaigns.models import AbTestStatus, Campaign
+from campaigns.queues import control_queue
 from owlat.lifecycle import Audit, Decision, Enqueue, Lifecycle, Outcome
 
 NONE = None
@@ -35,7 +36,6 @@ LEGAL_EDGES: frozenset[tuple[str | None, str | None]] = frozenset(
 
 AUTO_WINNER_TASK = "campaigns.tasks.campaign_ab_auto_winner_task"
 REMAINDER_TASK = "campaigns.tasks.campaign_send_remainder_task"
-TASK_QUEUE = "campaign"
 
 MESSAGES = {"campaign_not_found": "Campaign not found", "illegal_edge": "illegal_edge"}
 
@@ -76,14 +76,14 @@ def ab_reduce(
                     AUTO_WINNER_TASK,
                     (campaign_id,),
                     at=at + dt.timedelta(milliseconds=hours * 3_600_000),
-                    queue=TASK_QUEUE,
+                    queue=control_queue(),
                 )
             )
     elif to == WINNER_SELECTED:
         winner = input["winner"]
         patch.update(ab_winner=winner, ab_winner_selected_at=at)
         details["winner"] = winner
-        effects.append(Enqueue(REMAINDER_TASK, (campaign_id,), queue=TASK_QUEUE))
+        effects.append(Enqueue(REMAINDER_TASK, (campaign_id,), queue=control_queue()))
     else:  # → none
         patch.update(is_ab_test=False, ab_test_config=None, ab_winner=None, ab_winner_selected_at=None)
     effects.insert(0, Audit(_AUDIT[to], details))

@@ -13,6 +13,7 @@ from campaigns.ab_lifecycle import TESTING, WINNER_SELECTED, AbLifecycle
 from campaigns.authz import WINNER_FORBIDDEN, refusal
 from campaigns.lifecycle import ACTOR_AUTO_WINNER, DRAFT, PAUSED, SENDING
 from campaigns.models import Campaign
+from campaigns.queues import control_queue
 from owlat.lifecycle import Outcome
 from owlat.permissions import Authority
 
@@ -204,10 +205,12 @@ def ab_auto_declare(campaign_id: Any) -> str:
         if campaign is None or not campaign.is_ab_test or campaign.ab_test_status != TESTING:
             return "skipped: not testing"
         if campaign.status == PAUSED:  # decided once the send goes on: ask again in a few minutes
-            from campaigns.ab_lifecycle import AUTO_WINNER_TASK, TASK_QUEUE
+            from campaigns.ab_lifecycle import AUTO_WINNER_TASK
             from owlat.jobs import enqueue
 
-            enqueue(AUTO_WINNER_TASK, str(campaign.pk), at=timezone.now() + PAUSED_RETRY, queue=TASK_QUEUE)
+            enqueue(
+                AUTO_WINNER_TASK, str(campaign.pk), at=timezone.now() + PAUSED_RETRY, queue=control_queue()
+            )
             return "deferred: campaign paused"
         if campaign.status != SENDING:
             return f"skipped: campaign is {campaign.status}"

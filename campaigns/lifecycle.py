@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from campaigns.models import Campaign, CampaignStatus
+from campaigns.queues import control_queue
 from owlat.lifecycle import Analytics, Audit, Call, Decision, Enqueue, Lifecycle, Outcome, legal_edges
 
 DRAFT, SCHEDULED, SENDING, SENT, CANCELLED, PENDING_REVIEW, PAUSED = (
@@ -30,7 +31,6 @@ LEGAL_EDGES: frozenset[tuple[str, str]] = legal_edges(Campaign, "status")
 TERMINAL = frozenset(s.value for s in CampaignStatus) - {frm for frm, _ in LEGAL_EDGES}
 
 ORCHESTRATOR_TASK = "campaigns.tasks.campaign_send_start_task"
-ORCHESTRATOR_QUEUE = "campaign"
 
 # CMP-10 actor tags
 ACTOR_SCHEDULER = "system:scheduler_tick"
@@ -103,7 +103,7 @@ def campaign_reduce(
         details["scheduledAt"] = scheduled_at.isoformat() if scheduled_at else None
         # delay = max(0, scheduled_at − at): a due task when in the future, immediate otherwise
         when = scheduled_at if scheduled_at and scheduled_at > at else None
-        effects.append(Enqueue(ORCHESTRATOR_TASK, (campaign_id,), at=when, queue=ORCHESTRATOR_QUEUE))
+        effects.append(Enqueue(ORCHESTRATOR_TASK, (campaign_id,), at=when, queue=control_queue()))
         event = "campaign_scheduled"
     elif to == DRAFT:
         if frm == SCHEDULED:
@@ -140,7 +140,7 @@ def campaign_reduce(
             stats_updated_at=at,
         )
         effects.append(Call("reset_send_counters"))
-        effects.append(Enqueue(ORCHESTRATOR_TASK, (campaign_id,), queue=ORCHESTRATOR_QUEUE))
+        effects.append(Enqueue(ORCHESTRATOR_TASK, (campaign_id,), queue=control_queue()))
         if frm != PENDING_REVIEW:
             event = "campaign_sent"
         # An A/B test's window does not start here: the content scan and a review may hold the campaign
@@ -159,10 +159,10 @@ def _resume_send(campaign: Campaign) -> None:
     campaign_sends_requeue(campaign.pk)
     walk_resume(campaign.pk)
     if campaign.is_ab_test and campaign.ab_winner:  # a remainder phase that found the campaign paused
-        from campaigns.ab_lifecycle import REMAINDER_TASK, TASK_QUEUE
+        from campaigns.ab_lifecycle import REMAINDER_TASK
         from owlat.jobs import enqueue
 
-        enqueue(REMAINDER_TASK, str(campaign.pk), queue=TASK_QUEUE)
+        enqueue(REMAINDER_TASK, str(campaign.pk), queue=control_queue())
 
 
 def _cancel_send(campaign: Campaign) -> None:

@@ -33,7 +33,8 @@ from campaigns.lifecycle import (
 )
 from campaigns.models import Campaign, CampaignSendJob, ContentScanResult, SendJobPhase, VariantMode
 from campaigns.preflight import validate_ready_to_send
-from campaigns.walker import new_hop_token, walk_queue
+from campaigns.queues import control_queue
+from campaigns.walker import new_hop_token
 
 logger = logging.getLogger(__name__)
 
@@ -122,7 +123,7 @@ def send_job_open(
     CampaignSendJob.objects.bulk_create(
         [job], update_conflicts=True, unique_fields=["campaign"], update_fields=list(fields)
     )
-    enqueue(PAGE_TASK, str(campaign.pk), "", token, queue=walk_queue())
+    enqueue(PAGE_TASK, str(campaign.pk), "", token, queue=control_queue())
     return job
 
 

@@ -15,7 +15,6 @@ from campaigns.lifecycle import (
     CANCELLED,
     DRAFT,
     LEGAL_EDGES,
-    ORCHESTRATOR_QUEUE,
     ORCHESTRATOR_TASK,
     PAUSED,
     SCHEDULED,
@@ -26,6 +25,7 @@ from campaigns.lifecycle import (
 )
 from campaigns.models import Campaign
 from campaigns.preflight import validate_ready_to_send
+from campaigns.queues import control_queue
 from owlat.lifecycle import Outcome
 from owlat.permissions import Authority
 
@@ -339,7 +339,7 @@ def campaign_reschedule(
                 "rescheduled": True,
             },
         )
-        enqueue(ORCHESTRATOR_TASK, str(locked.pk), at=scheduled_at, queue=ORCHESTRATOR_QUEUE)
+        enqueue(ORCHESTRATOR_TASK, str(locked.pk), at=scheduled_at, queue=control_queue())
     return Outcome(
         ok=True, applied="rescheduled", from_state=SCHEDULED, to_state=SCHEDULED, object_id=campaign.pk
     )  # type: ignore[arg-type]

@@ -31,6 +31,7 @@ from campaigns.abtest import hash_fraction, variant_for_hash
 from campaigns.audience import PAGE_SIZE, Candidate, audience_page
 from campaigns.lifecycle import ACTOR_ORCHESTRATOR, PAUSED, SENDING, SENT, campaign_transition
 from campaigns.models import Campaign, CampaignSendJob, SendJobPhase, VariantMode
+from campaigns.queues import control_queue
 
 logger = logging.getLogger(__name__)
 
@@ -38,13 +39,6 @@ CAMPAIGN_ENQUEUE_CHUNK_SIZE = 50  # DLV-16
 NO_PROVIDER_RETRY = dt.timedelta(minutes=5)  # CMP-29 [orig]
 STUCK_AFTER = dt.timedelta(minutes=10)  # CMP-36
 PAGE_TASK = "campaigns.tasks.campaign_resolve_page_task"
-
-
-def walk_queue() -> str:
-    """The queue of the page hops (`CAMPAIGN_WALK_QUEUE`, default the campaign pool)."""
-    from django.conf import settings
-
-    return getattr(settings, "CAMPAIGN_WALK_QUEUE", "campaign") or "campaign"
 
 
 # --- CMP-34: time zones (pure) -------------------------------------------------------------------------------
@@ -241,7 +235,7 @@ def enqueue_hop(job: CampaignSendJob, *, at: dt.datetime | None = None) -> str:
     from owlat.jobs import enqueue
 
     job.hop_token = new_hop_token()
-    enqueue(PAGE_TASK, str(job.campaign_id), job.cursor, job.hop_token, at=at, queue=walk_queue())
+    enqueue(PAGE_TASK, str(job.campaign_id), job.cursor, job.hop_token, at=at, queue=control_queue())
     return job.hop_token
 
 
@@ -412,10 +406,10 @@ def _finish_walk(campaign: Campaign, job: CampaignSendJob, now: dt.datetime) -> 
         and Campaign.objects.filter(pk=campaign.pk, ab_winner__isnull=False).exists()
     ):
         # a winner declared while this walk ran: its remainder phase deferred to now
-        from campaigns.ab_lifecycle import REMAINDER_TASK, TASK_QUEUE
+        from campaigns.ab_lifecycle import REMAINDER_TASK
         from owlat.jobs import enqueue
 
-        enqueue(REMAINDER_TASK, str(campaign.pk), queue=TASK_QUEUE)
+        enqueue(REMAINDER_TASK, str(campaign.pk), queue=control_queue())
         return
     try_complete_campaign(campaign.pk)
 
@@ -476,7 +470,7 @@ def stuck_walks_redrive(*, now: dt.datetime | None = None) -> int:
             if touched:  # a tokenless hop: it walks only from this cursor and then takes a token of its own
                 from owlat.jobs import enqueue
 
-                enqueue(PAGE_TASK, str(campaign_id), cursor, queue=walk_queue())
+                enqueue(PAGE_TASK, str(campaign_id), cursor, queue=control_queue())
     return len(stuck)
 
 

@@ -290,8 +290,10 @@ SEND_ORPHAN_AFTER_SECONDS = env.float("SEND_ORPHAN_AFTER_SECONDS", default=30.0)
 # A row the sweep handed to its pool again is not handed out again for SEND_REDRIVE_LEASE_SECONDS (at least
 # the orphan age above): a stuck queue gets one job per orphan and lease, not one per sweep.
 SEND_REDRIVE_LEASE_SECONDS = env.float("SEND_REDRIVE_LEASE_SECONDS", default=60.0)
-# Campaigns: the queue of the orchestrator's paged recipient walk (CMP-29); the campaign pool by default.
-CAMPAIGN_WALK_QUEUE = env.str("CAMPAIGN_WALK_QUEUE", default="campaign")
+# Campaigns: the queue of a campaign's control tasks (orchestrator, the paged recipient walk of CMP-29, A/B
+# auto-winner and remainder; campaigns/queues.py): apart from the campaign pool's queue, so a campaign starts and
+# walks while another organization's large send fills the pool's queue.
+CAMPAIGN_CONTROL_QUEUE = env.str("CAMPAIGN_CONTROL_QUEUE", default="default")
 # CMP-29 hops: pages walked per task execution (each page its own checkpoint) and no new page after this many
 # seconds (far below Q_TIMEOUT).
 CAMPAIGN_WALK_PAGES_PER_HOP = env.int("CAMPAIGN_WALK_PAGES_PER_HOP", default=20)

@@ -89,6 +89,7 @@ SQLITE_E2E=(
   campaigns/tests/test_e2e_local_time.py
   campaigns/tests/test_e2e_pause_cancel.py
   delivery/tests/test_e2e_fair_pool.py
+  campaigns/tests/test_e2e_fair_start.py
   delivery/tests/test_deliverability.py
   inbox/tests/test_smtp_intake.py
   inbox/tests/test_imap_intake.py

@@ -59,6 +59,40 @@ def campaign_send_rows(organization: Any, template: Any, context: Any, *, page: 
     return ids
 
 
+def pool_campaign_rows(org: Any, prefix: str, size: int) -> set[str]:
+    """`size` contacts `<prefix>NNNN@example.com` of `org` and the rows of a new campaign to them, handed to the
+    campaign pool as the campaign walk hands them (`create_batch` with `enqueue=True`); their addresses."""
+    import uuid
+
+    from delivery.services import CampaignRecipient, CampaignSendContext, create_batch
+    from owlat.models import Contact
+    from templates.models import EmailTemplate
+
+    template = EmailTemplate.objects.create(
+        organization=org, name="T", subject="Hello {{firstName}}", html_content="<p>Hello {{firstName}}</p>"
+    )
+    contacts = Contact.objects.bulk_create(
+        [Contact(organization=org, email=f"{prefix}{i:04d}@example.com") for i in range(size)]
+    )
+    create_batch(
+        organization_id=org.pk,
+        campaign_id=str(uuid.uuid4()),
+        context=CampaignSendContext(from_email=f"news@{prefix}.test", from_name=org.name, topic_id=None),
+        sends=[
+            CampaignRecipient(
+                contact_id=str(c.pk),
+                email=c.email,
+                first_name="",
+                last_name="",
+                email_template_id=str(template.pk),
+            )
+            for c in contacts
+        ],
+        enqueue=True,
+    )
+    return {c.email for c in contacts}
+
+
 def email_step(template: Any) -> dict[str, Any]:
     """An automation step that sends `template`."""
     return {"stepType": "email", "config": {"emailTemplateId": str(template.pk)}}

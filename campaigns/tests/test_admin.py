@@ -277,7 +277,7 @@ def test_the_five_second_reload_of_a_sending_campaign_runs_no_row_aggregation(
         make_contact(topic=topic)
     campaign = make_campaign()
     assert campaign_send_now(authority=SYSTEM, campaign_id=campaign.pk, organization_id=org.pk, actor="u").ok
-    drain_queue(queue="campaign", max_tasks=1)  # the orchestrator: scan, snapshot, first page queued
+    drain_queue(queue="default", max_tasks=1)  # the orchestrator: scan, snapshot, first page queued
     campaign.refresh_from_db()
     assert campaign.status == "sending"
     url = reverse("admin:campaigns_campaign_change", args=[campaign.pk])

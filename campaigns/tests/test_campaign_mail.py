@@ -39,7 +39,7 @@ def test_the_walker_hands_rows_to_the_campaign_pool_in_chunks_of_50(make_campaig
     assert campaign_send_now(
         authority=SYSTEM, campaign_id=campaign.pk, organization_id=org.pk, actor="user-1"
     ).ok
-    drain_queue(queue="campaign", max_tasks=2)  # the orchestrator, then one page hop
+    drain_queue(queue="default", max_tasks=2)  # the orchestrator, then one page hop
     jobs = [t for t in queued_tasks("campaign") if t.func == "delivery.tasks.send_batch_task"]
     assert sorted(len(t.args[1]) for t in jobs) == [20, 50, 50]
     assert {t.args[0] for t in jobs} == {"campaign"}

@@ -79,7 +79,7 @@ def test_a_send_job_without_progress_is_listed_as_stuck(
     make_contact(topic=topic)
     campaign = make_campaign()
     assert campaign_send_now(authority=SYSTEM, campaign_id=campaign.pk, organization_id=org.pk, actor="u").ok
-    drain_queue(queue="campaign", max_tasks=1)  # the job exists, its first page not yet walked
+    drain_queue(queue="default", max_tasks=1)  # the job exists, its first page not yet walked
     login(client, django_user_model, org)
     title = f"Sending of campaign “{campaign.name}” looks stuck"
     assert title not in _attention(client)  # fresh: not stuck

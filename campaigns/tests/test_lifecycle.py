@@ -196,7 +196,7 @@ def _audits(campaign, action=None):
 def _orchestrator_tasks():
     from testsupport.queue import queued_tasks
 
-    return [t for t in queued_tasks("campaign") if t.func == ORCHESTRATOR_TASK]
+    return [t for t in queued_tasks("default") if t.func == ORCHESTRATOR_TASK]
 
 
 def test_transition_applies_patch_audit_and_enqueues_in_one_transaction(make_campaign):
@@ -219,7 +219,7 @@ def test_scheduled_transition_writes_a_due_task(make_campaign):
     )
     assert outcome.ok
     due = DueTask.objects.get(func=ORCHESTRATOR_TASK)
-    assert due.args == [str(campaign.pk)] and due.due_at == when and due.queue == "campaign"
+    assert due.args == [str(campaign.pk)] and due.due_at == when and due.queue == "default"
 
 
 def test_self_loop_records_one_audit_row_and_nothing_else(make_campaign):

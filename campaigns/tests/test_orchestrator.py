@@ -218,9 +218,9 @@ def test_a_crashed_page_resumes_from_the_checkpoint(
     contacts = [make_contact(topic=topic) for i in range(10)]
     campaign = make_campaign()
     assert campaign_send_now(authority=SYSTEM, campaign_id=campaign.pk, organization_id=org.pk, actor="u").ok
-    drain_queue(queue="campaign", max_tasks=1)  # the orchestrator opens the job
+    drain_queue(queue="default", max_tasks=1)  # the orchestrator opens the job
     first_token = CampaignSendJob.objects.get(campaign=campaign).hop_token
-    drain_queue(queue="campaign", max_tasks=1)  # page 1
+    drain_queue(queue="default", max_tasks=1)  # page 1
     job = CampaignSendJob.objects.get(campaign=campaign)
     assert job.pages == 1 and rows(campaign).count() == 4
     assert job.hop_token != first_token  # handed over to the next hop
@@ -262,7 +262,7 @@ def test_a_hop_walks_several_pages_and_a_crash_mid_hop_resumes_after_the_last_co
     contacts = [make_contact(topic=topic) for i in range(10)]  # pages of 4, 4, 2
     campaign = make_campaign()
     assert campaign_send_now(authority=SYSTEM, campaign_id=campaign.pk, organization_id=org.pk, actor="u").ok
-    drain_queue(queue="campaign", max_tasks=1)  # the orchestrator opens the job and enqueues the first hop
+    drain_queue(queue="default", max_tasks=1)  # the orchestrator opens the job and enqueues the first hop
     token = CampaignSendJob.objects.get(campaign=campaign).hop_token
     real, calls = walker._enqueue_chunks, []
 
@@ -330,7 +330,7 @@ def test_watchdog_redrives_a_stuck_walk(make_campaign, org, topic, make_contact)
     make_contact(topic=topic)
     campaign = make_campaign()
     assert campaign_send_now(authority=SYSTEM, campaign_id=campaign.pk, organization_id=org.pk, actor="u").ok
-    drain_queue(queue="campaign", max_tasks=1)
+    drain_queue(queue="default", max_tasks=1)
     # the page hop got lost
     from django_q.models import OrmQ
 
@@ -349,7 +349,7 @@ def test_no_provider_at_hop_time_retries_in_five_minutes(make_campaign, org, top
     make_contact(topic=topic)
     campaign = make_campaign()
     assert campaign_send_now(authority=SYSTEM, campaign_id=campaign.pk, organization_id=org.pk, actor="u").ok
-    drain_queue(queue="campaign", max_tasks=1)
+    drain_queue(queue="default", max_tasks=1)
     settings.EMAIL_PROVIDER = ""
     now = timezone.now()
     assert walker.resolve_campaign_page(campaign.pk, "", now=now).startswith("no delivery provider")
@@ -467,7 +467,7 @@ def test_segment_audience_is_frozen_at_send(make_campaign, org, make_contact):
     segment = Segment.objects.create(organization=org, name="Anns", filters=filters)
     campaign = make_campaign(audience={"kind": "segment", "segmentId": str(segment.pk)})
     assert campaign_send_now(authority=SYSTEM, campaign_id=campaign.pk, organization_id=org.pk, actor="u").ok
-    drain_queue(queue="campaign", max_tasks=1)  # the orchestrator freezes
+    drain_queue(queue="default", max_tasks=1)  # the orchestrator freezes
     campaign.refresh_from_db()
     assert campaign.audience["frozenFilters"] == filters
     segment.filters = {**filters, "conditions": [{**filters["conditions"][0], "value": "Bob"}]}
@@ -483,7 +483,7 @@ def test_topic_audience_is_frozen_at_send_start(make_campaign, org, topic, make_
     before = make_contact(topic=topic, first_name="Ann")
     campaign = make_campaign()
     assert campaign_send_now(authority=SYSTEM, campaign_id=campaign.pk, organization_id=org.pk, actor="u").ok
-    drain_queue(queue="campaign", max_tasks=1)  # the orchestrator freezes
+    drain_queue(queue="default", max_tasks=1)  # the orchestrator freezes
     campaign.refresh_from_db()
     assert "frozenAt" in campaign.audience
     make_contact(topic=topic, first_name="Late")  # joins after the send started
@@ -496,7 +496,7 @@ def test_archive_snapshot_and_public_page(make_campaign, org, topic, make_contac
     contact = make_contact(topic=topic, first_name="Zed")
     campaign = make_campaign()
     assert campaign_send_now(authority=SYSTEM, campaign_id=campaign.pk, organization_id=org.pk, actor="u").ok
-    drain_queue(queue="campaign", max_tasks=1)
+    drain_queue(queue="default", max_tasks=1)
     campaign.refresh_from_db()
     assert len(campaign.archive_token) == 24 and "Hello" in campaign.archive_html_content
     assert client.get(f"/archive?token={campaign.archive_token}").status_code == 404  # not yet sent
@@ -550,7 +550,7 @@ def test_reconcile_cron_completes_and_rolls_up(make_campaign, org, topic, make_c
     make_contact(topic=topic)
     campaign = make_campaign()
     assert campaign_send_now(authority=SYSTEM, campaign_id=campaign.pk, organization_id=org.pk, actor="u").ok
-    drain_queue(queue="campaign", max_tasks=2)  # orchestrator + page; the send job stays queued
+    drain_queue(queue="default", max_tasks=2)  # orchestrator + page; the send job stays queued
     assert reconcile_sending_campaigns() == {"reconciled": 1, "completed": 0}
     assert any(t.func == "delivery.tasks.send_batch_task" for t in queued_tasks("campaign"))
     drain_queue(max_tasks=5000)

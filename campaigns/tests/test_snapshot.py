@@ -16,7 +16,7 @@ OWNER = Authority.member("owner")
 
 def _start(campaign, org):
     assert campaign_send_now(authority=SYSTEM, campaign_id=campaign.pk, organization_id=org.pk, actor="u").ok
-    drain_queue(queue="campaign", max_tasks=1)  # the orchestrator: scan, snapshot, first page enqueued
+    drain_queue(queue="default", max_tasks=1)  # the orchestrator: scan, snapshot, first page enqueued
     campaign.refresh_from_db()
 
 
