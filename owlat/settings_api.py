@@ -49,6 +49,7 @@ SPECTACULAR_SETTINGS = {
         "EmailStepTypeEnum": ["email"],
         "DelayStepTypeEnum": ["delay"],
         "ConditionStepTypeEnum": ["condition"],
+        "EndStepTypeEnum": ["end"],
         "RunStatusEnum": "automations.models.RunStatus",
         "StepRunStatusEnum": "automations.models.StepRunStatus",
         "TemplateStatusEnum": "templates.models.TemplateStatus",
