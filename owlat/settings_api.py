@@ -56,5 +56,6 @@ SPECTACULAR_SETTINGS = {
         "TemplateTypeEnum": "templates.models.TemplateType",
         "AuthResultEnum": "inbox.receive.AUTH_RESULTS",
         "RelabelCategoryEnum": "inbox.configuration.RELABEL_CATEGORIES",
+        "SignupFieldKindEnum": ["first_name", "last_name", "language", "property"],
     },
 }
