@@ -78,6 +78,7 @@ EXPECTED_SCOPES: dict[tuple[str, str], str] = {
     ("api/v1/automations/<id:automation_id>/runs/<id:run_id>/step-runs", "GET"): "automations:read",
     ("api/v1/automations/<id:automation_id>/runs/<id:run_id>", "GET"): "automations:read",
     ("api/v1/automations/<id:automation_id>/stats", "GET"): "automations:read",
+    ("api/v1/automations/<id:automation_id>/simulate", "GET"): "automations:read",
     ("api/v1/automations/<id:automation_id>", "GET"): "automations:read",
     ("api/v1/automations/<id:automation_id>", "PUT"): "automations:write",
     ("api/v1/automations/<id:automation_id>", "PATCH"): "automations:write",

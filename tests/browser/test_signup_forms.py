@@ -101,7 +101,15 @@ def test_sign_up_confirm_and_welcome_and_bots_refused(  # noqa: PLR0915 - one st
     site, operator, page, live_server, smtp_sink, second_origin, workers
 ):
     from owlat.conditions import filters_queryset
-    from owlat.models import Contact, ContactTopic, Segment, SignupForm, SignupFormDay, SignupSubmission, Topic
+    from owlat.models import (
+        Contact,
+        ContactTopic,
+        Segment,
+        SignupForm,
+        SignupFormDay,
+        SignupSubmission,
+        Topic,
+    )
 
     org = operator["org"]
     news = Topic.objects.create(organization=org, name="News", require_double_opt_in=True)
@@ -207,5 +215,9 @@ def test_sign_up_confirm_and_welcome_and_bots_refused(  # noqa: PLR0915 - one st
     page.locator("[name=_save]").click()
     page.wait_for_url(re.compile(r"/admin/owlat/segment/$"))
     segment = Segment.objects.get(name="Joined through the footer form")
-    assert segment.filters["conditions"] == [{"kind": "signup_form", "formId": str(form.pk), "operator": "equals"}]
-    assert list(filters_queryset(org.pk, segment.filters).values_list("email", flat=True)) == ["hana@example.com"]
+    assert segment.filters["conditions"] == [
+        {"kind": "signup_form", "formId": str(form.pk), "operator": "equals"}
+    ]
+    assert list(filters_queryset(org.pk, segment.filters).values_list("email", flat=True)) == [
+        "hana@example.com"
+    ]
