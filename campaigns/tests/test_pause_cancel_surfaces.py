@@ -93,6 +93,40 @@ def test_cancel_of_a_paused_campaign_through_the_api(walking, org):
     assert not LocalMessage.objects.exists()
 
 
+def test_the_admin_confirmation_shows_the_counts_and_the_post_acts(
+    walking, org, client, django_user_model, settings
+):
+    """The confirmation page (a GET changes nothing) names how many messages wait and how many were sent; the
+    confirmed POST pauses, resumes or cancels the send."""
+    from django.urls import reverse
+
+    staff = django_user_model.objects.create_superuser("root", "root@example.com", "pw")
+    client.force_login(staff)
+
+    def url(verb):
+        return reverse("admin:campaigns_campaign_transition", args=[walking.pk, verb])
+
+    page = client.get(url("pause")).content.decode()
+    assert "No more of its 10 waiting messages" in page
+    assert Campaign.objects.get(pk=walking.pk).status == "sending"
+    assert client.post(url("pause")).status_code == 302
+    assert Campaign.objects.get(pk=walking.pk).status == "paused"
+    drain_queue(max_tasks=5000)
+    assert "Its 10 waiting messages go out again" in client.get(url("resume")).content.decode()
+    assert client.post(url("resume")).status_code == 302
+    drain_queue(max_tasks=2)  # one pool job and the walk's next hop
+    sent = _rows(walking).filter(status="sent").count()
+    queued = _rows(walking).filter(status="queued").count()
+    page = client.get(url("cancel")).content.decode()
+    assert f"Its {queued} messages not yet handed to the provider are never sent" in page
+    assert f"the {sent} already sent stay sent" in page
+    assert client.post(url("cancel")).status_code == 302
+    drain_queue(max_tasks=5000)
+    assert Campaign.objects.get(pk=walking.pk).status == "cancelled"
+    assert _rows(walking).filter(status="cancelled").count() >= queued
+    assert LocalMessage.objects.count() == _rows(walking).filter(status="sent").count() < 30
+
+
 def _command(*args) -> str:
     out = io.StringIO()
     call_command("campaign_transition", *args, stdout=out, stderr=io.StringIO())
