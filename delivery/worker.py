@@ -230,14 +230,19 @@ class PoolJob:
         if summary.skipped:
             _defer_not_due(kind, ids, won, self.now())
         summary.claimed = len(won)
-        return won
+        order = {pk: i for i, pk in enumerate(ids)}
+        return sorted(won, key=lambda pk: order.get(pk, len(order)))
 
     def _note_prior(self, won: list[str]) -> None:
         if self.retry_token is not None:  # a provider retry: the attempts made before count
             self.prior = dict.fromkeys(won, self.prior_attempts)
 
     def load(self, ids: list[str]) -> Round:
-        return read_round(self.kind, ids, self.token, self.cache, join=len(ids) <= RECORD_INLINE_ROWS)
+        """The round's rows in the order of `ids` (a campaign job's fair share: other organizations first)."""
+        round_ = read_round(self.kind, ids, self.token, self.cache, join=len(ids) <= RECORD_INLINE_ROWS)
+        order = {pk: i for i, pk in enumerate(ids)}
+        round_.rows.sort(key=lambda row: order.get(str(row.pk), len(order)))
+        return round_
 
     def next_round(self) -> Round | None:
         """The drain: while the pool has queued rows and the job is young, the next `BATCH_SIZE` rows go out
