@@ -295,84 +295,13 @@ def _walk_page(
     campaign_id: Any, expected_cursor: str, hop: _Hop, *, now: dt.datetime | None, last: bool
 ) -> tuple[str, bool]:
     """One page in one transaction under the send job's row lock; returns (summary, walk goes on in this hop)."""
-    from delivery.providers import delivery_configured
-    from delivery.services import create_batch
-    from owlat.organizations import organization_settings
-
     now = now or timezone.now()
     with transaction.atomic():
-        job = (  # the checkpoint, locked, with the campaign's status in the same statement
-            CampaignSendJob.objects.select_for_update(of=("self",))
-            .annotate(campaign_status=F("campaign__status"))
-            .filter(campaign_id=campaign_id)
-            .first()
-        )
-        if job is None or job.phase != SendJobPhase.RESOLVING:
-            return "stopped: no resolving job", False
-        if hop.token:
-            if job.hop_token != hop.token:
-                return "stale hop: another hop owns the walk", False
-        elif job.cursor != (expected_cursor or ""):
-            return "stale hop: cursor already advanced", False
-        else:
-            hop.token = job.hop_token = new_hop_token()
-        if hop.campaign is None:
-            hop.campaign = Campaign.objects.select_related("email_template").filter(pk=campaign_id).first()
-        # read with the lock on every page: a pause or cancel in between stops the walk at the next page
-        status = job.campaign_status
+        job, stopped = _locked_job(campaign_id, expected_cursor, hop, now)
+        if job is None:
+            return stopped, False
         campaign = hop.campaign
-        if status == PAUSED:  # the checkpoint stays; resume hands the walk to a fresh hop (`walk_resume`)
-            return "paused: the walk waits for resume", False
-        if campaign is None or status != SENDING or campaign.email_template is None:
-            job.phase, job.finished_at, job.updated_at = SendJobPhase.DONE, now, now
-            job.save(update_fields=["phase", "finished_at", "updated_at", "hop_token"])
-            return "stopped: campaign not sending", False
-        if not delivery_configured():
-            job.updated_at = now
-            enqueue_hop(job, at=now + NO_PROVIDER_RETRY)
-            job.save(update_fields=["updated_at", "hop_token"])
-            return "no delivery provider: retry in 5 minutes", False
-        use_tz = (
-            campaign.use_recipient_timezone
-            and campaign.scheduled_hour is not None
-            and campaign.scheduled_minute is not None
-            and job.variant_mode in (VariantMode.PLAIN, VariantMode.AB_TEST)
-        )
-        if hop.contents is None:
-            hop.contents = _Contents(campaign)
-            hop.context = _send_context(campaign)
-            hop.org_tz = organization_settings(campaign.organization_id).timezone if use_tz else None
-
-        page = audience_page(
-            campaign.organization_id,
-            job.audience or campaign.audience or {},
-            job.cursor,
-            limit=audience_module.PAGE_SIZE,
-        )
-        chosen = _bucket(job, campaign, page.eligible)
-        instants = {
-            c.contact_id: _zone_instant(hop, campaign, job, c.timezone) if use_tz else None for c, _ in chosen
-        }
-        recipients = [_recipient(hop.contents, c, v, instants[c.contact_id]) for c, v in chosen]
-        inserted = create_batch(
-            organization_id=campaign.organization_id,
-            campaign_id=campaign.pk,
-            context=hop.context,
-            sends=recipients,
-            enqueue=False,
-            write_settings=not hop.settings_written,
-        )
-        hop.settings_written = True
-        by_zone: dict[dt.datetime | None, list[str]] = defaultdict(list)
-        for c, _ in chosen:
-            send_id = inserted.get(c.contact_id)
-            if send_id is not None:
-                by_zone[instants[c.contact_id]].append(send_id)
-        for at, ids in by_zone.items():
-            _enqueue_chunks(ids, at)
-        enqueued = len(inserted)
-        if enqueued:
-            _count_daily_sends(campaign.organization_id, enqueued, now)
+        page, enqueued = _send_page(hop, campaign, job, now)
         job.cursor = page.next_cursor
         job.enqueued_count += enqueued
         job.total_candidates += len(page.eligible)
@@ -388,6 +317,95 @@ def _walk_page(
         job.save(update_fields=[*fields, "phase", "finished_at"])
         _finish_walk(campaign, job, now)
     return f"page {job.pages}: {enqueued} enqueued; walk done ({job.enqueued_count} total)", False
+
+
+def _locked_job(
+    campaign_id: Any, expected_cursor: str, hop: _Hop, now: dt.datetime
+) -> tuple[CampaignSendJob | None, str]:
+    """The send job, locked (inside the caller's transaction), when this hop may walk its next page; else None
+    and why the walk stops here (another hop owns it, paused, no longer sending, no provider yet)."""
+    from delivery.providers import delivery_configured
+
+    job = (  # the checkpoint, locked, with the campaign's status in the same statement
+        CampaignSendJob.objects.select_for_update(of=("self",))
+        .annotate(campaign_status=F("campaign__status"))
+        .filter(campaign_id=campaign_id)
+        .first()
+    )
+    if job is None or job.phase != SendJobPhase.RESOLVING:
+        return None, "stopped: no resolving job"
+    if hop.token:
+        if job.hop_token != hop.token:
+            return None, "stale hop: another hop owns the walk"
+    elif job.cursor != (expected_cursor or ""):
+        return None, "stale hop: cursor already advanced"
+    else:
+        hop.token = job.hop_token = new_hop_token()
+    if hop.campaign is None:
+        hop.campaign = Campaign.objects.select_related("email_template").filter(pk=campaign_id).first()
+    # read with the lock on every page: a pause or cancel in between stops the walk at the next page
+    status = job.campaign_status
+    campaign = hop.campaign
+    if status == PAUSED:  # the checkpoint stays; resume hands the walk to a fresh hop (`walk_resume`)
+        return None, "paused: the walk waits for resume"
+    if campaign is None or status != SENDING or campaign.email_template is None:
+        job.phase, job.finished_at, job.updated_at = SendJobPhase.DONE, now, now
+        job.save(update_fields=["phase", "finished_at", "updated_at", "hop_token"])
+        return None, "stopped: campaign not sending"
+    if not delivery_configured():
+        job.updated_at = now
+        enqueue_hop(job, at=now + NO_PROVIDER_RETRY)
+        job.save(update_fields=["updated_at", "hop_token"])
+        return None, "no delivery provider: retry in 5 minutes"
+    return job, ""
+
+
+def _send_page(hop: _Hop, campaign: Campaign, job: CampaignSendJob, now: dt.datetime) -> tuple[Any, int]:
+    """The next audience page's rows inserted and handed to the pool (each local-time row at its zone's
+    instant); returns (the page, rows inserted)."""
+    from delivery.services import create_batch
+    from owlat.organizations import organization_settings
+
+    use_tz = (
+        campaign.use_recipient_timezone
+        and campaign.scheduled_hour is not None
+        and campaign.scheduled_minute is not None
+        and job.variant_mode in (VariantMode.PLAIN, VariantMode.AB_TEST)
+    )
+    if hop.contents is None:
+        hop.contents = _Contents(campaign)
+        hop.context = _send_context(campaign)
+        hop.org_tz = organization_settings(campaign.organization_id).timezone if use_tz else None
+    page = audience_page(
+        campaign.organization_id,
+        job.audience or campaign.audience or {},
+        job.cursor,
+        limit=audience_module.PAGE_SIZE,
+    )
+    chosen = _bucket(job, campaign, page.eligible)
+    instants = {
+        c.contact_id: _zone_instant(hop, campaign, job, c.timezone) if use_tz else None for c, _ in chosen
+    }
+    recipients = [_recipient(hop.contents, c, v, instants[c.contact_id]) for c, v in chosen]
+    inserted = create_batch(
+        organization_id=campaign.organization_id,
+        campaign_id=campaign.pk,
+        context=hop.context,
+        sends=recipients,
+        enqueue=False,
+        write_settings=not hop.settings_written,
+    )
+    hop.settings_written = True
+    by_zone: dict[dt.datetime | None, list[str]] = defaultdict(list)
+    for c, _ in chosen:
+        send_id = inserted.get(c.contact_id)
+        if send_id is not None:
+            by_zone[instants[c.contact_id]].append(send_id)
+    for at, ids in by_zone.items():
+        _enqueue_chunks(ids, at)
+    if inserted:
+        _count_daily_sends(campaign.organization_id, len(inserted), now)
+    return page, len(inserted)
 
 
 def _finish_walk(campaign: Campaign, job: CampaignSendJob, now: dt.datetime) -> None:
