@@ -133,26 +133,10 @@ def start_campaign_send(campaign_id: Any, *, now: dt.datetime | None = None) -> 
     campaign = Campaign.objects.filter(pk=campaign_id).select_related("email_template").first()
     if campaign is None:
         raise OrchestratorError(f"Campaign {campaign_id} not found")
-    # CMP-22
-    skip = {
-        CANCELLED: "Campaign was cancelled",
-        DRAFT: "Campaign was unscheduled",
-        SENT: "Campaign was already sent",
-        PENDING_REVIEW: "Campaign is held for review",
-    }.get(campaign.status)
+    skip = _guard(campaign, now)
     if skip:
-        return f"skipped: {skip}"
-    if campaign.status == SCHEDULED and campaign.scheduled_at and campaign.scheduled_at > now:
-        return "skipped: Not yet due (rescheduled)"
-    if campaign.status == SENDING and _already_running(campaign):
-        return "skipped: Already running"
-    # CMP-24
-    preflight = validate_ready_to_send(campaign, now=now, check_capacity=False)
-    if not preflight.ready:
-        return f"skipped: Pre-flight failed: {preflight.message}"
+        return skip
     template = campaign.email_template
-    if not (template.html_content or "").strip():
-        raise OrchestratorError(f"Template {template.pk} of campaign {campaign.pk} has no rendered HTML")
     # CMP-23: a scheduled campaign is only moved to sending; that transition enqueues the run that sends.
     if campaign.status == SCHEDULED:
         outcome = campaign_transition(campaign_id=campaign.pk, to=SENDING, actor=ACTOR_SCHEDULER, at=now)
@@ -165,59 +149,99 @@ def start_campaign_send(campaign_id: Any, *, now: dt.datetime | None = None) -> 
             return f"skipped: campaign is {locked.status}"
         if _already_running(locked):
             return "skipped: Already running"
-        approved = fingerprint == locked.approved_content_fingerprint
-        level = "clean" if approved else scan.level
-        if scan.level != "clean":
-            ContentScanResult.objects.create(
-                organization_id=locked.organization_id,
-                campaign=locked,
-                score=scan.score,
-                level=scan.level,
-                flags=scan.flag_dicts(),
-                fingerprint=fingerprint,
-                scanned_at=now,
-            )
-        if level == "blocked":
-            reason = "Content blocked: " + "; ".join(f.description for f in scan.flags)
-            campaign_transition_locked(
-                locked, DRAFT, actor=ACTOR_CONTENT_SCAN, input={"content_block_reason": reason}, at=now
-            )
-            return f"skipped: Content blocked by scanner (score: {scan.score}/100)"
-        if level == "suspicious":
-            campaign_transition_locked(locked, PENDING_REVIEW, actor=ACTOR_CONTENT_SCAN, at=now)
-            return f"skipped: Content flagged for review (score: {scan.score}/100)"
-        # CMP-27 archive snapshot, CMP-28 freeze
-        from campaigns.archive import archive_snapshot_fields
-        from campaigns.audience import audience_frozen
-        from campaigns.snapshot import snapshot_forget, snapshot_store
-
-        snapshot_store(locked, entries)  # what was scanned is what is sent
-        transaction.on_commit(lambda: snapshot_forget(locked.pk))
-        updates: dict[str, Any] = archive_snapshot_fields(locked, entries)
-        frozen = audience_frozen(locked, at=now)
-        if frozen is not None:
-            updates["audience"] = frozen
-        if updates:
-            Campaign.objects.filter(pk=locked.pk).update(**updates)
-            for key, value in updates.items():
-                setattr(locked, key, value)
-        # CMP-29: open the checkpoint and schedule the first page
-        cfg = locked.ab_config()
-        if locked.is_ab_test and cfg and locked.ab_test_status in (PENDING, TESTING):
-            # the test window starts now, with the first test-cohort page, after the scan and any review
-            AbLifecycle().transition_locked(locked, TESTING, actor=ACTOR_ORCHESTRATOR, at=now)
-            split = cfg.get("splitPercentage") or 0
-            send_job_open(
-                locked,
-                variant_mode=VariantMode.AB_TEST,
-                audience=locked.audience,
-                test_fraction=cohort_fraction(split),
-                split_percentage=split,
-                at=now,
-            )
-        else:
-            send_job_open(locked, variant_mode=VariantMode.PLAIN, audience=locked.audience, at=now)
+        held = _hold_for_content(locked, scan, fingerprint, now)
+        if held:
+            return held
+        _freeze(locked, entries, now)
+        _open_send_job(locked, now)
     return "send job opened"
+
+
+def _guard(campaign: Campaign, now: dt.datetime) -> str:
+    """CMP-22 / CMP-24: why this run does not send ("skipped: …"), or "" when it goes on."""
+    skip = {
+        CANCELLED: "Campaign was cancelled",
+        DRAFT: "Campaign was unscheduled",
+        SENT: "Campaign was already sent",
+        PENDING_REVIEW: "Campaign is held for review",
+    }.get(campaign.status)
+    if skip:
+        return f"skipped: {skip}"
+    if campaign.status == SCHEDULED and campaign.scheduled_at and campaign.scheduled_at > now:
+        return "skipped: Not yet due (rescheduled)"
+    if campaign.status == SENDING and _already_running(campaign):
+        return "skipped: Already running"
+    preflight = validate_ready_to_send(campaign, now=now, check_capacity=False)
+    if not preflight.ready:
+        return f"skipped: Pre-flight failed: {preflight.message}"
+    template = campaign.email_template
+    if not (template.html_content or "").strip():
+        raise OrchestratorError(f"Template {template.pk} of campaign {campaign.pk} has no rendered HTML")
+    return ""
+
+
+def _hold_for_content(locked: Campaign, scan: Any, fingerprint: str, now: dt.datetime) -> str:
+    """CMP-25 / CMP-26: record a scan that is not clean; a blocked one sends the campaign back to draft, a
+    suspicious one to review (unless this content was approved). Returns the summary when held, else ""."""
+    approved = fingerprint == locked.approved_content_fingerprint
+    level = "clean" if approved else scan.level
+    if scan.level != "clean":
+        ContentScanResult.objects.create(
+            organization_id=locked.organization_id,
+            campaign=locked,
+            score=scan.score,
+            level=scan.level,
+            flags=scan.flag_dicts(),
+            fingerprint=fingerprint,
+            scanned_at=now,
+        )
+    if level == "blocked":
+        reason = "Content blocked: " + "; ".join(f.description for f in scan.flags)
+        campaign_transition_locked(
+            locked, DRAFT, actor=ACTOR_CONTENT_SCAN, input={"content_block_reason": reason}, at=now
+        )
+        return f"skipped: Content blocked by scanner (score: {scan.score}/100)"
+    if level == "suspicious":
+        campaign_transition_locked(locked, PENDING_REVIEW, actor=ACTOR_CONTENT_SCAN, at=now)
+        return f"skipped: Content flagged for review (score: {scan.score}/100)"
+    return ""
+
+
+def _freeze(locked: Campaign, entries: Any, now: dt.datetime) -> None:
+    """CMP-27 archive snapshot, CMP-28 freeze: what was scanned is what is sent, to the audience of now."""
+    from campaigns.archive import archive_snapshot_fields
+    from campaigns.audience import audience_frozen
+    from campaigns.snapshot import snapshot_forget, snapshot_store
+
+    snapshot_store(locked, entries)
+    transaction.on_commit(lambda: snapshot_forget(locked.pk))
+    updates: dict[str, Any] = archive_snapshot_fields(locked, entries)
+    frozen = audience_frozen(locked, at=now)
+    if frozen is not None:
+        updates["audience"] = frozen
+    if updates:
+        Campaign.objects.filter(pk=locked.pk).update(**updates)
+        for key, value in updates.items():
+            setattr(locked, key, value)
+
+
+def _open_send_job(locked: Campaign, now: dt.datetime) -> None:
+    """CMP-29: open the checkpoint and schedule the first page; an A/B test's window starts now, with the first
+    test-cohort page, after the scan and any review."""
+    cfg = locked.ab_config()
+    if locked.is_ab_test and cfg and locked.ab_test_status in (PENDING, TESTING):
+        AbLifecycle().transition_locked(locked, TESTING, actor=ACTOR_ORCHESTRATOR, at=now)
+        split = cfg.get("splitPercentage") or 0
+        send_job_open(
+            locked,
+            variant_mode=VariantMode.AB_TEST,
+            audience=locked.audience,
+            test_fraction=cohort_fraction(split),
+            split_percentage=split,
+            at=now,
+        )
+    else:
+        send_job_open(locked, variant_mode=VariantMode.PLAIN, audience=locked.audience, at=now)
 
 
 def _already_running(campaign: Campaign) -> bool:
