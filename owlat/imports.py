@@ -388,70 +388,84 @@ def contact_import_run(
     With `dry_run`, everything runs inside one transaction that is rolled back: the summary is exact and
     nothing is written, enqueued or sent.
     """
-    from owlat.audit import audit_write
-
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}")
     if batch_size < 1:
         raise ValueError("batch size must be at least 1")
     if topic is not None and str(topic.organization_id) != str(organization_id):
         raise ValueError("the topic belongs to another organization")
+    plan = _ImportPlan(organization_id, mode, topic, skip_doi, batch_size, actor, file_name)
     summary = ImportSummary(
         errors=len(validation.errors), skipped=len(validation.duplicates), dry_run=dry_run
     )
-    rows = validation.rows
-    completed = {"ok": False}
-
-    def run_batches() -> None:
-        for start in range(0, len(rows), batch_size):
-            batch = rows[start : start + batch_size]
-            counts = ImportSummary()
-            with transaction.atomic():
-                for row in batch:
-                    _import_row(
-                        row,
-                        organization_id=organization_id,
-                        mode=mode,
-                        actor=actor,
-                        topic=topic,
-                        skip_doi=skip_doi,
-                        summary=counts,
-                    )
-            # Only a committed batch counts.
-            summary.created += counts.created
-            summary.updated += counts.updated
-            summary.unchanged += counts.unchanged
-            summary.subscribed += counts.subscribed
-            if progress is not None:
-                progress(len(batch))
-        completed["ok"] = True
-
-    def write_audit() -> None:
-        audit_write(
-            organization_id=organization_id,
-            actor=actor,
-            action="contact.imported",
-            resource="contact",
-            details={
-                **summary.as_dict(),
-                "mode": mode,
-                "file": file_name,
-                "topicId": str(topic.pk) if topic else None,
-                "subscribed": summary.subscribed,
-                "completed": completed["ok"],
-            },
-        )
-
     if dry_run:
         with transaction.atomic():
-            run_batches()
-            write_audit()
+            _run_batches(plan, validation.rows, summary, progress)
+            _audit_import(plan, summary, completed=True)
             transaction.set_rollback(True)
         return summary
+    completed = False
     try:
-        run_batches()
+        _run_batches(plan, validation.rows, summary, progress)
+        completed = True
     finally:
         # Once per import, also when a batch failed: it records what did land.
         with transaction.atomic():
-            write_audit()
+            _audit_import(plan, summary, completed=completed)
     return summary
+
+
+@dataclass(frozen=True)
+class _ImportPlan:
+    organization_id: Any
+    mode: Mode
+    topic: Topic | None
+    skip_doi: bool
+    batch_size: int
+    actor: str
+    file_name: str
+
+
+def _run_batches(
+    plan: _ImportPlan, rows: list[Any], summary: ImportSummary, progress: Callable[[int], None] | None
+) -> None:
+    """The rows in batches, one transaction each; only a committed batch counts in `summary`."""
+    for start in range(0, len(rows), plan.batch_size):
+        batch = rows[start : start + plan.batch_size]
+        counts = ImportSummary()
+        with transaction.atomic():
+            for row in batch:
+                _import_row(
+                    row,
+                    organization_id=plan.organization_id,
+                    mode=plan.mode,
+                    actor=plan.actor,
+                    topic=plan.topic,
+                    skip_doi=plan.skip_doi,
+                    summary=counts,
+                )
+        summary.created += counts.created
+        summary.updated += counts.updated
+        summary.unchanged += counts.unchanged
+        summary.subscribed += counts.subscribed
+        if progress is not None:
+            progress(len(batch))
+
+
+def _audit_import(plan: _ImportPlan, summary: ImportSummary, *, completed: bool) -> None:
+    from owlat.audit import audit_write
+
+    audit_write(
+        organization_id=plan.organization_id,
+        actor=plan.actor,
+        action="contact.imported",
+        resource="contact",
+        details={
+            **summary.as_dict(),
+            "mode": plan.mode,
+            "file": plan.file_name,
+            "topicId": str(plan.topic.pk) if plan.topic else None,
+            "subscribed": summary.subscribed,
+            "completed": completed,
+        },
+    )
