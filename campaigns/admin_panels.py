@@ -46,17 +46,6 @@ def _rate(part: int, whole: int) -> str:
     return f"{part / whole * 100:.2f} %" if whole else "0.00 %"
 
 
-def _open_rate(stats: dict[str, Any]) -> str:
-    """The open rate with its denominator said, or "not measured" when no message carried the open pixel."""
-    from delivery.services import open_rate_basis
-
-    basis = open_rate_basis(stats)
-    if basis is None:
-        return "not measured (no message carried the open pixel)"
-    opened, whole, what = basis
-    return f"{_rate(opened, whole)} of {whole} {what}"
-
-
 class CampaignPanels:
     # -- read-only panels -------------------------------------------------------------------------------------------
     @admin.display(description="audience")
@@ -127,21 +116,24 @@ class CampaignPanels:
 
     @admin.display(description="results")
     def report(self, obj: Campaign) -> str:
-        s = _send_stats(obj)
-        rows = [
-            ("Sent", s["sent"], ""),
-            ("Delivered", s["delivered"], _rate(s["delivered"], s["sent"])),
-            ("Opened", s["opened"], _open_rate(s)),
-            ("Clicked", s["clicked"], _rate(s["clicked"], s["delivered"])),
-            ("Bounced", s["bounced"], _rate(s["bounced"], s["sent"])),
-            ("Complained", s["complained"], _rate(s["complained"], s["sent"])),
-            ("Unsubscribed", s["unsubscribed"], _rate(s["unsubscribed"], s["sent"])),
-            ("Failed", s["failed"], ""),
-            ("Outcome unknown", s["outcome_unknown"], ""),  # D-07: its own number, never re-sent
-        ]
+        from campaigns.reports import report_rates
+
+        rows = [(label, count, rate or "") for label, count, rate in report_rates(_send_stats(obj))]
+        if rows[2][2] == "":
+            rows[2] = (rows[2][0], rows[2][1], "not measured (no message carried the open pixel)")
         body = format_html_join("", "<tr><th>{}</th><td>{}</td><td>{}</td></tr>", rows)
+        link = (
+            format_html(
+                '<p><a id="full-report" href="{}">Full report: clicks per link, over time, bounces, CSV export</a></p>',
+                reverse("admin:campaigns_campaign_report", args=[obj.pk]),
+            )
+            if not obj._state.adding
+            else ""
+        )
         return format_html(
-            '<table class="campaign-report"><tr><th></th><th>count</th><th>rate</th></tr>{}</table>', body
+            '<table class="campaign-report"><tr><th></th><th>count</th><th>rate</th></tr>{}</table>{}',
+            body,
+            link,
         )
 
     @admin.display(description="A/B results")
