@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -263,3 +264,29 @@ def outcome_csv_lines(campaign: Campaign, *, chunk_size: int = 2000) -> Iterator
         cells = list(row)
         cells[links_at] = len(_click_urls(cells[links_at]))
         yield writer.writerow([_cell(c) for c in cells])
+
+
+# -- the condition builder's pickers -----------------------------------------------------------------------------
+_HREF = re.compile(r"""href\s*=\s*["'](https?://[^"'{}\s]+)["']""", re.IGNORECASE)
+PICKER_CAMPAIGNS = 50
+
+
+def campaign_links(campaign: Campaign) -> list[str]:
+    """The links of the campaign's frozen content (every variant and language), in order of appearance."""
+    from campaigns.models import CampaignContentSnapshot
+
+    seen: dict[str, None] = {}
+    for html in CampaignContentSnapshot.objects.filter(
+        organization_id=campaign.organization_id, campaign=campaign
+    ).values_list("html", flat=True):
+        for url in _HREF.findall(html or ""):
+            seen.setdefault(url, None)
+    return list(seen)
+
+
+def campaign_picker(organization_id: Any) -> list[tuple[str, str, list[str]]]:
+    """The campaigns that have started sending (newest first) with their links, for the condition builder."""
+    campaigns = Campaign.objects.filter(organization_id=organization_id, sent_at__isnull=False).order_by(
+        "-sent_at"
+    )[:PICKER_CAMPAIGNS]
+    return [(str(c.pk), f"{c.name} (sent {c.sent_at:%Y-%m-%d})", campaign_links(c)) for c in campaigns]
