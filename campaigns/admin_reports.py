@@ -13,6 +13,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
 from campaigns import reports
+from campaigns.admin_followups import CampaignFollowUpViews
 from campaigns.models import Campaign
 
 SERIES_COLOURS = {"sent": "#64748b", "opened": "#2563eb", "clicked": "#16a34a"}
@@ -105,8 +106,9 @@ def report_context(campaign: Campaign) -> dict[str, Any]:
     }
 
 
-class CampaignReportViews:
-    """Mixed into `CampaignAdmin`: the report page and the streamed CSV of per-recipient outcomes."""
+class CampaignReportViews(CampaignFollowUpViews):
+    """Mixed into `CampaignAdmin`: the report page, the streamed CSV of per-recipient outcomes and the
+    follow-up pages."""
 
     def report_urls(self) -> list:
         view = self.admin_site.admin_view  # type: ignore[attr-defined]
@@ -117,6 +119,7 @@ class CampaignReportViews:
                 view(self.report_csv_view),
                 name="campaigns_campaign_report_csv",
             ),
+            *self.followup_urls(),
         ]
 
     def report_view(self, request: HttpRequest, object_id: Any) -> HttpResponse:
@@ -127,6 +130,7 @@ class CampaignReportViews:
             "opts": Campaign._meta,
             "original": campaign,
             **report_context(campaign),
+            "followups": self.followup_links(campaign),
         }
         return TemplateResponse(request, "admin/campaigns/campaign/report.html", context)
 
