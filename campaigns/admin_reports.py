@@ -21,42 +21,43 @@ _W, _H, _PAD_L, _PAD_B, _PAD_T = 720, 220, 44, 36, 12
 
 
 def activity_svg(series: reports.ActivitySeries) -> SafeString:
-    """A small server-rendered line chart of the series (no script, no external asset)."""
+    """A small server-rendered bar chart of the series, three bars per bucket (no script, no external asset)."""
     if not series.buckets:
         return mark_safe('<p class="chart-empty">No activity yet.</p>')
     peak = max(max(counts.values()) for _, counts in series.buckets) or 1
     n = len(series.buckets)
     inner_w, inner_h = _W - _PAD_L - 8, _H - _PAD_B - _PAD_T
-    step = inner_w / max(n - 1, 1)
-
-    def xy(i: int, value: int) -> str:
-        return f"{_PAD_L + i * step:.1f},{_PAD_T + inner_h - value / peak * inner_h:.1f}"
-
-    lines = []
-    for name, colour in SERIES_COLOURS.items():
-        points = " ".join(xy(i, counts[name]) for i, (_, counts) in enumerate(series.buckets))
-        dots = format_html_join(
-            "",
-            '<circle cx="{}" cy="{}" r="3" fill="{}"><title>{} {}: {}</title></circle>',
-            (
-                (*xy(i, counts[name]).split(","), colour, _label(start, series.unit), name, counts[name])
-                for i, (start, counts) in enumerate(series.buckets)
-            ),
-        )
-        lines.append(
-            format_html(
-                '<polyline fill="none" stroke="{}" stroke-width="2" points="{}" data-series="{}"/>{}',
-                colour,
-                points,
-                name,
-                dots,
+    slot = inner_w / n
+    bar = max(1.0, min(slot / 4, 28.0))
+    bottom = _PAD_T + inner_h
+    bars = []
+    for i, (start, counts) in enumerate(series.buckets):
+        left = _PAD_L + i * slot + (slot - 3 * bar) / 2
+        for j, (name, colour) in enumerate(SERIES_COLOURS.items()):
+            height = counts[name] / peak * inner_h
+            bars.append(
+                format_html(
+                    '<rect data-series="{}" x="{}" y="{}" width="{}" height="{}" fill="{}">'
+                    "<title>{} {}: {}</title></rect>",
+                    name,
+                    f"{left + j * bar:.1f}",
+                    f"{bottom - height:.1f}",
+                    f"{bar:.1f}",
+                    f"{height:.1f}",
+                    colour,
+                    _label(start, series.unit),
+                    name,
+                    counts[name],
+                )
             )
-        )
     ticks = sorted({0, n // 2, n - 1})
     x_labels = format_html_join(
         "",
         '<text x="{}" y="{}" font-size="11" text-anchor="middle" fill="#475569">{}</text>',
-        ((f"{_PAD_L + i * step:.1f}", _H - 14, _label(series.buckets[i][0], series.unit)) for i in ticks),
+        (
+            (f"{_PAD_L + (i + 0.5) * slot:.1f}", _H - 14, _label(series.buckets[i][0], series.unit))
+            for i in ticks
+        ),
     )
     axes = format_html(
         '<line x1="{l}" y1="{b}" x2="{r}" y2="{b}" stroke="#cbd5e1"/>'
@@ -66,7 +67,7 @@ def activity_svg(series: reports.ActivitySeries) -> SafeString:
         l=_PAD_L,
         r=_W - 8,
         t=_PAD_T,
-        b=_PAD_T + inner_h,
+        b=bottom,
         tx=_PAD_L - 6,
         ty=_PAD_T + 10,
         peak=peak,
@@ -76,12 +77,12 @@ def activity_svg(series: reports.ActivitySeries) -> SafeString:
     )
     return format_html(
         '<svg class="campaign-activity" role="img" aria-label="sends, first opens and first clicks per {unit}" '
-        'viewBox="0 0 {w} {h}" width="{w}" height="{h}">{axes}{lines}{x}</svg><div>{legend} · per {unit}{more}</div>',
+        'viewBox="0 0 {w} {h}" width="{w}" height="{h}">{axes}{bars}{x}</svg><div>{legend} · per {unit}{more}</div>',
         unit=series.unit,
         w=_W,
         h=_H,
         axes=axes,
-        lines=mark_safe("".join(lines)),
+        bars=mark_safe("".join(bars)),
         x=x_labels,
         legend=legend,
         more=f" (first {reports.MAX_BUCKETS} {series.unit}s shown)" if series.truncated else "",

@@ -24,6 +24,7 @@ FOLLOW_UP_SOURCES = ("sent",)
 @dataclass(frozen=True)
 class FollowUpPreview:
     non_openers: int
+    non_openers_eligible: int  # of them, those the draft could be sent to now (not suppressed, unsubscribed…)
     opens_measured: bool
     retryable_failed: int
 
@@ -42,13 +43,17 @@ def non_opener_filters(campaign: Campaign) -> dict[str, Any]:
 def followup_preview(campaign: Campaign) -> FollowUpPreview:
     """What the follow-ups would do now: how many non-openers, whether opens were measured at all (without the
     pixel every recipient reads as a non-opener), how many failed rows a retry would re-queue."""
+    from campaigns.audience import audience_eligible_count
     from delivery.lifecycle import campaign_failed_retryable
     from delivery.services import campaign_send_stats, open_rate_basis
     from owlat.conditions import filters_count
 
     stats = campaign_send_stats(campaign.pk)
+    filters = non_opener_filters(campaign)
+    audience = {"kind": "segment", "segmentId": None, "frozenFilters": filters}
     return FollowUpPreview(
-        non_openers=filters_count(campaign.organization_id, non_opener_filters(campaign)),
+        non_openers=filters_count(campaign.organization_id, filters),
+        non_openers_eligible=audience_eligible_count(campaign.organization_id, audience),
         opens_measured=open_rate_basis(stats) is not None,
         retryable_failed=campaign_failed_retryable(
             organization_id=campaign.organization_id, campaign_id=campaign.pk
