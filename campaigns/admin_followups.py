@@ -48,12 +48,17 @@ class CampaignFollowUpViews:
                 view(self.retry_failed_view),
                 name="campaigns_campaign_retry_failed",
             ),
+            path("<uuid:object_id>/audience/", view(self.audience_view), name="campaigns_campaign_audience"),
         ]
 
     def followup_links(self, campaign: Campaign) -> list[tuple[str, str]]:
+        audience = [
+            ("Explain the audience", reverse("admin:campaigns_campaign_audience", args=[campaign.pk]))
+        ]
         if campaign.status not in followups.FOLLOW_UP_SOURCES:
-            return []
+            return audience
         return [
+            *audience,
             ("Resend to non-openers…", reverse("admin:campaigns_campaign_non_openers", args=[campaign.pk])),
             ("Retry failed sends…", reverse("admin:campaigns_campaign_retry_failed", args=[campaign.pk])),
         ]
@@ -114,3 +119,34 @@ class CampaignFollowUpViews:
         return self._followup_page(
             request, campaign, f"Retry the failed sends of “{campaign.name}”", verb="retry"
         )
+
+    def audience_view(self, request: HttpRequest, object_id: Any) -> HttpResponse:
+        """Who would receive the campaign now, the count per exclusion rule, and (`?email=`) one contact's why."""
+        from campaigns.explain import audience_breakdown, audience_explain
+        from owlat.contacts import normalize_email
+        from owlat.models import Contact
+
+        campaign = self._campaign(request, object_id)  # type: ignore[attr-defined]
+        email = (request.GET.get("email") or "").strip()[:254]
+        explanation, lookup_error = None, ""
+        if email:
+            contact = Contact.objects.filter(
+                organization_id=campaign.organization_id, email__iexact=normalize_email(email)
+            ).first()
+            if contact is None:
+                lookup_error = f"No contact with the address {email} in this organization."
+            else:
+                explanation = audience_explain(campaign, contact)
+        context = {
+            **self.admin_site.each_context(request),  # type: ignore[attr-defined]
+            "title": f"Audience of “{campaign.name}”",
+            "opts": Campaign._meta,
+            "original": campaign,
+            "campaign": campaign,
+            "breakdown": audience_breakdown(campaign),
+            "email": email,
+            "explanation": explanation,
+            "lookup_error": lookup_error,
+            "report_url": reverse("admin:campaigns_campaign_report", args=[campaign.pk]),
+        }
+        return TemplateResponse(request, "admin/campaigns/campaign/audience.html", context)

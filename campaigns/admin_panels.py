@@ -78,7 +78,13 @@ class CampaignPanels:
             count = "see Progress (counted when the send started)"
         else:
             count = audience_eligible_count(obj.organization_id, obj.audience)
-        return format_html('<span id="eligible-count">{}</span>', count)
+        if obj._state.adding:
+            return format_html('<span id="eligible-count">{}</span>', count)
+        return format_html(
+            '<span id="eligible-count">{}</span> · <a id="explain-audience" href="{}">who is excluded, and why</a>',
+            count,
+            reverse("admin:campaigns_campaign_audience", args=[obj.pk]),
+        )
 
     @admin.display(description="readiness")
     def preflight_panel(self, obj: Campaign) -> str:

@@ -123,6 +123,7 @@ EXPECTED: dict[str, tuple[frozenset[str], frozenset[str], tuple[str, ...], tuple
         ALL,
         ALL,
         (
+            "campaigns_campaign_audience",
             "campaigns_campaign_eligible_count",
             "campaigns_campaign_non_openers",
             "campaigns_campaign_preview",
@@ -754,6 +755,7 @@ CUSTOM_OBJECT_URLS: dict[str, frozenset[str]] = {
     "campaigns_campaign_schedule": ALL_S,  # campaigns:schedule
     "campaigns_campaign_transition": ALL_S,  # campaigns:send / campaigns:manage
     "campaigns_campaign_report": ALL_S,
+    "campaigns_campaign_audience": ALL_S,  # read-only
     "campaigns_campaign_report_csv": ALL_S,
     "campaigns_campaign_non_openers": ALL_S,  # campaigns:manage (a new draft)
     "campaigns_campaign_retry_failed": ALL_S,  # campaigns:manage
