@@ -226,11 +226,11 @@ def audience_page(
 #: why a candidate of the audience gets no message, in the order CMP-30 tests them
 EXCLUSION_REASONS = {
     "deleted": "deleted",
-    "no_email": "has no email address",
+    "no_email": "no email address",
     "suppressed": "suppressed (bounced, complained or blocked)",
     "unsubscribed": "unsubscribed",
-    "doi_unconfirmed": "has not confirmed double opt-in (the topic requires it)",
-    "membership_pending": "topic membership waits for its double opt-in confirmation",
+    "doi_unconfirmed": "double opt-in not confirmed (the topic requires it)",
+    "membership_pending": "topic membership waiting for its double opt-in confirmation",
 }
 
 

@@ -103,7 +103,7 @@ def audience_explain(campaign: Campaign, contact: Contact) -> ContactExplanation
         values, blocked=blocked, is_topic=is_topic, requires_doi=requires_doi, pending=pending
     )
     if reason:
-        return ContactExplanation(False, reason, f"Excluded: the contact {EXCLUSION_REASONS[reason]}.")
+        return ContactExplanation(False, reason, f"Excluded — {EXCLUSION_REASONS[reason]}.")
     row = (
         EmailSend.objects.filter(
             organization_id=campaign.organization_id, campaign_id=campaign.pk, contact_id=contact.pk

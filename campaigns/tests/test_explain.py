@@ -41,8 +41,7 @@ def test_one_contact_is_explained(make_campaign, org, topic, make_contact):
     assert audience_explain(campaign, outsider).reason == "not_in_audience"
     assert audience_explain(campaign, gone).reason == "unsubscribed"
     assert (
-        audience_explain(campaign, blocked).text
-        == "Excluded: the contact suppressed (bounced, complained or blocked)."
+        audience_explain(campaign, blocked).text == "Excluded — suppressed (bounced, complained or blocked)."
     )
     send_and_drain(campaign, org)
     assert audience_explain(campaign, ok).reason == "already_sent"
@@ -60,7 +59,7 @@ def test_audience_page_in_the_admin(client, django_user_model, org, topic, make_
     page = client.get(url).content.decode()
     assert 'data-reason="suppressed"' in page and "Would receive it" in page
     page = client.get(url, {"email": blocked.email.upper()}).content.decode()
-    assert 'data-reason="suppressed"' in page and "Excluded: the contact suppressed" in page
+    assert 'data-reason="suppressed"' in page and "Excluded — suppressed" in page
     page = client.get(url, {"email": "nobody@example.com"}).content.decode()
     assert "No contact with the address nobody@example.com" in page
     assert Contact.objects.filter(email="nobody@example.com").count() == 0

@@ -111,3 +111,23 @@ def test_per_link_report_and_resend_to_non_openers(page, live_server, operator, 
     body = page.inner_text("body")
     assert "April newsletter" in body
     screenshot(page, "segment-campaign-conditions")
+
+
+def test_explain_why_a_suppressed_contact_gets_no_campaign(page, live_server, operator, sent_campaign):
+    from campaigns.services import campaign_duplicate
+    from owlat.permissions import Authority
+
+    # Given a copy of the sent campaign (a draft to the same topic); reader 4's hard bounce suppressed the address
+    draft = campaign_duplicate(campaign=sent_campaign, actor="test", authority=Authority.system("test"))
+    login(page, live_server)
+    page.goto(f"{live_server.url}/admin/campaigns/campaign/{draft.pk}/change/")
+    page.click("#explain-audience")
+    page.wait_for_load_state()
+    table = page.locator("#audience-breakdown").inner_text()
+    assert "Would receive it\t4" in table
+    assert "Excluded: suppressed (bounced, complained or blocked)\t1" in table
+    page.fill("#id_email", "reader4@example.com")
+    page.click("button:has-text('Explain')")
+    page.wait_for_load_state()
+    assert "Excluded — suppressed" in page.inner_text("#explain-result")
+    screenshot(page, "campaign-explain-audience")
