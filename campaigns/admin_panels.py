@@ -7,11 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
-from django.db.models import Count
-from django.db.models.functions import TruncHour
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
-from django.utils.safestring import mark_safe
 
 from campaigns import abtest
 from campaigns.models import Campaign, CampaignSendJob
@@ -172,48 +169,9 @@ class CampaignPanels:
             body,
         )
 
-    @admin.display(description="over time (per hour)")
+    @admin.display(description="over time")
     def activity_chart(self, obj: Campaign) -> str:
-        series = _cached("hourly", obj, lambda: _hourly_series(obj.pk))
-        if not series:
-            return "No activity yet."
-        peak = max(max(v.values()) for v in series.values()) or 1
-        colours = {"sent_at": "#64748b", "opened_at": "#2563eb", "clicked_at": "#16a34a"}
-        bars = []
-        for hour in sorted(series):
-            cells = format_html_join(
-                "",
-                '<span title="{}: {}" style="display:inline-block;height:10px;width:{}px;background:{}"></span>',
-                (
-                    (
-                        name.removesuffix("_at"),
-                        series[hour].get(name, 0),
-                        int(240 * series[hour].get(name, 0) / peak),
-                        c,
-                    )
-                    for name, c in colours.items()
-                ),
-            )
-            bars.append(format_html("<div><code>{}</code> {}</div>", hour.strftime("%Y-%m-%d %H:00"), cells))
-        legend = mark_safe(
-            '<div><span style="color:#64748b">■ sent</span> <span style="color:#2563eb">■ opened</span> '
-            '<span style="color:#16a34a">■ clicked</span></div>'
-        )
-        return format_html("{}{}", legend, mark_safe("".join(str(b) for b in bars)))
+        from campaigns.admin_reports import activity_svg
+        from campaigns.reports import activity_series
 
-
-def _hourly_series(campaign_id: Any) -> dict[Any, dict[str, int]]:
-    from delivery.models import EmailSend
-
-    base = EmailSend.objects.filter(campaign_id=campaign_id)
-    series: dict[Any, dict[str, int]] = {}
-    for field in ("sent_at", "opened_at", "clicked_at"):
-        for row in (
-            base.filter(**{f"{field}__isnull": False})
-            .annotate(hour=TruncHour(field))
-            .values("hour")
-            .annotate(n=Count("pk"))
-            .order_by("hour")[:72]
-        ):
-            series.setdefault(row["hour"], {})[field] = row["n"]
-    return series
+        return activity_svg(_cached("series", obj, lambda: activity_series(obj)))
