@@ -169,8 +169,15 @@ def _condition(step: FlowStep, contact: Any, at: dt.datetime) -> SimulatedStep:
 
 def describe_condition(condition: Any, contact: Any) -> dict[str, str]:
     """What the condition tests, in words, and the contact's actual value or state."""
+    from owlat.conditions import evaluate_condition
     from owlat.conditions.evaluate import contact_field_value
-    from owlat.conditions.language import ABSENT, ActivityCondition, PropertyCondition, TopicCondition
+    from owlat.conditions.language import (
+        ABSENT,
+        ActivityCondition,
+        PropertyCondition,
+        SignupFormCondition,
+        TopicCondition,
+    )
 
     if isinstance(condition, PropertyCondition):
         actual = contact_field_value(contact, condition.field)
@@ -187,7 +194,13 @@ def describe_condition(condition: Any, contact: Any) -> dict[str, str]:
         }
     if isinstance(condition, TopicCondition):
         return _membership(condition.topic_id, condition.operator, contact, "topic")
-    return _membership(condition.form_id, condition.operator, contact, "form")
+    if isinstance(condition, SignupFormCondition):
+        return _membership(condition.form_id, condition.operator, contact, "form")
+    met = evaluate_condition(condition, contact)
+    return {
+        "test": str(condition.to_dict()),
+        "actual": "the contact meets it" if met else "the contact does not",
+    }
 
 
 def _activity(condition: Any, contact: Any) -> bool:

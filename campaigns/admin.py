@@ -20,6 +20,7 @@ from django.urls import path, reverse
 from campaigns import abtest, services
 from campaigns.admin_forms import CampaignForm, ScheduleForm, form_page
 from campaigns.admin_panels import CampaignPanels
+from campaigns.admin_reports import CampaignReportViews
 from campaigns.models import Campaign
 from owlat.admin_tenancy import TenantModelAdmin, get_tenancy
 from owlat.permissions import Authority
@@ -82,7 +83,7 @@ def _manual_test_running(campaign: Campaign) -> bool:
 
 
 @admin.register(Campaign)
-class CampaignAdmin(CampaignPanels, TenantModelAdmin):
+class CampaignAdmin(CampaignPanels, CampaignReportViews, TenantModelAdmin):
     form = CampaignForm
     manage_permission = "campaigns:manage"
     feature_flag = "campaigns"
@@ -254,6 +255,7 @@ class CampaignAdmin(CampaignPanels, TenantModelAdmin):
                 self.admin_site.admin_view(self.transition_view),
                 name="campaigns_campaign_transition",
             ),
+            *self.report_urls(),
             *super().get_urls(),
         ]
 

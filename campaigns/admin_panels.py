@@ -7,11 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
-from django.db.models import Count
-from django.db.models.functions import TruncHour
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
-from django.utils.safestring import mark_safe
 
 from campaigns import abtest
 from campaigns.models import Campaign, CampaignSendJob
@@ -46,17 +43,6 @@ def _rate(part: int, whole: int) -> str:
     return f"{part / whole * 100:.2f} %" if whole else "0.00 %"
 
 
-def _open_rate(stats: dict[str, Any]) -> str:
-    """The open rate with its denominator said, or "not measured" when no message carried the open pixel."""
-    from delivery.services import open_rate_basis
-
-    basis = open_rate_basis(stats)
-    if basis is None:
-        return "not measured (no message carried the open pixel)"
-    opened, whole, what = basis
-    return f"{_rate(opened, whole)} of {whole} {what}"
-
-
 class CampaignPanels:
     # -- read-only panels -------------------------------------------------------------------------------------------
     @admin.display(description="audience")
@@ -89,7 +75,13 @@ class CampaignPanels:
             count = "see Progress (counted when the send started)"
         else:
             count = audience_eligible_count(obj.organization_id, obj.audience)
-        return format_html('<span id="eligible-count">{}</span>', count)
+        if obj._state.adding:
+            return format_html('<span id="eligible-count">{}</span>', count)
+        return format_html(
+            '<span id="eligible-count">{}</span> · <a id="explain-audience" href="{}">who is excluded, and why</a>',
+            count,
+            reverse("admin:campaigns_campaign_audience", args=[obj.pk]),
+        )
 
     @admin.display(description="readiness")
     def preflight_panel(self, obj: Campaign) -> str:
@@ -127,21 +119,24 @@ class CampaignPanels:
 
     @admin.display(description="results")
     def report(self, obj: Campaign) -> str:
-        s = _send_stats(obj)
-        rows = [
-            ("Sent", s["sent"], ""),
-            ("Delivered", s["delivered"], _rate(s["delivered"], s["sent"])),
-            ("Opened", s["opened"], _open_rate(s)),
-            ("Clicked", s["clicked"], _rate(s["clicked"], s["delivered"])),
-            ("Bounced", s["bounced"], _rate(s["bounced"], s["sent"])),
-            ("Complained", s["complained"], _rate(s["complained"], s["sent"])),
-            ("Unsubscribed", s["unsubscribed"], _rate(s["unsubscribed"], s["sent"])),
-            ("Failed", s["failed"], ""),
-            ("Outcome unknown", s["outcome_unknown"], ""),  # D-07: its own number, never re-sent
-        ]
+        from campaigns.reports import report_rates
+
+        rows = [(label, count, rate or "") for label, count, rate in report_rates(_send_stats(obj))]
+        if rows[2][2] == "":
+            rows[2] = (rows[2][0], rows[2][1], "not measured (no message carried the open pixel)")
         body = format_html_join("", "<tr><th>{}</th><td>{}</td><td>{}</td></tr>", rows)
+        link = (
+            format_html(
+                '<p><a id="full-report" href="{}">Full report: clicks per link, over time, bounces, CSV export</a></p>',
+                reverse("admin:campaigns_campaign_report", args=[obj.pk]),
+            )
+            if not obj._state.adding
+            else ""
+        )
         return format_html(
-            '<table class="campaign-report"><tr><th></th><th>count</th><th>rate</th></tr>{}</table>', body
+            '<table class="campaign-report"><tr><th></th><th>count</th><th>rate</th></tr>{}</table>{}',
+            body,
+            link,
         )
 
     @admin.display(description="A/B results")
@@ -174,48 +169,9 @@ class CampaignPanels:
             body,
         )
 
-    @admin.display(description="over time (per hour)")
+    @admin.display(description="over time")
     def activity_chart(self, obj: Campaign) -> str:
-        series = _cached("hourly", obj, lambda: _hourly_series(obj.pk))
-        if not series:
-            return "No activity yet."
-        peak = max(max(v.values()) for v in series.values()) or 1
-        colours = {"sent_at": "#64748b", "opened_at": "#2563eb", "clicked_at": "#16a34a"}
-        bars = []
-        for hour in sorted(series):
-            cells = format_html_join(
-                "",
-                '<span title="{}: {}" style="display:inline-block;height:10px;width:{}px;background:{}"></span>',
-                (
-                    (
-                        name.removesuffix("_at"),
-                        series[hour].get(name, 0),
-                        int(240 * series[hour].get(name, 0) / peak),
-                        c,
-                    )
-                    for name, c in colours.items()
-                ),
-            )
-            bars.append(format_html("<div><code>{}</code> {}</div>", hour.strftime("%Y-%m-%d %H:00"), cells))
-        legend = mark_safe(
-            '<div><span style="color:#64748b">■ sent</span> <span style="color:#2563eb">■ opened</span> '
-            '<span style="color:#16a34a">■ clicked</span></div>'
-        )
-        return format_html("{}{}", legend, mark_safe("".join(str(b) for b in bars)))
+        from campaigns.admin_reports import activity_svg
+        from campaigns.reports import activity_series
 
-
-def _hourly_series(campaign_id: Any) -> dict[Any, dict[str, int]]:
-    from delivery.models import EmailSend
-
-    base = EmailSend.objects.filter(campaign_id=campaign_id)
-    series: dict[Any, dict[str, int]] = {}
-    for field in ("sent_at", "opened_at", "clicked_at"):
-        for row in (
-            base.filter(**{f"{field}__isnull": False})
-            .annotate(hour=TruncHour(field))
-            .values("hour")
-            .annotate(n=Count("pk"))
-            .order_by("hour")[:72]
-        ):
-            series.setdefault(row["hour"], {})[field] = row["n"]
-    return series
+        return activity_svg(_cached("series", obj, lambda: activity_series(obj)))

@@ -35,6 +35,11 @@ class CampaignsConfig(AppConfig):
         register_template_in_use(campaigns_using_template)
         register_topic_in_use(campaigns_using_topic)
         register_segment_in_use(campaigns_using_segment)
+        # the condition builder's campaign and link pickers
+        from campaigns.reports import campaign_picker
+        from owlat.registry import register_campaign_picker_source
+
+        register_campaign_picker_source(campaign_picker)
 
         from campaigns.demo import campaigns_demo_ensure
         from owlat.registry import register_demo_data_hook

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.db.models import QuerySet, Value
@@ -108,6 +108,7 @@ class Page:
     read: int  # candidates read from the audience (before eligibility)
     next_cursor: str
     exhausted: bool
+    excluded: dict[str, int] = field(default_factory=dict)  # reason → candidates of this page it excluded
 
 
 def _candidates(organization_id: Any, audience: dict[str, Any], cursor: str, limit: int) -> QuerySet:
@@ -201,25 +202,60 @@ def audience_page(
         organization_id, sorted({normalize_email(c["email"]) for _, _, c in rows if c["email"]})
     )
     eligible: list[Candidate] = []
+    excluded: dict[str, int] = {}
     for pending, _, c in rows:
-        if c["deleted_at"] is not None:
-            continue
-        email = (c["email"] or "").strip()
-        if not email:
-            continue
-        if normalize_email(email) in blocked:
-            continue
-        if c["unsubscribed_at"] is not None:
-            continue
-        if is_topic:
-            if requires_doi and c["doi_status"] not in (DoiStatus.CONFIRMED, DoiStatus.NOT_REQUIRED):
-                continue
-            if pending:
-                continue
-        eligible.append(
-            Candidate(str(c["id"]), email, c["first_name"], c["last_name"], c["language"], c["timezone"])
+        reason = exclusion_reason(
+            c, blocked=blocked, is_topic=is_topic, requires_doi=requires_doi, pending=pending
         )
-    return Page(eligible, len(rows), next_cursor, exhausted)
+        if reason:
+            excluded[reason] = excluded.get(reason, 0) + 1
+            continue
+        eligible.append(
+            Candidate(
+                str(c["id"]),
+                c["email"].strip(),
+                c["first_name"],
+                c["last_name"],
+                c["language"],
+                c["timezone"],
+            )
+        )
+    return Page(eligible, len(rows), next_cursor, exhausted, excluded)
+
+
+#: why a candidate of the audience gets no message, in the order CMP-30 tests them
+EXCLUSION_REASONS = {
+    "deleted": "deleted",
+    "no_email": "no email address",
+    "suppressed": "suppressed (bounced, complained or blocked)",
+    "unsubscribed": "unsubscribed",
+    "doi_unconfirmed": "double opt-in not confirmed (the topic requires it)",
+    "membership_pending": "topic membership waiting for its double opt-in confirmation",
+}
+
+
+def exclusion_reason(
+    c: dict[str, Any], *, blocked: set[str], is_topic: bool, requires_doi: bool, pending: bool
+) -> str | None:
+    """CMP-30 for one candidate (`_CONTACT_FIELDS` values): the first rule that excludes it, None when eligible.
+    The one definition the walk and the audience explanation share."""
+    from owlat.contacts import normalize_email
+
+    if c["deleted_at"] is not None:
+        return "deleted"
+    email = (c["email"] or "").strip()
+    if not email:
+        return "no_email"
+    if normalize_email(email) in blocked:
+        return "suppressed"
+    if c["unsubscribed_at"] is not None:
+        return "unsubscribed"
+    if is_topic:
+        if requires_doi and c["doi_status"] not in (DoiStatus.CONFIRMED, DoiStatus.NOT_REQUIRED):
+            return "doi_unconfirmed"
+        if pending:
+            return "membership_pending"
+    return None
 
 
 def audience_eligible_count(

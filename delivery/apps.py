@@ -36,3 +36,7 @@ class DeliveryConfig(AppConfig):
         from owlat.admin.dashboard import register_attention_source
 
         register_attention_source(deliverability_attention)  # blocks per receiving domain
+        from delivery.campaign_activity import campaign_activity_rows
+        from owlat.registry import register_campaign_sends_source
+
+        register_campaign_sends_source(campaign_activity_rows)  # received / opened / clicked campaign X

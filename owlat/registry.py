@@ -113,3 +113,30 @@ def register_system_mail_sender(fn: SystemMailSender) -> SystemMailSender:
 
 def system_mail_senders() -> tuple[SystemMailSender, ...]:
     return tuple(_system_mail_senders)
+
+
+CampaignSendsSource = Callable[..., Any]
+CampaignPickerSource = Callable[[Any], "list[tuple[str, str, list[str]]]"]
+_campaign_sends_sources: list[CampaignSendsSource] = []
+_campaign_picker_sources: list[CampaignPickerSource] = []
+
+
+def register_campaign_sends_source(fn: CampaignSendsSource) -> CampaignSendsSource:
+    """`fn(*, organization_id, campaign_id, activity, url=None, contact_id=None) -> QuerySet` of the campaign's
+    send rows (with a `contact_id` column) where the contact received / opened / clicked (the link `url`), for the
+    campaign conditions of the condition language; `contact_id` may be an `OuterRef`. Delivery fills it."""
+    return _add(_campaign_sends_sources, fn)
+
+
+def campaign_sends_source() -> CampaignSendsSource | None:
+    return _campaign_sends_sources[0] if _campaign_sends_sources else None
+
+
+def register_campaign_picker_source(fn: CampaignPickerSource) -> CampaignPickerSource:
+    """`fn(organization_id) -> [(campaign id, label, [link urls])]`: the campaigns (newest first) and their links
+    the condition builder offers; campaigns fills it."""
+    return _add(_campaign_picker_sources, fn)
+
+
+def campaign_picker_source() -> CampaignPickerSource | None:
+    return _campaign_picker_sources[0] if _campaign_picker_sources else None

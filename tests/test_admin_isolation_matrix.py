@@ -127,8 +127,13 @@ EXPECTED: dict[str, tuple[frozenset[str], frozenset[str], tuple[str, ...], tuple
         ALL,
         ALL,
         (
+            "campaigns_campaign_audience",
             "campaigns_campaign_eligible_count",
+            "campaigns_campaign_non_openers",
             "campaigns_campaign_preview",
+            "campaigns_campaign_report",
+            "campaigns_campaign_report_csv",
+            "campaigns_campaign_retry_failed",
             "campaigns_campaign_schedule",
             "campaigns_campaign_transition",
         ),
@@ -754,6 +759,11 @@ CUSTOM_OBJECT_URLS: dict[str, frozenset[str]] = {
     "campaigns_campaign_preview": ALL_S,
     "campaigns_campaign_schedule": ALL_S,  # campaigns:schedule
     "campaigns_campaign_transition": ALL_S,  # campaigns:send / campaigns:manage
+    "campaigns_campaign_report": ALL_S,
+    "campaigns_campaign_audience": ALL_S,  # read-only
+    "campaigns_campaign_report_csv": ALL_S,
+    "campaigns_campaign_non_openers": ALL_S,  # campaigns:manage (a new draft)
+    "campaigns_campaign_retry_failed": ALL_S,  # campaigns:manage
     "campaigns_campaignreview_decide": S,
     "campaigns_campaignreview_rendered": S,
     "delivery_localmessage_html": ALL_S,

@@ -11,6 +11,7 @@ from owlat.forms.conditions import (
     BUILTIN_LABELS,
     PROPERTY_OPERATOR_CHOICES,
     TOPIC_OPERATOR_CHOICES,
+    campaign_condition_summary,
 )
 
 _PROPERTY_OPS = dict(PROPERTY_OPERATOR_CHOICES)
@@ -34,6 +35,8 @@ def condition_summary(condition: dict[str, Any], organization_id: Any) -> str:
         topic = Topic.objects.filter(organization_id=organization_id, pk=condition.get("topicId")).first()
         name = f"“{topic.name}”" if topic else "a deleted topic"
         return f"contact {dict(TOPIC_OPERATOR_CHOICES).get(operator, operator)} {name}"
+    if kind in ("campaign_activity", "campaign_link"):
+        return campaign_condition_summary(condition, organization_id)
     field = condition.get("field")
     text = f"{BUILTIN_LABELS.get(field, field)} {_PROPERTY_OPS.get(operator, operator)}"
     if "value" in condition:

@@ -68,7 +68,7 @@ def test_the_open_rate_counts_only_the_rows_sent_with_the_pixel_and_names_its_de
     EmailSend.objects.filter(pk=third.pk).update(open_tracked=False)
     stats = campaign_stats(campaign)
     assert stats["openRateBase"] == 2 and stats["openRate"] == 50.0  # 1 of the 2 rows with a pixel
-    assert "50.00 % of 2 sent with an open pixel" in _report(campaign)
+    assert "1 of 2 sent with an open pixel (50.00 %)" in _report(campaign)
 
 
 def test_opens_a_provider_reports_on_rows_without_our_pixel_are_rated_over_delivered(

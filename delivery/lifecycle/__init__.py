@@ -56,6 +56,7 @@ from delivery.lifecycle.refs import (
     register_complaint_handler,
     register_completion_handler,
 )
+from delivery.lifecycle.retry import campaign_failed_requeue, campaign_failed_retryable
 from delivery.lifecycle.transitions import (
     CampaignSendLifecycle,
     Completion,
@@ -82,6 +83,8 @@ __all__ = [
     "TransactionalSendLifecycle",
     "_complaint_handlers",
     "_completion_handlers",
+    "campaign_failed_requeue",
+    "campaign_failed_retryable",
     "campaigns_on_hold",
     "cancel_campaign_queued",
     "claim_lease",

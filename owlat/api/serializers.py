@@ -24,7 +24,9 @@ from owlat.api.fields import (
 from owlat.conditions.language import (
     ACTIVITY_FIELDS,
     ACTIVITY_OPERATORS,
+    CAMPAIGN_ACTIVITIES,
     LOGICS,
+    MAX_LINK_LENGTH,
     OPERATOR_ALIASES,
     PROPERTY_OPERATORS,
     TOPIC_OPERATORS,
@@ -294,6 +296,25 @@ def condition_schema(*, aliases: bool = False) -> dict[str, Any]:
                 ("formId",),
                 formId={"type": "string", "format": "uuid"},
                 operator=_enum(TOPIC_OPERATORS),
+            ),
+            _condition_schema(
+                "campaign_activity",
+                ("campaignId", "field"),
+                campaignId={"type": "string", "format": "uuid"},
+                field=_enum(CAMPAIGN_ACTIVITIES),
+                operator=_enum(ACTIVITY_OPERATORS),
+            ),
+            _condition_schema(
+                "campaign_link",
+                ("campaignId", "url"),
+                campaignId={"type": "string", "format": "uuid"},
+                url={
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": MAX_LINK_LENGTH,
+                    "description": "The link's address exactly as in the campaign.",
+                },
+                operator=_enum(ACTIVITY_OPERATORS),
             ),
         ]
     }

@@ -10,6 +10,8 @@ from owlat.conditions.language import (
     ACTIVITY_COLUMNS,
     BUILTIN_FIELDS,
     ActivityCondition,
+    CampaignActivityCondition,
+    CampaignLinkCondition,
     Condition,
     Filters,
     PropertyCondition,
@@ -19,7 +21,7 @@ from owlat.conditions.language import (
     parse_condition,
     parse_filters,
 )
-from owlat.conditions.sql import signup_form_joined
+from owlat.conditions.sql import campaign_sends, signup_form_joined
 from owlat.conditions.values import compare_values
 from owlat.models import Contact, ContactPropertyValue, ContactTopic
 
@@ -87,6 +89,10 @@ def evaluate_condition(
     if isinstance(cond, ActivityCondition):
         flag = bool(getattr(contact, ACTIVITY_COLUMNS[cond.field]))
         return flag if cond.operator == "is_true" else not flag
+    if isinstance(cond, CampaignActivityCondition | CampaignLinkCondition):
+        rows = campaign_sends(cond, contact.organization_id, contact.pk)
+        did = rows is not None and rows.exists()
+        return did if cond.operator == "is_true" else not did
     if isinstance(cond, SignupFormCondition):
         joined = signup_form_joined(cond, contact.organization_id, contact.pk)
         member = joined is not None and joined.exists()

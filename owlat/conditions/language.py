@@ -12,7 +12,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-KINDS = ("contact_property", "email_activity", "topic_membership", "signup_form")
+KINDS = (
+    "contact_property",
+    "email_activity",
+    "topic_membership",
+    "signup_form",
+    "campaign_activity",
+    "campaign_link",
+)
 PROPERTY_OPERATORS = (
     "equals",
     "not_equals",
@@ -30,6 +37,9 @@ PROPERTY_OPERATORS = (
 ACTIVITY_OPERATORS = ("is_true", "is_false")
 ACTIVITY_FIELDS = ("opened", "clicked")
 TOPIC_OPERATORS = ("equals", "not_equals")
+#: what a contact did with one campaign: got it (a send row that left for the provider), opened it, clicked in it
+CAMPAIGN_ACTIVITIES = ("received", "opened", "clicked")
+MAX_LINK_LENGTH = 2000
 LOGICS = ("AND", "OR")
 #: Editor aliases (AUT-34); only the canonical value is ever stored.
 OPERATOR_ALIASES = {
@@ -123,7 +133,53 @@ class SignupFormCondition:
         return {"kind": self.kind, "formId": self.form_id, "operator": self.operator}
 
 
-Condition = PropertyCondition | ActivityCondition | TopicCondition | SignupFormCondition
+@dataclass(frozen=True)
+class CampaignActivityCondition:
+    """The contact received / opened / clicked in one campaign (`field`), or did not (`is_false`)."""
+
+    campaign_id: str
+    field: Literal["received", "opened", "clicked"]
+    operator: Literal["is_true", "is_false"]
+    kind: Literal["campaign_activity"] = "campaign_activity"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "campaignId": self.campaign_id,
+            "field": self.field,
+            "operator": self.operator,
+        }
+
+
+@dataclass(frozen=True)
+class CampaignLinkCondition:
+    """The contact clicked the link `url` (exactly) in one campaign, or did not."""
+
+    campaign_id: str
+    url: str
+    operator: Literal["is_true", "is_false"]
+    kind: Literal["campaign_link"] = "campaign_link"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "campaignId": self.campaign_id, "url": self.url, "operator": self.operator}
+
+
+Condition = (
+    PropertyCondition
+    | ActivityCondition
+    | TopicCondition
+    | SignupFormCondition
+    | CampaignActivityCondition
+    | CampaignLinkCondition
+)
+CONDITION_TYPES = (
+    PropertyCondition,
+    ActivityCondition,
+    TopicCondition,
+    SignupFormCondition,
+    CampaignActivityCondition,
+    CampaignLinkCondition,
+)
 
 
 @dataclass(frozen=True)
@@ -176,6 +232,9 @@ def _parse_condition(obj: Any, prefix: str, *, allow_aliases: bool) -> Condition
             )
         return ActivityCondition(field=field, operator=operator)
 
+    if kind in ("campaign_activity", "campaign_link"):
+        return _parse_campaign_condition(obj, kind, operator, prefix)
+
     if kind == "signup_form":
         form_id = obj.get("formId")
         if not isinstance(form_id, str) or not form_id or len(form_id) > 64:
@@ -194,9 +253,31 @@ def _parse_condition(obj: Any, prefix: str, *, allow_aliases: bool) -> Condition
     return TopicCondition(topic_id=topic_id, operator=operator)
 
 
+def _parse_campaign_condition(obj: Mapping[str, Any], kind: str, operator: Any, prefix: str) -> Condition:
+    campaign_id = obj.get("campaignId")
+    if not isinstance(campaign_id, str) or not campaign_id or len(campaign_id) > 64:
+        raise ConditionError("campaignId must be a campaign's id.", _path(prefix, "campaignId"))
+    if operator not in ACTIVITY_OPERATORS:
+        raise ConditionError(f"Unknown operator {operator!r} for {kind}.", _path(prefix, "operator"))
+    if kind == "campaign_link":
+        url = obj.get("url")
+        if not isinstance(url, str) or not url or len(url) > MAX_LINK_LENGTH:
+            raise ConditionError(
+                f"url must be the link's address (at most {MAX_LINK_LENGTH} characters).",
+                _path(prefix, "url"),
+            )
+        return CampaignLinkCondition(campaign_id=campaign_id, url=url, operator=operator)
+    field = obj.get("field")
+    if field not in CAMPAIGN_ACTIVITIES:
+        raise ConditionError(
+            'Campaign activity field must be "received", "opened" or "clicked".', _path(prefix, "field")
+        )
+    return CampaignActivityCondition(campaign_id=campaign_id, field=field, operator=operator)
+
+
 def parse_condition(obj: Any, *, allow_aliases: bool = False) -> Condition:
     """Parse one stored condition (canonical operators only unless `allow_aliases`)."""
-    if isinstance(obj, PropertyCondition | ActivityCondition | TopicCondition | SignupFormCondition):
+    if isinstance(obj, CONDITION_TYPES):
         return obj
     return _parse_condition(obj, "", allow_aliases=allow_aliases)
 

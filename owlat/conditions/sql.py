@@ -42,6 +42,8 @@ from owlat.conditions.language import (
     ACTIVITY_COLUMNS,
     BUILTIN_FIELDS,
     ActivityCondition,
+    CampaignActivityCondition,
+    CampaignLinkCondition,
     Condition,
     ConditionError,
     Filters,
@@ -186,6 +188,31 @@ def signup_form_joined(cond: SignupFormCondition, organization_id: Any, contact_
     )
 
 
+def campaign_sends(
+    cond: CampaignActivityCondition | CampaignLinkCondition, organization_id: Any, contact_id: Any
+) -> QuerySet | None:
+    """The campaign's send rows of `contact_id` (an id or an `OuterRef`) with the activity the condition names,
+    read through the registered source (delivery owns the rows); None when the id is no UUID or no source is
+    registered (such a condition matches no campaign)."""
+    from owlat.registry import campaign_sends_source
+
+    campaign_id = normalize_topic_id(cond.campaign_id)
+    source = campaign_sends_source()
+    if campaign_id is None or source is None:
+        return None
+    if isinstance(cond, CampaignLinkCondition):
+        activity, url = "clicked", cond.url
+    else:
+        activity, url = cond.field, None
+    return source(
+        organization_id=organization_id,
+        campaign_id=campaign_id,
+        activity=activity,
+        url=url,
+        contact_id=contact_id,
+    )
+
+
 def condition_q(cond: Condition | Mapping[str, Any], organization_id: Any) -> Q:
     """Compile one condition to a `Q` over `Contact` (the caller restricts to the organization's live rows).
 
@@ -196,6 +223,11 @@ def condition_q(cond: Condition | Mapping[str, Any], organization_id: Any) -> Q:
         return _property_q(cond, organization_id)
     if isinstance(cond, ActivityCondition):
         return Q(**{ACTIVITY_COLUMNS[cond.field]: cond.operator == "is_true"})
+    if isinstance(cond, CampaignActivityCondition | CampaignLinkCondition):
+        rows = campaign_sends(cond, organization_id, OuterRef("pk"))
+        if rows is None:
+            return _NEVER if cond.operator == "is_true" else _ALWAYS
+        return Q(Exists(rows)) if cond.operator == "is_true" else ~Q(Exists(rows))
     if isinstance(cond, SignupFormCondition):
         joined = signup_form_joined(cond, organization_id, OuterRef("pk"))
         if joined is None:

@@ -29,6 +29,8 @@ KIND_CHOICES = [
     ("email_activity", "Email activity"),
     ("topic_membership", "Topic membership"),
     ("signup_form", "Sign-up form"),
+    ("campaign_activity", "Campaign received / opened / clicked"),
+    ("campaign_link", "Clicked a link of a campaign"),
 ]
 PROPERTY_OPERATOR_CHOICES = [
     ("equals", "equals"),
@@ -48,6 +50,8 @@ ACTIVITY_CHOICES = [("opened", "opened an email"), ("clicked", "clicked a link")
 ACTIVITY_OPERATOR_CHOICES = [("is_true", "has"), ("is_false", "has not")]
 TOPIC_OPERATOR_CHOICES = [("equals", "is a member of"), ("not_equals", "is not a member of")]
 FORM_OPERATOR_CHOICES = [("equals", "joined through"), ("not_equals", "did not join through")]
+CAMPAIGN_ACTIVITY_CHOICES = [("received", "received"), ("opened", "opened"), ("clicked", "clicked in")]
+CAMPAIGN_OPERATOR_CHOICES = [("is_true", "has"), ("is_false", "has not")]
 NUMERIC_OPERATORS = {"gt", "lt", "gte", "lte"}
 NO_VALUE_OPERATORS = {"is_empty", "not_empty", "is_true", "is_false"}
 BUILTIN_LABELS = {"email": "Email", "firstName": "First name", "lastName": "Last name", "source": "Source"}
@@ -83,6 +87,36 @@ def form_queryset(organization_id: Any):
     from owlat.models import SignupForm
 
     return SignupForm.objects.filter(organization_id=organization_id).order_by("name")
+
+
+def campaign_choices(organization_id: Any, *, keep: str | None = None) -> tuple[list, list]:
+    """The campaign select and the link select (grouped by campaign; value `<campaign id>|<url>`) from the
+    campaigns app's registered picker; a stored choice no longer offered is kept as "(not listed)"."""
+    from owlat.registry import campaign_picker_source
+
+    source = campaign_picker_source()
+    picked = source(organization_id) if source is not None and organization_id is not None else []
+    campaigns: list[tuple[str, Any]] = [("", "— choose a campaign —")]
+    campaigns += [(pk, label) for pk, label, _ in picked]
+    links: list[tuple[str, Any]] = [("", "— choose a link —")]
+    links += [(label, [(f"{pk}|{url}", url) for url in urls]) for pk, label, urls in picked if urls]
+    if keep and "|" in keep and keep not in {v for _, group in links[1:] for v, _ in group}:
+        links.append(("Other", [(keep, f"{keep.split('|', 1)[1]} (not listed)")]))
+    if keep and "|" not in keep and keep not in {v for v, _ in campaigns}:
+        campaigns.append((keep, "a campaign no longer listed"))
+    return campaigns, links
+
+
+def campaign_condition_summary(condition: dict[str, Any], organization_id: Any) -> str:
+    """One readable line for a stored campaign condition ("contact has opened “April”")."""
+    campaign_id = str(condition.get("campaignId"))
+    labels = dict(campaign_choices(organization_id)[0][1:])
+    name = f"“{labels[campaign_id]}”" if campaign_id in labels else "a campaign no longer listed"
+    did = condition.get("operator") == "is_true"
+    if condition.get("kind") == "campaign_link":
+        return f"contact {'has' if did else 'has not'} clicked {condition.get('url')} in {name}"
+    activity = dict(CAMPAIGN_ACTIVITY_CHOICES).get(condition.get("field"), condition.get("field"))
+    return f"contact {'has' if did else 'has not'} {activity} {name}"
 
 
 def _kind_attrs(kind: str) -> dict[str, str]:
@@ -179,6 +213,42 @@ class ConditionForm(forms.Form):
         error_messages={"invalid_choice": "Choose one of this organization's sign-up forms."},
     )
 
+    campaign_operator = forms.ChoiceField(
+        label="Contact",
+        choices=CAMPAIGN_OPERATOR_CHOICES,
+        initial="is_true",
+        required=False,
+        widget=forms.Select(attrs=_kind_attrs("campaign_activity")),
+    )
+    campaign_field = forms.ChoiceField(
+        label="Activity",
+        choices=CAMPAIGN_ACTIVITY_CHOICES,
+        initial="opened",
+        required=False,
+        widget=forms.Select(attrs=_kind_attrs("campaign_activity")),
+    )
+    campaign = forms.ChoiceField(
+        label="Campaign",
+        required=False,
+        widget=forms.Select(attrs=_kind_attrs("campaign_activity")),
+        help_text="Campaigns that have started sending.",
+        error_messages={"invalid_choice": "Choose one of this organization's sent campaigns."},
+    )
+    link_operator = forms.ChoiceField(
+        label="Contact",
+        choices=[("is_true", "has clicked"), ("is_false", "has not clicked")],
+        initial="is_true",
+        required=False,
+        widget=forms.Select(attrs=_kind_attrs("campaign_link")),
+    )
+    link = forms.ChoiceField(
+        label="Link",
+        required=False,
+        widget=forms.Select(attrs=_kind_attrs("campaign_link")),
+        help_text="The links of each sent campaign's content, grouped by campaign.",
+        error_messages={"invalid_choice": "Choose one of the listed links."},
+    )
+
     def __init__(self, *args: Any, organization_id: Any = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.organization_id = organization_id
@@ -186,6 +256,10 @@ class ConditionForm(forms.Form):
         self.fields["field"].choices = property_choices(organization_id, keep=keep)
         self.fields["topic"].queryset = topic_queryset(organization_id)
         self.fields["signup_form"].queryset = form_queryset(organization_id)
+        kept = self.initial.get("link") or self.initial.get("campaign")
+        campaigns, links = campaign_choices(organization_id, keep=kept if isinstance(kept, str) else None)
+        self.fields["campaign"].choices = campaigns
+        self.fields["link"].choices = links
         styled(self)
 
     @staticmethod
@@ -199,6 +273,16 @@ class ConditionForm(forms.Form):
             return {"kind": kind, "topic": condition.get("topicId"), "topic_operator": operator}
         if kind == "signup_form":
             return {"kind": kind, "signup_form": condition.get("formId"), "form_operator": operator}
+        if kind == "campaign_activity":
+            return {
+                "kind": kind,
+                "campaign": condition.get("campaignId"),
+                "campaign_field": condition.get("field"),
+                "campaign_operator": operator,
+            }
+        if kind == "campaign_link":
+            link = f"{condition.get('campaignId')}|{condition.get('url')}"
+            return {"kind": kind, "link": link, "link_operator": operator}
         value = condition.get("value")
         if isinstance(value, bool):
             value = "true" if value else "false"
@@ -238,6 +322,21 @@ class ConditionForm(forms.Form):
                 "kind": kind,
                 "formId": str(form.pk) if form is not None else "",
                 "operator": self._required("form_operator", "Choose joined or did not join."),
+            }
+        elif kind == "campaign_activity":
+            condition = {
+                "kind": kind,
+                "campaignId": self._required("campaign", "Choose a campaign."),
+                "field": self._required("campaign_field", "Choose received, opened or clicked."),
+                "operator": self._required("campaign_operator", "Choose has or has not."),
+            }
+        elif kind == "campaign_link":
+            campaign_id, _, url = (self._required("link", "Choose a link.") or "").partition("|")
+            condition = {
+                "kind": kind,
+                "campaignId": campaign_id,
+                "url": url,
+                "operator": self._required("link_operator", "Choose has or has not clicked."),
             }
         elif kind == "contact_property":
             field = self._required("field", "Choose the contact property to test.")

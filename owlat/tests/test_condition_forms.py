@@ -158,6 +158,11 @@ def filters_data(logic, rows, total_extra=0):
         "topic": "",
         "form_operator": "equals",
         "signup_form": "",
+        "campaign_operator": "is_true",
+        "campaign_field": "opened",
+        "campaign": "",
+        "link_operator": "is_true",
+        "link": "",
     }
     for i, row in enumerate([*rows, *[blank] * total_extra]):
         data.update({f"f-conditions-{i}-{k}": v for k, v in row.items()})
