@@ -30,16 +30,6 @@ NOT_YET_MOVED = frozenset(
         "delivery/services/automation.py",
         "delivery/services/campaigns.py",
         "inbox/rows.py",
-        "owlat/api/auth.py",
-        "owlat/api/health.py",
-        "owlat/apikeys.py",
-        "owlat/checks.py",
-        "owlat/jobs.py",
-        "owlat/lifecycle/batch.py",
-        "owlat/ratelimit.py",
-        "owlat/sending_stats.py",
-        "owlat/storage.py",
-        "owlat/wakeups.py",
     }
 )
 
