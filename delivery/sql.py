@@ -20,7 +20,7 @@ def _send_columns() -> list[tuple[Any, str, str, bool]]:
     """(field, column type, type the parameter is sent as, is JSON) of each column of a send row."""
     out = []
     for f in TransactionalSend._meta.concrete_fields:
-        db_type = f.db_type(connection).split("(")[0]
+        db_type = (f.db_type(connection) or "").split("(")[0]
         is_json = f.get_internal_type() == "JSONField"
         out.append((f, db_type, "text" if is_json else db_type, is_json))
     return out

@@ -34,6 +34,7 @@ from typing import Any
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db import connection as default_connection
+from django.db.models import Model
 
 _ALWAYS_ASKED = 2**31  # psycopg prepares only when asked (prepare=True) with a threshold that is not None
 
@@ -66,7 +67,7 @@ def _register_timezone(connection: Any, pg: Any, cursor: Any) -> None:
     timezone = connection.timezone
     if connection.__dict__.get("_owlat_tz_checked") == (pg, timezone):
         return
-    from django.db.backends.postgresql.psycopg_any import register_tzloader
+    from django.db.backends.postgresql.psycopg_any import register_tzloader  # type: ignore[import-untyped]
     from psycopg.pq import Format
 
     loader = pg.adapters.get_loader(_timestamptz_oid(), Format.TEXT)
@@ -85,9 +86,9 @@ def _timestamptz_oid() -> int:
 
 @functools.cache
 def _preparing_cursor_class() -> type:
-    from django.db.backends.postgresql.base import ServerBindingCursor
+    from django.db.backends.postgresql.base import ServerBindingCursor  # type: ignore[attr-defined]
 
-    class PreparingCursor(ServerBindingCursor):
+    class PreparingCursor(ServerBindingCursor):  # type: ignore[misc]
         """Django's server-side-binding psycopg cursor whose statements run prepared."""
 
         def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
@@ -124,7 +125,7 @@ class _Executed:
             return cursor.mogrify(self.sql, self.params).encode()
 
 
-def prepared_models(model: type, where: str, params: Any, *, connection: Any = None) -> list[Any]:
+def prepared_models(model: type[Model], where: str, params: Any, *, connection: Any = None) -> list[Any]:
     """`model`'s rows matching `where` (written-out SQL over its table's columns, e.g. `"automation_id =
     ANY(%s::uuid[])"`) as instances built as the ORM builds them (`model_from_row`), read through
     `prepared_cursor()`: for a hot read whose ORM form costs more to compile and to plan than to run. PostgreSQL
@@ -137,7 +138,7 @@ def prepared_models(model: type, where: str, params: Any, *, connection: Any = N
     return [model_from_row(model, row, connection=connection) for row in rows]
 
 
-def model_from_row(model: type, values: Any, *, connection: Any = None) -> Any:
+def model_from_row(model: type[Model], values: Any, *, connection: Any = None) -> Any:
     """The instance of `model` from the values of its concrete columns (in `_meta.concrete_fields` order), built
     as the ORM builds a fetched row: each column's database converters applied (the backend's, then the
     field's, as the compiler collects them), then `Model.from_db`."""
@@ -155,13 +156,14 @@ def model_from_row(model: type, values: Any, *, connection: Any = None) -> Any:
 
 
 @functools.cache
-def _model_columns(model: type) -> tuple[list[str], list[tuple[int, tuple[Any, ...], Any]]]:
+def _model_columns(model: type[Model]) -> tuple[list[str], list[tuple[int, tuple[Any, ...], Any]]]:
     """The attnames of `model`'s concrete fields in order, and (position, converters, column expression) of
     those that have database converters."""
     connection = default_connection
     table = model._meta.db_table
     converters = []
-    for i, f in enumerate(model._meta.concrete_fields):
+    concrete: list[Any] = list(model._meta.concrete_fields)
+    for i, f in enumerate(concrete):
         col = f.get_col(table)
         chain = tuple(connection.ops.get_db_converters(col) + f.get_db_converters(connection))
         if chain:
@@ -170,7 +172,7 @@ def _model_columns(model: type) -> tuple[list[str], list[tuple[int, tuple[Any, .
 
 
 @functools.cache
-def _select_all(model: type, where: str) -> str:
+def _select_all(model: type[Model], where: str) -> str:
     """The SELECT of every concrete column of `model` under `where`."""
     qn = default_connection.ops.quote_name
     columns = ", ".join(qn(f.column) for f in model._meta.concrete_fields)
@@ -236,7 +238,7 @@ def rate_bucket_take(
     key: str, *, rate: float, capacity: float, now: float, cost: float
 ) -> tuple[float, float] | None:
     """(tokens before the take, tokens after) of bucket `key`, or None when its row does not exist yet."""
-    params = {"key": key, "capacity": capacity, "now": now, "rate": rate, "cost": cost}
+    params: dict[str, Any] = {"key": key, "capacity": capacity, "now": now, "rate": rate, "cost": cost}
     with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
         cursor.execute(_RATE_TAKE, params)
         row = cursor.fetchone()
@@ -297,27 +299,26 @@ def orm_broker_insert(db: Any, table: str, rows: list[tuple[Any, Any, Any]]) -> 
 
 @functools.cache
 def compare_and_set_statement(
-    model: type, field: str, fields: tuple[str, ...], guarded: tuple[str, ...]
+    model: type[Model], field: str, fields: tuple[str, ...], guarded: tuple[str, ...]
 ) -> str:
     """The runner's compare-and-set of one edge (`SetBasedRunner._compare_and_set`; twin: one conditional
     `filter(pk=…, state=frm, **guard).update(…)` per row): `UPDATE … FROM unnest(<one array per column>)
     RETURNING pk`, a text fixed per edge whatever the number of rows. Parameters: the new state, the arrays
     (primary keys, patched values, guarded values; JSON as text) and the from-state."""
-    from django.db import models
 
     connection = default_connection
     meta = model._meta
     qn = connection.ops.quote_name
     table = qn(meta.db_table)
-    pk = meta.pk
-    state = meta.get_field(field)
-    patched = [meta.get_field(name) for name in fields]
-    guards = [meta.get_field(name) for name in guarded]
+    pk: Any = meta.pk
+    state: Any = meta.get_field(field)
+    patched: list[Any] = [meta.get_field(name) for name in fields]
+    guards: list[Any] = [meta.get_field(name) for name in guarded]
 
-    def array_type(f: models.Field) -> str:
+    def array_type(f: Any) -> str:
         return "text" if f.get_internal_type() == "JSONField" else str(f.cast_db_type(connection))
 
-    def value(f: models.Field, alias: str) -> str:
+    def value(f: Any, alias: str) -> str:
         cast = "::jsonb" if f.get_internal_type() == "JSONField" else ""
         return f"v.{qn(alias)}{cast}"
 

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from django.db import connection
+from django.db.models import Model
 
 from automations.lifecycle.runs import EXECUTING, PENDING, RUNNING
 from automations.models import Automation, AutomationCounterDelta, AutomationRun, AutomationStepRun
@@ -21,7 +22,7 @@ from owlat.sql import prepared_cursor
 
 
 def step_runs_claim(
-    *, at: dt.datetime, limit: int, ids: Sequence[Any] | None, with_claim: tuple[tuple[str, type], ...]
+    *, at: dt.datetime, limit: int, ids: Sequence[Any] | None, with_claim: tuple[tuple[str, type[Model]], ...]
 ) -> list[tuple[Any, ...]]:
     """`step_runs_claim_due`'s one statement: the due pending rows (or the pending ones among `ids`) locked
     with SKIP LOCKED, moved `pending → executing`, each run's `steps_executed` + 1, the counter deltas; per
@@ -35,7 +36,7 @@ def step_runs_claim(
         due = (
             f"SELECT id FROM {sr} WHERE status = %s AND id = ANY(%s::uuid[]) LIMIT %s FOR UPDATE SKIP LOCKED"
         )
-        params = [PENDING, [str(i) for i in ids], limit]
+        params: list[Any] = [PENDING, [str(i) for i in ids], limit]
     else:
         # The two kinds of due rows each through a partial index (steprun_pending_delay) as a plain index scan,
         # those whose delay has passed first: as one OR the planner takes a bitmap scan, which visits every dead
@@ -106,7 +107,7 @@ def step_runs_advance(rows: Sequence[AutomationStepRun]) -> None:
         INSERT INTO {AutomationCounterDelta._meta.db_table} (step_id, field, delta)
         SELECT step_id, %s, count(*) FROM v GROUP BY step_id
     """
-    params = [
+    params: list[Any] = [
         [str(r.pk) for r in rows],
         [str(r.organization_id) for r in rows],
         [str(r.run_id) for r in rows],

@@ -5,8 +5,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections import defaultdict
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from django.db import connection, models, transaction
 from django.utils import timezone
@@ -18,6 +18,23 @@ from owlat.sql import compare_and_set_run, compare_and_set_statement
 class SetBasedRunner:
     """Mixin of `Lifecycle`: the reducer per row, one compare-and-set `UPDATE … RETURNING` per edge, effects in
     bulk. Uses the lifecycle's attributes and `reduce`, `_fsm_method`, `_apply_effect`."""
+
+    if TYPE_CHECKING:  # what the mixin uses of `Lifecycle` (owlat/lifecycle/runner.py declares them)
+        model: ClassVar[type[models.Model]]
+        field: ClassVar[str]
+        resource: ClassVar[str]
+        not_found_reason: ClassVar[str]
+        conflict_reason: ClassVar[str]
+        self_loop: ClassVar[str]
+        writes_audit: ClassVar[bool]
+        savepoint: ClassVar[bool]
+        reduce: Callable[..., Decision]
+        self_loop_audit_action: Callable[[str], str | None]
+        effect_handlers: Callable[[], dict[str, Callable[..., None]]]
+        batch_effect_handlers: Callable[[], dict[str, Callable[[list[tuple[Any, dict[str, Any]]]], None]]]
+        message_for: Callable[[str | None], str | None]
+        _fsm_method: Callable[..., Any]
+        _apply_effect: Callable[..., None]
 
     # -- set-based runner ---------------------------------------------------------------------------------
     def transition_many(
@@ -239,16 +256,16 @@ class SetBasedRunner:
             return won
         meta = model._meta
         pk = meta.pk
-        state = meta.get_field(self.field)
-        patched = [meta.get_field(name) for name in fields]
-        guards = [meta.get_field(name) for name in guarded]
+        state: Any = meta.get_field(self.field)
+        patched: list[Any] = [meta.get_field(name) for name in fields]
+        guards: list[Any] = [meta.get_field(name) for name in guarded]
         sql = compare_and_set_statement(model, self.field, fields, guarded)
         won = set()
         # A batch's rows often share a patched or guarded value (one timestamp, one note): each distinct
         # (column, value) is prepared once per statement.
         prepared: dict[tuple[str, Any], Any] = {}
 
-        def prep(f: models.Field, value: Any) -> Any:
+        def prep(f: Any, value: Any) -> Any:
             if f.get_internal_type() == "JSONField":  # sent as text, cast to jsonb by the statement
                 return None if value is None else json.dumps(value, cls=f.encoder)
             try:
