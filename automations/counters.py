@@ -56,8 +56,7 @@ def record_step_counts(per_step: dict[Any, dict[str, int]]) -> None:
 
 
 def _insert_deltas(column: str, rows: list[tuple[Any, str, int]]) -> None:
-    """One insert of (id, field, delta) rows; on PostgreSQL a fixed `INSERT … SELECT FROM unnest` (the
-    walker writes these in every batch: no ORM compilation per call)."""
+    """One insert of (id, field, delta) rows (`automations.sql.counter_deltas_insert` on PostgreSQL)."""
     if not rows:
         return
     if connection.vendor != "postgresql":
@@ -65,26 +64,9 @@ def _insert_deltas(column: str, rows: list[tuple[Any, str, int]]) -> None:
             [AutomationCounterDelta(**{column: pk}, field=name, delta=delta) for pk, name, delta in rows]
         )
         return
-    from owlat.sql import prepared_cursor
+    from automations.sql import counter_deltas_insert
 
-    table = AutomationCounterDelta._meta.db_table
-    with prepared_cursor() as cursor:  # two texts (by column): prepared once per connection
-        cursor.execute(
-            f"INSERT INTO {table} ({column}, field, delta) "
-            "SELECT * FROM unnest(%s::uuid[], %s::varchar[], %s::integer[])",
-            [[str(pk) for pk, _, _ in rows], [name for _, name, _ in rows], [delta for _, _, delta in rows]],
-        )
-
-
-def _sums(alias: str, fields: dict[str, str]) -> str:
-    return ", ".join(
-        f"COALESCE(SUM(delta) FILTER (WHERE field = '{name}'), 0) AS {column}"
-        for name, column in fields.items()
-    )
-
-
-def _assign(fields: dict[str, str], source: str) -> str:
-    return ", ".join(f"{column} = GREATEST(t.{column} + {source}.{column}, 0)" for column in fields.values())
+    counter_deltas_insert(column, rows)
 
 
 def counters_rollup(*, automation_ids: Iterable[Any] | None = None, wait: bool = True) -> int:
@@ -92,39 +74,16 @@ def counters_rollup(*, automation_ids: Iterable[Any] | None = None, wait: bool =
     how many deltas were applied. With `wait=False` (the cron) it returns 0 at once if another roll-up runs."""
     if connection.vendor != "postgresql":
         return _rollup_serialized(automation_ids)
-    delta_table = AutomationCounterDelta._meta.db_table
-    automation_table = Automation._meta.db_table
-    step_table = AutomationStep._meta.db_table
-    params: list[Any] = []
-    where = ""
+    from automations.sql import counters_fold
+
+    ids = None
     if automation_ids is not None:
         ids = [str(i) for i in automation_ids]
         if not ids:
             return 0
-        where = (
-            f"WHERE automation_id = ANY(%s::uuid[]) OR step_id IN "
-            f"(SELECT id FROM {step_table} WHERE automation_id = ANY(%s::uuid[]))"
-        )
-        params = [ids, ids]
-    sql = f"""
-        WITH d AS (DELETE FROM {delta_table} {where} RETURNING automation_id, step_id, field, delta),
-        a AS (SELECT automation_id, {_sums("d", RUN_FIELDS)} FROM d
-              WHERE automation_id IS NOT NULL GROUP BY automation_id),
-        ua AS (UPDATE {automation_table} t SET {_assign(RUN_FIELDS, "a")}, stats_updated_at = now()
-               FROM a WHERE t.id = a.automation_id RETURNING 1),
-        s AS (SELECT step_id, {_sums("d", STEP_FIELDS)} FROM d WHERE step_id IS NOT NULL GROUP BY step_id),
-        us AS (UPDATE {step_table} t SET {_assign(STEP_FIELDS, "s")} FROM s WHERE t.id = s.step_id RETURNING 1)
-        SELECT (SELECT count(*) FROM d), (SELECT count(*) FROM ua), (SELECT count(*) FROM us)
-    """
-    with transaction.atomic(), connection.cursor() as cursor:
-        if wait:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_ROLLUP_LOCK])
-        else:
-            cursor.execute("SELECT pg_try_advisory_xact_lock(%s)", [_ROLLUP_LOCK])
-            if not cursor.fetchone()[0]:
-                return 0
-        cursor.execute(sql, params)
-        return int(cursor.fetchone()[0])
+    return counters_fold(
+        lock=_ROLLUP_LOCK, wait=wait, automation_ids=ids, run_fields=RUN_FIELDS, step_fields=STEP_FIELDS
+    )
 
 
 def _rollup_serialized(automation_ids: Iterable[Any] | None) -> int:

@@ -15,7 +15,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from automations.models import Automation, AutomationRun, AutomationStatus, AutomationStep, RunStatus
+from automations.models import Automation, AutomationStep
 from owlat.registry import TriggerEvent
 
 
@@ -86,26 +86,6 @@ class _Candidate:
     first_step: AutomationStep | None
 
 
-# The statuses are written into the text, not bound: the events API runs `contact_and_candidates` prepared
-# (owlat.sql), and only a constant lets PostgreSQL's generic plan use the partial unique index of running runs
-# (automation, contact) instead of every running run of the automation.
-_CANDIDATES_SELECT = """
-    {contact_column}a.id, a.organization_id, a.trigger_config,
-           EXISTS (SELECT 1 FROM {step} s WHERE s.automation_id = a.id),
-           EXISTS (SELECT 1 FROM {run} r
-                   WHERE r.automation_id = a.id AND r.contact_id = {contact} AND r.status = '{running}'),
-           s0.id, s0.step_type, s0.config
-"""
-
-
-def _tables() -> dict[str, str]:
-    return {
-        "automation": Automation._meta.db_table,
-        "step": AutomationStep._meta.db_table,
-        "run": AutomationRun._meta.db_table,
-    }
-
-
 def _candidates(event: TriggerEvent) -> list[_Candidate]:
     """The organization's active automations of the event's trigger kind, whether each has steps and a running
     run of the contact, and its step 0 — one statement, written out instead of built by the ORM (issue 12: the
@@ -114,25 +94,15 @@ def _candidates(event: TriggerEvent) -> list[_Candidate]:
     (UUIDs are hex text on SQLite, JSON is decoded by the JSONField)."""
     from django.db import connection
 
-    tables = _tables()
-    select = _CANDIDATES_SELECT.format(
-        contact_column="", contact="%s", running=RunStatus.RUNNING.value, **tables
-    )
-    sql = f"""
-        SELECT {select}
-        FROM {tables["automation"]} a
-        LEFT JOIN {tables["step"]} s0 ON s0.automation_id = a.id AND s0.step_index = 0
-        WHERE a.organization_id = %s AND a.status = '{AutomationStatus.ACTIVE.value}' AND a.trigger_type = %s
-    """
+    from automations.sql import candidate_rows
+
     uuid_field = Automation._meta.pk
-    params = [
-        uuid_field.get_db_prep_value(event.contact_id, connection),
-        uuid_field.get_db_prep_value(event.organization_id, connection),
-        event.kind,
-    ]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return [c for c in map(_candidate, cursor.fetchall()) if c is not None]
+    rows = candidate_rows(
+        contact_id=uuid_field.get_db_prep_value(event.contact_id, connection),
+        organization_id=uuid_field.get_db_prep_value(event.organization_id, connection),
+        kind=event.kind,
+    )
+    return [c for c in map(_candidate, rows) if c is not None]
 
 
 def contact_and_candidates(*, organization_id: Any, email: str, kind: str) -> tuple[Any, list[_Candidate]]:
@@ -141,29 +111,11 @@ def contact_and_candidates(*, organization_id: Any, email: str, kind: str) -> tu
     read the contact and then the candidates). (None, []) when there is no such contact."""
     from django.db import connection
 
+    from automations.sql import contact_and_candidate_rows
     from owlat.models import Contact
-    from owlat.sql import prepared_cursor
 
-    tables = _tables()
-    select = _CANDIDATES_SELECT.format(
-        contact_column="c.id, ", contact="c.id", running=RunStatus.RUNNING.value, **tables
-    )
-    sql = f"""
-        WITH c AS (
-            SELECT id FROM {Contact._meta.db_table}
-            WHERE organization_id = %s AND email = %s AND deleted_at IS NULL ORDER BY id LIMIT 1
-        )
-        SELECT {select}
-        FROM c LEFT JOIN ({tables["automation"]} a
-                          LEFT JOIN {tables["step"]} s0 ON s0.automation_id = a.id AND s0.step_index = 0)
-               ON a.organization_id = %s AND a.status = '{AutomationStatus.ACTIVE.value}' AND a.trigger_type = %s
-    """
-    uuid_field = Automation._meta.pk
-    org = uuid_field.get_db_prep_value(organization_id, connection)
-    params = [org, email, org, kind]
-    with prepared_cursor() as cursor:
-        cursor.execute(sql, params)
-        rows = cursor.fetchall()
+    org = Automation._meta.pk.get_db_prep_value(organization_id, connection)
+    rows = contact_and_candidate_rows(organization_id=org, email=email, kind=kind)
     if not rows:
         return None, []
     contact_id = Contact._meta.pk.to_python(rows[0][0])
@@ -171,7 +123,7 @@ def contact_and_candidates(*, organization_id: Any, email: str, kind: str) -> tu
 
 
 def _candidate(row: Any) -> _Candidate | None:
-    """A `_Candidate` from `_CANDIDATES_SELECT`'s columns (None: the outer join found no automation)."""
+    """A `_Candidate` from `automations.sql.candidate_rows`' columns (None: the outer join found no automation)."""
     from django.db import connection
 
     a_id, org_id, config, has_steps, has_running, s_id, s_type, s_config = row

@@ -157,19 +157,9 @@ def _candidates(organization_id: Any, audience: dict[str, Any], cursor: str, lim
 
 
 def _blocked(organization_id: Any, emails: list[str]) -> set[str]:
-    """Which of `emails` (normalized) are suppressed (DLV-12). On PostgreSQL one array parameter
-    (`email = ANY(%s)`), so the statement text is the same for every page."""
+    """Which of `emails` (normalized) are suppressed (DLV-12)."""
     if not emails:
         return set()
-    from django.db import connection
-
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"SELECT email FROM {BlockedEmail._meta.db_table} WHERE organization_id = %s AND email = ANY(%s)",
-                [organization_id, emails],
-            )
-            return {row[0] for row in cursor.fetchall()}
     return set(
         BlockedEmail.objects.filter(organization_id=organization_id, email__in=emails).values_list(
             "email", flat=True

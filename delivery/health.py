@@ -12,13 +12,12 @@ the increment is one `INSERT … ON CONFLICT DO UPDATE` per (provider, minute) w
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import threading
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F, Max, Sum
 from django.db.models.functions import Greatest
 from django.utils import timezone
@@ -84,11 +83,6 @@ def provider_health_flush() -> int:
     with _state.lock:
         pending = dict(_state.tallies)
         _state.tallies.clear()
-    if pending and connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            for (provider, minute), tally in pending.items():
-                cursor.execute(_upsert_sql(), [provider, minute, *(getattr(tally, n) for n in _COUNTS)])
-        return len(pending)
     for (provider, minute), tally in pending.items():
         updates: dict[str, Any] = {
             name: F(name) + getattr(tally, name)
@@ -106,41 +100,6 @@ def provider_health_flush() -> int:
         except IntegrityError:  # another worker created the minute's row first
             rows.update(**updates)
     return len(pending)
-
-
-_COUNTS = (
-    "dispatches",
-    "succeeded",
-    "failed",
-    "unknown",
-    "attempts",
-    "latency_total_ms",
-    "latency_max_ms",
-    "last_error_code",
-)
-
-
-@functools.cache
-def _upsert_sql() -> str:
-    """PostgreSQL: a tally added to its (provider, minute) row in one statement, the row created if missing
-    (what the ORM form below does in an UPDATE, and on a miss an INSERT or, losing a race, the UPDATE again)."""
-    from delivery.models import ProviderHealth
-
-    qn = connection.ops.quote_name
-    columns = ["provider", "minute", *_COUNTS]
-    adds = [f"{qn(n)} = t.{qn(n)} + EXCLUDED.{qn(n)}" for n in _COUNTS[:6]]
-    return (
-        f"INSERT INTO {qn(ProviderHealth._meta.db_table)} AS t ({', '.join(qn(c) for c in columns)}) "
-        f"VALUES ({', '.join(['%s'] * len(columns))}) ON CONFLICT (provider, minute) DO UPDATE SET "
-        + ", ".join(
-            [
-                *adds,
-                "latency_max_ms = GREATEST(t.latency_max_ms, EXCLUDED.latency_max_ms)",
-                "last_error_code = CASE WHEN EXCLUDED.last_error_code <> '' THEN EXCLUDED.last_error_code "
-                "ELSE t.last_error_code END",
-            ]
-        )
-    )
 
 
 @dataclass(frozen=True)

@@ -4,12 +4,8 @@ blocklist and unsubscribed contacts (DLV-13, D-11) — and the automations' mail
 
 from __future__ import annotations
 
-import functools
-import uuid
 from dataclasses import dataclass, field
 from typing import Any
-
-from django.db import connection
 
 from delivery.lifecycle import WEBHOOK_ENDPOINTS_ATTR, model_for
 from delivery.mail_options import automation_mail_options
@@ -151,8 +147,8 @@ def suppressed_sets(rows: list[Any], kind: str) -> tuple[set[str], set[str]]:
 def blocked_addresses(rows: list[Any]) -> set[str]:
     """`blocked_key(row)` of the rows whose address is on their organization's blocklist for the row's scope:
     any reason for marketing-scope rows, reasons other than the marketing-only ones for the rest (D-11; a job may
-    hold both scopes for one address, and a marketing-only reason then suppresses only the marketing mail). One statement (a blocklist row is unique per organization and address); on PostgreSQL raw SQL
-    built once per process, the ORM form elsewhere."""
+    hold both scopes for one address, and a marketing-only reason then suppresses only the marketing mail). One query (a blocklist row is unique per organization and
+    address)."""
     from owlat.contacts import normalize_email
     from owlat.models import BlockedEmail
     from owlat.suppression import MARKETING_ONLY_REASONS
@@ -163,16 +159,9 @@ def blocked_addresses(rows: list[Any]) -> set[str]:
         scopes.setdefault(key, set()).add(marketing_scope(row))
     org_ids = sorted({org for org, _ in scopes})
     emails = sorted({email for _, email in scopes})
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute(_blocked_sql(), [[uuid.UUID(o) for o in org_ids], emails])
-            found = cursor.fetchall()
-    else:
-        found = list(
-            BlockedEmail.objects.filter(organization_id__in=org_ids, email__in=emails).values_list(
-                "organization_id", "email", "reason"
-            )
-        )
+    found = BlockedEmail.objects.filter(organization_id__in=org_ids, email__in=emails).values_list(
+        "organization_id", "email", "reason"
+    )
     blocked: set[str] = set()
     for org_id, email, reason in found:
         for marketing in scopes.get((str(org_id), email), ()):
@@ -190,19 +179,6 @@ def blocked_key(row: Any) -> str:
     from owlat.contacts import normalize_email
 
     return _scope_key(row.organization_id, normalize_email(row.recipient or ""), marketing_scope(row))
-
-
-@functools.cache
-def _blocked_sql() -> str:
-    from owlat.models import BlockedEmail
-
-    qn = connection.ops.quote_name
-    meta = BlockedEmail._meta
-    org, email, reason = (qn(meta.get_field(n).column) for n in ("organization", "email", "reason"))
-    return (
-        f"SELECT {org}, {email}, {reason} FROM {qn(meta.db_table)} "
-        f"WHERE {org} = ANY(%s::uuid[]) AND {email} = ANY(%s::varchar[])"
-    )
 
 
 def marketing_scope(row: Any) -> bool:

@@ -14,6 +14,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from owlat.models import ApiKey
+from owlat.sql import api_key_row, api_key_row_and_take
 
 KEY_PREFIX = "lm_live_"
 KEY_RANDOM_LENGTH = 32
@@ -104,19 +105,6 @@ def api_key_authenticate(raw: str) -> ApiKey | None:
     )
 
 
-_AUTH_SQL: str | None = None
-
-
-def _auth_select() -> str:
-    """The lookup of `api_key_authenticate` on PostgreSQL: the key row's columns for a hash (`%(hash)s`) that is
-    active, unrevoked and unexpired at `%(now)s`."""
-    columns = ", ".join(connection.ops.quote_name(f.column) for f in ApiKey._meta.concrete_fields)
-    return (
-        f"SELECT {columns} FROM {ApiKey._meta.db_table} WHERE key_hash = %(hash)s AND is_active "
-        "AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > %(now)s) ORDER BY id LIMIT 1"
-    )
-
-
 _built = threading.local()
 _BUILT_MAX = 1024
 
@@ -151,19 +139,11 @@ def _build_key(row: Any) -> ApiKey:
 
 
 def _authenticate_sql(key_hash: str, now: Any) -> ApiKey | None:
-    """`api_key_authenticate`'s lookup as one written-out statement, the row made an `ApiKey` as the ORM would
-    (issue 12: building and compiling the queryset was about a third of the events API's CPU; every API request
-    runs it). The organization is not joined: it loads on first access, which no API path does."""
-    global _AUTH_SQL
-    if _AUTH_SQL is None:
-        _AUTH_SQL = _auth_select()
-    with connection.cursor() as cursor:
-        cursor.execute(_AUTH_SQL, {"hash": key_hash, "now": now})
-        row = cursor.fetchone()
+    """`api_key_authenticate`'s lookup as one written-out statement (`owlat.sql.api_key_row`), the row made an
+    `ApiKey` as the ORM would. The organization is not joined: it loads on first access, which no API path
+    does."""
+    row = api_key_row(key_hash, now)
     return None if row is None else _key_from_row(row)
-
-
-_AUTH_TAKE_SQL: str | None = None
 
 
 def api_key_authenticate_and_take(
@@ -173,17 +153,6 @@ def api_key_authenticate_and_take(
     `owlat.ratelimit`'s refill-and-take) in one statement on PostgreSQL (issue 12: one round trip less per API
     request). Returns the key (None: no usable key, nothing taken) and (tokens before the take, tokens after),
     which is None when the key's bucket row does not exist yet (the caller takes through `owlat.ratelimit`)."""
-    from owlat.ratelimit import take_sql
-    from owlat.sql import prepared_cursor
-
-    global _AUTH_TAKE_SQL
-    if _AUTH_TAKE_SQL is None:
-        _AUTH_TAKE_SQL = (
-            f"WITH k AS ({_auth_select()}), "
-            + take_sql(key="%(prefix)s || (SELECT id::text FROM k)", now="%(epoch)s")
-            + ", took AS (SELECT calc.t, upd.tokens FROM calc, upd) "
-            "SELECT k.*, took.t, took.tokens FROM k LEFT JOIN took ON true"
-        )
     params = {
         "hash": hash_key(raw),
         "now": timezone.now(),
@@ -193,9 +162,7 @@ def api_key_authenticate_and_take(
         "rate": rate,
         "cost": cost,
     }
-    with prepared_cursor() as cursor:
-        cursor.execute(_AUTH_TAKE_SQL, params)
-        row = cursor.fetchone()
+    row = api_key_row_and_take(params)
     if row is None:
         return None, None
     *key_row, before, after = row

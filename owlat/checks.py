@@ -8,6 +8,8 @@ from typing import Any
 from django.core import checks
 from django.db import connections
 
+from owlat.sql import server_setting
+
 
 def autovacuum_warnings(setting: str, alias: str) -> list[checks.CheckMessage]:
     """owlat.W001 when the server's `autovacuum` is not on (docs/deploy.md, owlat/storage.py)."""
@@ -35,7 +37,5 @@ def check_autovacuum(
         connection = connections[alias]
         if connection.vendor != "postgresql":
             continue
-        with connection.cursor() as cursor:
-            cursor.execute("SHOW autovacuum")
-            out += autovacuum_warnings(cursor.fetchone()[0], alias)
+        out += autovacuum_warnings(server_setting(connection, "autovacuum"), alias)
     return out

@@ -146,8 +146,8 @@ def _orm_broker_rows(
 
 
 def _orm_broker_write(path: str, arg_lists: list[tuple | list], queue: str | None) -> None:
-    """The ORM broker rows of `_orm_broker_rows` in one insert: written out on PostgreSQL (issue 12:
-    `async_task` and the model save cost about a sixth of the events API's CPU for its one walker wake-up)."""
+    """The ORM broker rows of `_orm_broker_rows` in one insert (`owlat.sql.orm_broker_insert` on PostgreSQL,
+    `bulk_create` elsewhere)."""
     from django.db import connections
     from django_q.conf import Conf
     from django_q.models import OrmQ
@@ -157,12 +157,9 @@ def _orm_broker_write(path: str, arg_lists: list[tuple | list], queue: str | Non
     if db.vendor != "postgresql":
         OrmQ.objects.using(Conf.ORM).bulk_create([OrmQ(key=k, payload=p, lock=t) for k, p, t in rows])
         return
-    values = ", ".join(["(%s, %s, %s)"] * len(rows))
-    with db.cursor() as cursor:
-        cursor.execute(
-            f"INSERT INTO {OrmQ._meta.db_table} (key, payload, lock) VALUES {values}",
-            [value for row in rows for value in row],
-        )
+    from owlat.sql import orm_broker_insert
+
+    orm_broker_insert(db, OrmQ._meta.db_table, rows)
 
 
 def dispatch_due_tasks(*, now: dt.datetime | None = None, batch: int = 200) -> int:

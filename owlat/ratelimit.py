@@ -15,6 +15,7 @@ from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 
 from owlat.models import RateBucket
+from owlat.sql import rate_bucket_take
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,7 @@ def take_token(
         before, tokens = _take_redis(key, rate=rate, capacity=capacity, now=now, cost=cost)
         return take_result(before, tokens, rate=rate, capacity=capacity, cost=cost)
     if connection.vendor == "postgresql":
-        row = _take_postgres(key, rate=rate, capacity=capacity, now=now, cost=cost)
+        row = rate_bucket_take(key, rate=rate, capacity=capacity, now=now, cost=cost)
         if row is not None:
             return take_result(*row, rate=rate, capacity=capacity, cost=cost)
     return _take_orm(key, rate=rate, capacity=capacity, now=now, cost=cost)
@@ -49,41 +50,7 @@ def take_result(before: float, tokens: float, *, rate: float, capacity: float, c
     return Take(allowed, tokens, wait, (capacity - tokens) / rate)
 
 
-def take_sql(*, key: str, now: str = "%(now)s") -> str:
-    """The refill-and-take as the CTEs `old`, `calc` and `upd` (`calc.t`: tokens before the take, `upd.tokens`:
-    after; none when the bucket row does not exist): lock, refill, take in one statement. `key` and `now` are
-    SQL expressions; `%(capacity)s`, `%(rate)s` and `%(cost)s` are parameters. Also used by
-    `owlat.apikeys.api_key_authenticate_and_take`."""
-    return f"""old AS (
-    SELECT tokens, updated_at FROM owlat_ratebucket WHERE key = {key} FOR UPDATE
-), calc AS (
-    SELECT LEAST(%(capacity)s, tokens + GREATEST(0, {now} - updated_at) * %(rate)s) AS t, updated_at FROM old
-), upd AS (
-    UPDATE owlat_ratebucket b
-       SET tokens = CASE WHEN calc.t >= %(cost)s THEN calc.t - %(cost)s ELSE calc.t END,
-           updated_at = GREATEST({now}, calc.updated_at)
-      FROM calc
-     WHERE b.key = {key}
- RETURNING b.tokens
-)"""
-
-
-# One round trip on the hot path: lock, refill, take and return in a single statement (the bucket row exists).
-_TAKE_SQL = f"WITH {take_sql(key='%(key)s')}\nSELECT calc.t, upd.tokens FROM calc, upd\n"
-
-
-def _take_postgres(
-    key: str, *, rate: float, capacity: float, now: float, cost: float
-) -> tuple[float, float] | None:
-    """(tokens before the take, tokens after), or None when the bucket row does not exist yet."""
-    params = {"key": key, "capacity": capacity, "now": now, "rate": rate, "cost": cost}
-    with connection.cursor() as cursor:
-        cursor.execute(_TAKE_SQL, params)
-        row = cursor.fetchone()
-    return None if row is None else (float(row[0]), float(row[1]))
-
-
-# The same refill-and-take as _TAKE_SQL, atomic in Redis; numbers travel as strings (Lua would truncate them).
+# The same refill-and-take as `owlat.sql.rate_bucket_take_ctes`, atomic in Redis; numbers travel as strings (Lua would truncate them).
 _TAKE_LUA = """
 local rate = tonumber(ARGV[1])
 local capacity = tonumber(ARGV[2])

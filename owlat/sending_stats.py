@@ -4,7 +4,6 @@ complaint) per organization and sender domain, kept as one `SendingStat` row per
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import uuid
 from typing import Any
 
@@ -58,29 +57,15 @@ def _upsert(organization_id: Any, day: dt.date, sender_domain: str, deltas: dict
     from django.utils import timezone
     from psycopg.types.numeric import Int4
 
-    from owlat.sql import prepared_cursor
+    from owlat.sql import sending_stat_add
 
-    with prepared_cursor() as cursor:
-        cursor.execute(
-            _upsert_sql(),
-            [
-                uuid.uuid4(),
-                str(organization_id),
-                day,
-                sender_domain,
-                *(Int4(deltas.get(name, 0)) for name in STAT_FIELDS),
-                timezone.now(),
-            ],
-        )
-
-
-@functools.cache
-def _upsert_sql() -> str:
-    table = SendingStat._meta.db_table
-    counters = ", ".join(STAT_FIELDS)
-    return (
-        f"INSERT INTO {table} (id, organization_id, day, sender_domain, {counters}, updated_at) "
-        f"VALUES (%s, %s::uuid, %s::date, %s, {', '.join(['%s'] * len(STAT_FIELDS))}, %s) "
-        "ON CONFLICT (organization_id, day, sender_domain) DO UPDATE SET "
-        + ", ".join(f"{name} = {table}.{name} + EXCLUDED.{name}" for name in STAT_FIELDS)
+    sending_stat_add(
+        [
+            uuid.uuid4(),
+            str(organization_id),
+            day,
+            sender_domain,
+            *(Int4(deltas.get(name, 0)) for name in STAT_FIELDS),
+            timezone.now(),
+        ]
     )

@@ -33,7 +33,7 @@ def _required(name: str, dev_default: str) -> str:
         return dev_default
     raise ImproperlyConfigured(
         f"The setting {name} is required when DEBUG is off. Set it in the environment or in .env "
-        f"(see README.md, 'Configuration')."
+        f"(see docs/settings.md)."
     )
 
 

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from django.db import migrations
 
+from owlat.sql import table_storage_reset, table_storage_set
+
 QUEUE_TABLE_VACUUM: dict[str, str | int | float] = {
     "autovacuum_vacuum_scale_factor": 0.01,
     "autovacuum_vacuum_threshold": 1000,
@@ -43,23 +45,18 @@ class SetStorageParameters(migrations.operations.base.Operation):
     def state_forwards(self, app_label, state) -> None:
         pass  # storage only: the models' state does not change
 
-    def _table(self, app_label, schema_editor, state):
-        model = state.apps.get_model(app_label, self.model_name)
-        return schema_editor.quote_name(model._meta.db_table)
+    def _table(self, app_label, state) -> str:
+        return state.apps.get_model(app_label, self.model_name)._meta.db_table
 
     def database_forwards(self, app_label, schema_editor, from_state, to_state) -> None:
         if schema_editor.connection.vendor != "postgresql":
             return
-        pairs = ", ".join(f"{name} = {value}" for name, value in self.parameters.items())
-        schema_editor.execute(f"ALTER TABLE {self._table(app_label, schema_editor, to_state)} SET ({pairs})")
+        table_storage_set(schema_editor, self._table(app_label, to_state), self.parameters)
 
     def database_backwards(self, app_label, schema_editor, from_state, to_state) -> None:
         if schema_editor.connection.vendor != "postgresql":
             return
-        names = ", ".join(self.parameters)
-        schema_editor.execute(
-            f"ALTER TABLE {self._table(app_label, schema_editor, to_state)} RESET ({names})"
-        )
+        table_storage_reset(schema_editor, self._table(app_label, to_state), list(self.parameters))
 
     def describe(self) -> str:
         return f"Set storage parameters of {self.model_name} (PostgreSQL only)"

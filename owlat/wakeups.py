@@ -30,6 +30,7 @@ from typing import Any
 from django.db import connection
 from django.utils import timezone
 
+from owlat import sql
 from owlat.jobs import QUEUES, _orm_broker_direct, _orm_broker_rows, enqueue
 
 #: A marker older than this is taken to have lost its task (Redis push lost, task died before taking it).
@@ -69,14 +70,13 @@ def wake_cte(func: str, *, queue: str | None = None, when: str = "TRUE") -> tupl
     if not _coalesces() or not _orm_broker_direct() or Conf.ORM != DEFAULT_DB_ALIAS:
         return None
     (row,) = _orm_broker_rows(func, [()], queue)
-    sql = (
-        "wake_lock AS (SELECT pg_advisory_xact_lock_shared(%s, %s) AS held WHERE " + when + "), "
-        f"wake_mark AS (INSERT INTO {_table()} (func, queue, created_at) SELECT %s, %s, %s FROM wake_lock "
-        "ON CONFLICT (func) DO NOTHING RETURNING func), "
-        f"wake AS (INSERT INTO {OrmQ._meta.db_table} (key, payload, lock) "
-        "SELECT %s, %s, %s::timestamptz FROM wake_mark)"
-    )
-    return sql, [*_lock_keys(func), func, queue, timezone.now(), *row]
+    return sql.wake_ctes(_table(), OrmQ._meta.db_table, when), [
+        *_lock_keys(func),
+        func,
+        queue,
+        timezone.now(),
+        *row,
+    ]
 
 
 def wake(func: str, *, queue: str | None = None) -> bool:
@@ -88,17 +88,8 @@ def wake(func: str, *, queue: str | None = None) -> bool:
         return True
     part = wake_cte(func, queue=queue)
     if part is not None:
-        with connection.cursor() as cursor:
-            cursor.execute(f"WITH {part[0]} SELECT count(*) FROM wake_mark", part[1])
-            return bool(cursor.fetchone()[0])
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"WITH wake_lock AS (SELECT pg_advisory_xact_lock_shared(%s, %s)) "
-            f"INSERT INTO {_table()} (func, queue, created_at) SELECT %s, %s, %s FROM wake_lock "
-            "ON CONFLICT (func) DO NOTHING RETURNING func",
-            [*_lock_keys(func), func, queue, timezone.now()],
-        )
-        marked = cursor.fetchone() is not None
+        return sql.wake_mark_and_enqueue(*part)
+    marked = sql.wake_mark(_table(), [*_lock_keys(func), func, queue, timezone.now()])
     if marked:
         enqueue(func, queue=queue)
     return marked
@@ -110,13 +101,7 @@ def wake_taken(func: str) -> bool:
     the scalar subquery the delete's key comes from); returns whether a marker was there."""
     if not _coalesces():
         return False
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"DELETE FROM {_table()} WHERE func = "
-            "(SELECT %s::varchar FROM (SELECT pg_advisory_xact_lock(%s, %s)) AS held)",
-            [func, *_lock_keys(func)],
-        )
-        return cursor.rowcount > 0
+    return sql.wake_unmark(_table(), func, _lock_keys(func))
 
 
 def wake_handed_on(func: str, *, queue: str | None = None) -> None:

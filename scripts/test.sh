@@ -4,7 +4,7 @@
 # end-to-end and browser tests on SQLite.
 # Arguments are passed to the PostgreSQL pytest run (e.g. `scripts/test.sh -x tests/`).
 # OWLAT_SLOW_TESTS=1 also runs the long fault-injection variants (`.ci/run` sets it; D-18);
-# OWLAT_SKIP_LINT=1 skips ruff while iterating on tests. Installs Debian's chromium for the browser tests when it
+# OWLAT_SKIP_LINT=1 skips ruff and mypy while iterating on tests. Installs Debian's chromium for the browser tests when it
 # is missing and this runs as root with apt-get, and Debian's spamassassin for the deliverability test (scripts/chromium.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,7 +29,7 @@ source scripts/chromium.sh
 ensure_chromium # the browser tests (tests/browser/) drive Debian's Chromium headless
 
 if [ "${OWLAT_SKIP_LINT:-}" = "1" ]; then
-  echo "== ruff skipped (OWLAT_SKIP_LINT=1)"
+  echo "== ruff and mypy skipped (OWLAT_SKIP_LINT=1)"
 else
   echo "== ruff check"
   .venv/bin/ruff check --quiet --output-format concise . ||
@@ -37,6 +37,9 @@ else
   echo "== ruff format --check"
   .venv/bin/ruff format --check --quiet --output-format concise . ||
     { echo "ruff: files above need formatting (run: .venv/bin/ruff format .)"; exit 1; }
+  echo "== mypy (strict on the files [tool.mypy] lists)"
+  OWLAT_TESTING=1 .venv/bin/mypy --no-error-summary ||
+    { echo "mypy: type errors above (configuration: [tool.mypy] in pyproject.toml)"; exit 1; }
 fi
 
 export OWLAT_TESTING=1

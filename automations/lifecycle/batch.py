@@ -21,6 +21,7 @@ from typing import Any
 from django.db import connection, transaction
 from django.db.models import F
 
+from automations.lifecycle import sql
 from automations.lifecycle.runs import (
     ACTOR,
     CANCELLED,
@@ -63,58 +64,8 @@ def step_runs_claim_due(
     run's new count. Rows another claimer holds are skipped, never waited for."""
     if connection.vendor != "postgresql":
         return _claim_due_serialized(at=at, limit=limit, ids=ids)
-    from automations.models import AutomationCounterDelta
-
-    sr = AutomationStepRun._meta.db_table
-    run = AutomationRun._meta.db_table
-    delta = AutomationCounterDelta._meta.db_table
-    if ids is not None:
-        due = (
-            f"SELECT id FROM {sr} WHERE status = %s AND id = ANY(%s::uuid[]) LIMIT %s FOR UPDATE SKIP LOCKED"
-        )
-        params = [PENDING, [str(i) for i in ids], limit]
-    else:
-        # The two kinds of due rows each through a partial index (steprun_pending_delay) as a plain index scan,
-        # those whose delay has passed first: as one OR the planner takes a bitmap scan, which visits every dead
-        # entry the claimed rows left in the pending indexes since the last vacuum on every claim (a bitmap scan
-        # never marks them dead; an index scan does). The outer LIMIT stops the scans, and the locking, at
-        # `limit` rows.
-        due = (
-            f"SELECT id FROM (SELECT id FROM (SELECT id FROM {sr} WHERE status = %s AND delay_until <= %s "
-            f"LIMIT %s FOR UPDATE SKIP LOCKED) AS came_due UNION ALL SELECT id FROM (SELECT id FROM {sr} "
-            f"WHERE status = %s AND delay_until IS NULL LIMIT %s FOR UPDATE SKIP LOCKED) AS now_due) AS due "
-            f"LIMIT %s"
-        )
-        params = [PENDING, at, limit, PENDING, limit, limit]
+    rows = sql.step_runs_claim(at=at, limit=limit, ids=ids, with_claim=_WITH_CLAIM)
     fields = AutomationStepRun._meta.concrete_fields
-    qn = connection.ops.quote_name
-    # COALESCE(s.status, …): the guard (redundant with the lock's recheck) is a filter on the primary key's
-    # rows, not a reason to AND the pending partial indexes (and their dead entries) into the scan.
-    sql = f"""
-        WITH claimed AS (
-            UPDATE {sr} AS s SET status = %s, started_at = %s, attempt = 0
-            WHERE s.id = ANY(ARRAY({due})) AND COALESCE(s.status, '') = %s
-            RETURNING {", ".join(f"s.{qn(f.column)}" for f in fields)}
-        ), counted AS (
-            UPDATE {run} AS r SET steps_executed = r.steps_executed + 1
-            FROM claimed WHERE r.id = claimed.run_id
-            RETURNING r.id, r.steps_executed
-        ), moved AS (
-            INSERT INTO {delta} (step_id, field, delta)
-            SELECT claimed.step_id, m.field, m.sign * count(*) FROM claimed
-            CROSS JOIN (VALUES (%s, -1), (%s, 1)) AS m (field, sign)
-            WHERE claimed.step_id IS NOT NULL GROUP BY claimed.step_id, m.field, m.sign
-        )
-        SELECT {", ".join(f"claimed.{qn(f.column)}" for f in fields)}, counted.steps_executed,
-            {", ".join(f"{alias}.{qn(f.column)}" for alias, model in _WITH_CLAIM for f in model._meta.concrete_fields)}
-        FROM claimed LEFT JOIN counted ON counted.id = claimed.run_id
-        LEFT JOIN {run} AS r ON r.id = claimed.run_id
-        LEFT JOIN {qn(Contact._meta.db_table)} AS c ON c.id = r.contact_id
-        LEFT JOIN {qn(Automation._meta.db_table)} AS a ON a.id = r.automation_id
-    """
-    with connection.cursor() as cursor:  # one statement: atomic on its own
-        cursor.execute(sql, [EXECUTING, at, *params, PENDING, PENDING, EXECUTING])
-        rows = cursor.fetchall()
     n = len(fields)
     out = []
     automations: dict[Any, Automation] = {}  # a batch's runs mostly share one or a few automations
@@ -275,8 +226,6 @@ def step_runs_advance_many(
                 current_step_index=run.current_step_index, next_step_at=run.next_step_at
             )
         return step_runs_create_many(items)
-    from automations.models import AutomationCounterDelta
-
     rows = [
         _pending_row(run, step, scheduled_at=scheduled_at, delay_until=delay_until)
         for run, step, scheduled_at, delay_until in items
@@ -284,40 +233,7 @@ def step_runs_advance_many(
     for row in rows:
         row._state.adding = False
         row._state.db = "default"
-    run_table = AutomationRun._meta.db_table
-    step_run_table = AutomationStepRun._meta.db_table
-    delta_table = AutomationCounterDelta._meta.db_table
-    sql = f"""
-        WITH v (id, organization_id, run_id, step_id, step_index, step_type, scheduled_at, delay_until) AS (
-            SELECT * FROM unnest(%s::uuid[], %s::uuid[], %s::uuid[], %s::uuid[], %s::integer[], %s::varchar[],
-                                 %s::timestamptz[], %s::timestamptz[])
-        ),
-        moved AS (
-            UPDATE {run_table} AS r SET current_step_index = v.step_index, next_step_at = v.delay_until
-            FROM v WHERE r.id = v.run_id
-        ),
-        created AS (
-            INSERT INTO {step_run_table} (id, organization_id, run_id, step_id, step_index, step_type, status,
-                scheduled_at, delay_until, retry_count, attempt)
-            SELECT id, organization_id, run_id, step_id, step_index, step_type, %s, scheduled_at, delay_until, 0, 0
-            FROM v
-        )
-        INSERT INTO {delta_table} (step_id, field, delta) SELECT step_id, %s, count(*) FROM v GROUP BY step_id
-    """
-    params = [
-        [str(r.pk) for r in rows],
-        [str(r.organization_id) for r in rows],
-        [str(r.run_id) for r in rows],
-        [str(r.step_id) for r in rows],
-        [r.step_index for r in rows],
-        [r.step_type for r in rows],
-        [r.scheduled_at for r in rows],
-        [r.delay_until for r in rows],
-        PENDING,
-        PENDING,
-    ]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+    sql.step_runs_advance(rows)
     return rows
 
 

@@ -10,10 +10,10 @@ from typing import Any
 
 from django.db import connection, transaction
 
+from automations.lifecycle import sql
 from automations.lifecycle.batch import _pending_row, step_runs_create_many
-from automations.lifecycle.runs import PENDING, RUNNING
+from automations.lifecycle.runs import RUNNING
 from automations.models import AutomationRun, AutomationStep, AutomationStepRun
-from owlat.sql import prepared_cursor
 
 
 def runs_open_many(
@@ -34,8 +34,6 @@ def runs_open_many(
 
     if not items:
         return []
-    table = AutomationRun._meta.db_table
-    rows_sql = ", ".join(["(%s, %s, %s, %s, 0, 0, %s, %s, %s, %s, %s)"] * len(items))
     field = AutomationRun._meta.get_field
     pk, data_field, time_field = field("id"), field("trigger_data"), field("started_at")
     params: list[Any] = []
@@ -51,14 +49,8 @@ def runs_open_many(
             data_field.get_db_prep_value(trigger_data, connection),
             time_field.get_db_prep_value((next_step_at or {}).get(automation_id), connection),
         ]
-    sql = (
-        f"INSERT INTO {table} (id, organization_id, automation_id, contact_id, current_step_index, "
-        f"steps_executed, status, started_at, triggered_by, trigger_data, next_step_at) VALUES {rows_sql} "
-        f"ON CONFLICT DO NOTHING RETURNING id, automation_id"
-    )
-    with transaction.atomic(savepoint=False), connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        opened = [(pk.to_python(row[0]), pk.to_python(row[1])) for row in cursor.fetchall()]
+    with transaction.atomic(savepoint=False):
+        opened = [(pk.to_python(r), pk.to_python(a)) for r, a in sql.runs_insert(params, len(items))]
         counts: dict[Any, dict[str, int]] = {}
         for _, automation_id in opened:
             counts.setdefault(automation_id, {"entered": 0})["entered"] += 1
@@ -107,9 +99,7 @@ def runs_open_and_start_many(
             wakeups.wake(wake)
         return opened, created
     opening = RunsOpening(items, at=at, wake=wake)
-    with prepared_cursor() if opening.preparable else connection.cursor() as cursor:
-        cursor.execute(f"WITH {opening.ctes} SELECT id, automation_id FROM run", opening.params)
-        opened = [(row[0], row[1]) for row in cursor.fetchall()]
+    opened = sql.runs_open(opening.ctes, opening.params, prepared=opening.preparable)
     created = opening.created(opened)
     if wake is not None and not opening.wakes and any(row.delay_until is None for row in created):
         wakeups.wake(wake)
@@ -189,7 +179,6 @@ def _opening_ctes(
     step_id, step_index, step_type): a run to open and its step 0's row, step_run_id null for none), their
     parameters (`source_params` first), and whether they wake `wake` (else the caller calls `wakeups.wake` when a
     step 0 due at once was created: Redis, sync mode)."""
-    from automations.models import AutomationCounterDelta
     from owlat import wakeups
 
     in_statement = None
@@ -197,36 +186,5 @@ def _opening_ctes(
         in_statement = wakeups.wake_cte(
             wake, when="EXISTS (SELECT 1 FROM started WHERE next_step_at IS NULL)"
         )
-    run_table = AutomationRun._meta.db_table
-    step_run_table = AutomationStepRun._meta.db_table
-    delta_table = AutomationCounterDelta._meta.db_table
-    ctes = f"""
-        v (id, organization_id, automation_id, contact_id, triggered_by, trigger_data, next_step_at,
-           step_run_id, step_id, step_index, step_type) AS ({source}),
-        run AS (
-            INSERT INTO {run_table} (id, organization_id, automation_id, contact_id, current_step_index,
-                steps_executed, status, started_at, triggered_by, trigger_data, next_step_at)
-            SELECT id, organization_id, automation_id, contact_id, 0, 0, %s, %s, triggered_by, trigger_data,
-                   next_step_at FROM v
-            ON CONFLICT DO NOTHING RETURNING id, automation_id
-        ),
-        entered AS (
-            INSERT INTO {delta_table} (automation_id, field, delta)
-            SELECT automation_id, 'entered', count(*) FROM run GROUP BY automation_id
-        ),
-        started AS (
-            SELECT v.* FROM v JOIN run ON run.id = v.id WHERE v.step_run_id IS NOT NULL
-        ),
-        step_run AS (
-            INSERT INTO {step_run_table} (id, organization_id, run_id, step_id, step_index, step_type,
-                status, scheduled_at, delay_until, retry_count, attempt)
-            SELECT step_run_id, organization_id, id, step_id, step_index, step_type, %s, %s, next_step_at, 0, 0
-            FROM started
-        ),
-        step_pending AS (
-            INSERT INTO {delta_table} (step_id, field, delta)
-            SELECT step_id, %s, count(*) FROM started GROUP BY step_id
-        ){"" if in_statement is None else f", {in_statement[0]}"}
-    """
-    params = [*source_params, RUNNING, at, PENDING, at, PENDING, *(in_statement or ("", []))[1]]
-    return ctes, params, in_statement is not None
+    ctes, params = sql.opening_ctes(source, at, in_statement)
+    return ctes, [*source_params, *params], in_statement is not None

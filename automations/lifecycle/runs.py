@@ -22,7 +22,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -149,16 +149,6 @@ def _count_runs(items: list[tuple[Any, dict[str, Any]]]) -> None:
     record_run_counts(per)
     reset = [automation_id for automation_id, counts in per.items() if counts[COMPLETED]]
     if not reset:
-        return
-    if connection.vendor == "postgresql":  # every walker batch that completes runs: one prepared text
-        from owlat.sql import prepared_cursor
-
-        with prepared_cursor() as cursor:
-            cursor.execute(
-                f"UPDATE {Automation._meta.db_table} SET consecutive_run_failures = 0 "
-                "WHERE id = ANY(%s::uuid[]) AND consecutive_run_failures > 0",
-                [[str(pk) for pk in reset]],
-            )
         return
     Automation.objects.filter(pk__in=reset, consecutive_run_failures__gt=0).update(consecutive_run_failures=0)
 

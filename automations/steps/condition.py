@@ -117,38 +117,17 @@ def execute_many(items: list[tuple[StepContext, ConditionConfig]]) -> list[StepO
 
 def _properties_and_topics(contact_ids: list[str]) -> tuple[list[tuple], list[tuple]]:
     """(contact id, property's organization id, key, value) of the contacts' property values and (contact id,
-    organization id, topic id) of their topic memberships. On PostgreSQL one prepared statement (the same text
-    every batch: no ORM compilation, planned once per connection), elsewhere two ORM queries."""
-    from django.db import connection
-
-    from owlat.models import ContactProperty, ContactPropertyValue, ContactTopic
+    organization id, topic id) of their topic memberships: two queries per batch on every database."""
+    from owlat.models import ContactPropertyValue, ContactTopic
 
     if not contact_ids:
         return [], []
-    if connection.vendor != "postgresql":
-        return list(
-            ContactPropertyValue.objects.filter(contact_id__in=contact_ids).values_list(
-                "contact_id", "property__organization_id", "property__key", "value"
-            )
-        ), list(
-            ContactTopic.objects.filter(contact_id__in=contact_ids).values_list(
-                "contact_id", "organization_id", "topic_id"
-            )
+    return list(
+        ContactPropertyValue.objects.filter(contact_id__in=contact_ids).values_list(
+            "contact_id", "property__organization_id", "property__key", "value"
         )
-    from owlat.sql import prepared_cursor
-
-    qn = connection.ops.quote_name
-    sql = (
-        f"SELECT v.contact_id, p.organization_id, p.{qn('key')}, v.value, NULL::uuid "
-        f"FROM {qn(ContactPropertyValue._meta.db_table)} v "
-        f"JOIN {qn(ContactProperty._meta.db_table)} p ON p.id = v.property_id "
-        "WHERE v.contact_id = ANY(%s::uuid[]) "
-        f"UNION ALL SELECT t.contact_id, t.organization_id, NULL, NULL, t.topic_id "
-        f"FROM {qn(ContactTopic._meta.db_table)} t WHERE t.contact_id = ANY(%s::uuid[])"
+    ), list(
+        ContactTopic.objects.filter(contact_id__in=contact_ids).values_list(
+            "contact_id", "organization_id", "topic_id"
+        )
     )
-    with prepared_cursor() as cursor:
-        cursor.execute(sql, [contact_ids, contact_ids])
-        rows = cursor.fetchall()
-    properties = [(cid, org, key, value) for cid, org, key, value, topic in rows if topic is None]
-    topic_rows = [(cid, org, topic) for cid, org, _, _, topic in rows if topic is not None]
-    return properties, topic_rows

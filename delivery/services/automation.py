@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import functools
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -17,8 +15,9 @@ from delivery.models import (
 from delivery.providers import delivery_configured
 from delivery.services.pools import sends_enqueue, uuid_or_none
 from delivery.services.senders import default_sender
+from delivery.sql import transactional_sends_insert
 from owlat.models import Contact
-from owlat.sql import prepared_cursor, prepared_models
+from owlat.sql import prepared_models
 
 
 @dataclass(frozen=True)
@@ -217,23 +216,14 @@ def _templates(pks: set[Any], organizations: set[str]) -> list[Any]:
 
 
 def _blocked(addresses: set[tuple[str, str]]) -> set[tuple[str, str]]:
-    """(organization id, normalized address) of `addresses` on their organization's suppression list: on
-    PostgreSQL one prepared statement over the unique (organization, email) index, elsewhere the ORM's query."""
+    """(organization id, normalized address) of `addresses` on their organization's suppression list (one
+    query over the unique (organization, email) index)."""
     from owlat.models import BlockedEmail
 
     organizations, emails = sorted({a[0] for a in addresses}), sorted({a[1] for a in addresses})
-    if connection.vendor == "postgresql":
-        with prepared_cursor() as cursor:
-            cursor.execute(
-                f"SELECT organization_id, email FROM {BlockedEmail._meta.db_table} "
-                "WHERE organization_id = ANY(%s::uuid[]) AND email = ANY(%s::varchar[])",
-                [organizations, emails],
-            )
-            rows = cursor.fetchall()
-    else:
-        rows = BlockedEmail.objects.filter(organization_id__in=organizations, email__in=emails).values_list(
-            "organization_id", "email"
-        )
+    rows = BlockedEmail.objects.filter(organization_id__in=organizations, email__in=emails).values_list(
+        "organization_id", "email"
+    )
     return {(str(org), email) for org, email in rows}
 
 
@@ -244,65 +234,11 @@ def automation_email_insert_many(sends: Sequence[TransactionalSend]) -> int:
         return 0
     with transaction.atomic(savepoint=False):
         if connection.vendor == "postgresql":
-            _insert_columns(list(sends))
+            transactional_sends_insert(list(sends))
         else:
             TransactionalSend.objects.bulk_create(list(sends), batch_size=500)
         sends_enqueue("transactional", [s.pk for s in sends])
     return len(sends)
-
-
-@functools.cache
-def _send_columns() -> list[tuple[Any, str, str, bool]]:
-    """(field, column type, type the parameter is sent as, is JSON) of each column of a send row."""
-    out = []
-    for f in TransactionalSend._meta.concrete_fields:
-        db_type = f.db_type(connection).split("(")[0]
-        is_json = f.get_internal_type() == "JSONField"
-        out.append((f, db_type, "text" if is_json else db_type, is_json))
-    return out
-
-
-def _insert_columns(rows: list[TransactionalSend]) -> None:
-    """PostgreSQL: the rows in one `INSERT … SELECT` by column: a column whose value is the same in every row
-    (most of a fresh send row: the organization, template, sender, the empty tracking fields) is one
-    parameter, the others one array each through `unnest` (issue 12: `bulk_create` prepares and binds all 44
-    values of every row one by one, a third of the walker's CPU per email step). Each value goes through its
-    field's `get_db_prep_save` as `bulk_create` would; JSON as text cast to jsonb."""
-    fields = _send_columns()
-    qn = connection.ops.quote_name
-    selects: list[str] = []
-    unnested: list[str] = []
-    params: list[Any] = []
-    arrays: list[Any] = []
-    for f, db_type, source_type, is_json in fields:
-        values = [getattr(row, f.attname) for row in rows]
-        first = values[0]
-        constant = not f.primary_key and all(v == first for v in values)
-        if is_json:
-            prep = [
-                None if v is None else json.dumps(v, cls=f.encoder) for v in values[: 1 if constant else None]
-            ]
-        else:
-            prep = [f.get_db_prep_save(v, connection) for v in values[: 1 if constant else None]]
-        if constant:
-            cast = f"::{source_type}" if source_type == db_type else f"::{source_type}::{db_type}"
-            selects.append(f"%s{cast}")
-            params.append(prep[0])
-        else:
-            unnested.append(f"%s::{source_type}[]")
-            arrays.append(prep)
-            selects.append(f"u.c{len(unnested)}::{db_type}")
-    columns = ", ".join(qn(f.column) for f, _, _, _ in fields)
-    names = ", ".join(f"c{i}" for i in range(1, len(unnested) + 1))
-    sql = (
-        f"INSERT INTO {qn(TransactionalSend._meta.db_table)} ({columns}) SELECT {', '.join(selects)} "
-        f"FROM unnest({', '.join(unnested)}) AS u({names})"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [*params, *arrays])  # the SELECT list's placeholders come before FROM's
-    for row in rows:
-        row._state.adding = False
-        row._state.db = "default"
 
 
 def automation_email_queue_many(requests: Sequence[AutomationEmailRequest]) -> list[AutomationEmailResult]:

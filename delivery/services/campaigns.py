@@ -19,6 +19,7 @@ from delivery.models import (
     SendStatus,
 )
 from delivery.services.pools import ROW_SCAN_CAP, sends_enqueue
+from delivery.sql import campaign_sends_insert
 
 
 @dataclass(frozen=True)
@@ -134,8 +135,12 @@ def create_batch(
             )
         if not rows:
             return {}
-        insert = _insert_rows_postgres if connection.vendor == "postgresql" else _insert_rows_orm
-        result = insert(organization_id, uuid.UUID(str(campaign_id)), rows, now)
+        if connection.vendor == "postgresql":
+            result = campaign_sends_insert(
+                organization_id, uuid.UUID(str(campaign_id)), rows, now, _ROW_FIELDS
+            )
+        else:
+            result = _insert_rows_orm(organization_id, uuid.UUID(str(campaign_id)), rows, now)
         if enqueue and result:
             sends_enqueue("campaign", list(result.values()), at=at)
         return result
@@ -153,48 +158,6 @@ _ROW_FIELDS = (
     "not_before",
     "email_template_id",
 )
-
-
-def _insert_rows_postgres(
-    organization_id: Any, campaign_id: uuid.UUID, rows: list[tuple[Any, ...]], now: Any
-) -> dict[str, str]:
-    """One `INSERT … SELECT … FROM json_array_elements(<the page as one JSON array of row arrays>)`; the id is
-    PostgreSQL's `gen_random_uuid()` (a version-4 UUID, as `uuid.uuid4` would give); every other column is the
-    model field's default (or the batch's organization, campaign and `queued_at`), so the row is what
-    `EmailSend(...)` would have saved. The page travels as one JSON text parameter (encoded by the C JSON encoder;
-    psycopg's per-element array dumping cost more than the insert itself), bound server-side: nothing is quoted
-    into the SQL, and each value is cast to its column's type by PostgreSQL."""
-    import json
-
-    import psycopg
-
-    constants = {"organization_id": organization_id, "campaign_id": campaign_id, "queued_at": now}
-    positions = {name: i for i, name in enumerate(_ROW_FIELDS)}
-    columns: list[str] = []
-    selects: list[str] = []
-    params: list[Any] = []
-    for field in EmailSend._meta.concrete_fields:
-        db_type = field.db_type(connection)
-        columns.append(connection.ops.quote_name(field.column))
-        if field.attname == "id":
-            selects.append("gen_random_uuid()")
-            continue
-        if field.attname in positions:
-            selects.append(f"(v.r->>{positions[field.attname]})::{db_type}")
-            continue
-        value = constants[field.attname] if field.attname in constants else field.get_default()
-        selects.append(f"%s::{db_type}")
-        params.append(field.get_db_prep_save(value, connection))
-    params.append(json.dumps(rows, default=str, ensure_ascii=False))
-    sql = (
-        f"INSERT INTO {connection.ops.quote_name(EmailSend._meta.db_table)} ({', '.join(columns)}) "
-        f"SELECT {', '.join(selects)} FROM json_array_elements(%s::json) AS v(r) "
-        "ON CONFLICT (campaign_id, contact_id) DO NOTHING RETURNING id::text, contact_id::text"
-    )
-    connection.ensure_connection()
-    with psycopg.Cursor(connection.connection) as cursor:
-        cursor.execute(sql, params)
-        return {contact_id: send_id for send_id, contact_id in cursor.fetchall()}
 
 
 def _as_uuid(value: Any) -> uuid.UUID:

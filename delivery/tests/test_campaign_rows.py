@@ -13,7 +13,8 @@ from django.forms.models import model_to_dict
 
 from delivery.models import EmailSend
 from delivery.services import CampaignRecipient, create_batch
-from delivery.services.campaigns import _insert_rows_orm, _insert_rows_postgres
+from delivery.services.campaigns import _ROW_FIELDS, _insert_rows_orm
+from delivery.sql import campaign_sends_insert
 
 pytestmark = pytest.mark.skipif(
     connection.vendor != "postgresql", reason="the set-based path is PostgreSQL's"
@@ -45,7 +46,7 @@ def test_set_based_rows_equal_the_orm_rows(org, template, make_contact):
     rows = _rows(contacts, template)
     now = timezone.now()
     fast, plain = uuid.uuid4(), uuid.uuid4()
-    a = _insert_rows_postgres(org.pk, fast, rows, now)
+    a = campaign_sends_insert(org.pk, fast, rows, now, _ROW_FIELDS)
     b = _insert_rows_orm(org.pk, plain, rows, now)
     assert set(a) == set(b) == {str(c.pk) for c in contacts}
     ignore = {"id", "campaign_id"}
@@ -65,7 +66,9 @@ def test_set_based_rows_equal_the_orm_rows(org, template, make_contact):
         )
     # a second run with one contact already present inserts only the new ones and reports exactly those
     more = make_contact(email="late@example.com")
-    again = _insert_rows_postgres(org.pk, fast, [*_rows(contacts, template), *_rows([more], template)], now)
+    again = campaign_sends_insert(
+        org.pk, fast, [*_rows(contacts, template), *_rows([more], template)], now, _ROW_FIELDS
+    )
     assert again == {str(more.pk): again[str(more.pk)]}
     assert EmailSend.objects.filter(campaign_id=fast).count() == 7
 

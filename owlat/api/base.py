@@ -19,7 +19,7 @@ import datetime as dt
 import json
 import uuid
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NoReturn
 
 from django.db import transaction
 from django.db.models import Model, QuerySet
@@ -137,11 +137,11 @@ class _RollBack(Exception):
 class ApiView(GenericAPIView):
     # An `/api/v1` endpoint: declare `required_scopes` (method → scope) and optionally `feature_flag`.
 
-    authentication_classes: ClassVar[list] = [ApiKeyAuthentication]
-    permission_classes: ClassVar[list] = [HasScope, FeatureFlagEnabled]
-    throttle_classes: ClassVar[list] = [ApiKeyRateThrottle]
+    authentication_classes: Any = [ApiKeyAuthentication]
+    permission_classes: Any = [HasScope, FeatureFlagEnabled]
+    throttle_classes: Any = [ApiKeyRateThrottle]
     pagination_class = KeysetPagination
-    renderer_classes: ClassVar[list] = [JSONRenderer]
+    renderer_classes: Any = [JSONRenderer]
     content_negotiation_class = JSONOnlyNegotiation
 
     #: method → the one scope it needs (API-03); HEAD uses GET's
@@ -163,7 +163,7 @@ class ApiView(GenericAPIView):
     # -- identity ----------------------------------------------------------------------------------------
     @property
     def organization_id(self) -> Any:
-        return self.request.auth.organization_id
+        return self.request.auth.organization_id  # type: ignore[union-attr]  # the ApiKey
 
     @property
     def actor(self) -> str:
@@ -174,7 +174,7 @@ class ApiView(GenericAPIView):
         """The key's organization's `model` row with this id: a malformed id → 400 "Invalid <resource> ID
         format" (API-09); none, or another organization's → 404 "<Resource> not found" (API-02)."""
         pk = require_uuid(object_id, resource)
-        row = model.objects.filter(pk=pk, organization_id=self.organization_id).first()
+        row = model._default_manager.filter(pk=pk, organization_id=self.organization_id).first()
         if row is None:
             raise not_found(f"{resource.capitalize()} not found")
         return row
@@ -229,9 +229,9 @@ class ApiView(GenericAPIView):
     # -- DRF hooks ---------------------------------------------------------------------------------------
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         """DRF's `initial` in API-08's order: 405 → 401 → 429 → 403; then the transaction and idempotency."""
-        method = request.method.lower()
+        method = (request.method or "").lower()
         if method not in self.http_method_names or not hasattr(self, method):
-            raise exceptions.MethodNotAllowed(request.method)
+            raise exceptions.MethodNotAllowed(method.upper())
         self.format_kwarg = self.get_format_suffix(**kwargs)
         request.accepted_renderer, request.accepted_media_type = self.perform_content_negotiation(request)
         request.version, request.versioning_scheme = self.determine_version(request, *args, **kwargs)
@@ -243,7 +243,7 @@ class ApiView(GenericAPIView):
         if request.method not in SAFE_METHODS:
             self._begin_unsafe(request)
 
-    def throttled(self, request: Request, wait: float | None) -> None:
+    def throttled(self, request: Request, wait: float | None) -> NoReturn:
         raise RateLimited(wait)
 
     def handle_exception(self, exc: Exception) -> Response:
@@ -274,7 +274,8 @@ class ApiView(GenericAPIView):
                 fingerprint = idem.request_fingerprint(
                     method=request.method, path=request._request.path, body=raw_body(request._request)
                 )
-                begin = idem.idempotency_begin(api_key=request.auth, key=key, fingerprint=fingerprint)
+                api_key: Any = request.auth
+                begin = idem.idempotency_begin(api_key=api_key, key=key, fingerprint=fingerprint)
                 if begin.replay:
                     raise _Replay(begin.record)
                 self._idempotency = begin
@@ -331,9 +332,9 @@ class ApiView(GenericAPIView):
 class PublicApiView(ApiView):
     # An `/api/v1` endpoint without key, rate limit or scope (health).
 
-    authentication_classes: ClassVar[list] = []
-    permission_classes: ClassVar[list] = []
-    throttle_classes: ClassVar[list] = []
+    authentication_classes: Any = []
+    permission_classes: Any = []
+    throttle_classes: Any = []
     atomic = False
 
 

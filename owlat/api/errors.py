@@ -96,7 +96,7 @@ def json_error_response(
 ) -> JsonResponse:
     """The same envelope as a plain Django response (middleware, outside DRF)."""
     response = JsonResponse(error_body(category, message, data), status=status)
-    response.owlat_api = True
+    response.owlat_api = True  # type: ignore[attr-defined]  # marks the envelope for the middleware
     return response
 
 
@@ -193,10 +193,10 @@ def exception_handler(exc: Exception, context: dict[str, Any] | None = None) -> 
         return _validation_error_response(detail)
     if isinstance(exc, drf_exceptions.NotAuthenticated | drf_exceptions.AuthenticationFailed):
         auth_header = getattr(exc, "auth_header", None)
-        headers = {"WWW-Authenticate": auth_header} if auth_header else None
-        return api_error_response("unauthenticated", str(exc.detail), headers=headers)
+        auth_headers = {"WWW-Authenticate": auth_header} if auth_header else None
+        return api_error_response("unauthenticated", str(exc.detail), headers=auth_headers)
     if isinstance(exc, drf_exceptions.Throttled):
-        wait = max(1, int(exc.wait or 1))
+        wait = max(1, int(getattr(exc, "wait", None) or 1))
         return api_error_response(
             "rate_limited", str(exc.detail), {"retryAfter": wait}, headers={"Retry-After": str(wait)}
         )

@@ -146,10 +146,10 @@ class JSONValueField(serializers.JSONField):  # documented by owlat.api.schema.J
     def to_internal_value(self, data: Any) -> Any:
         if self.object_only and not isinstance(data, dict):
             raise serializers.ValidationError(f"{self.field_name} must be an object")
-        problem = json_value_problem(data, self.field_name)
+        problem = json_value_problem(data, self.field_name or "")
         if problem:
             path, message = problem
-            inner = path[len(self.field_name) :].lstrip(".")
+            inner = path[len(self.field_name or "") :].lstrip(".")
             # nested, so that the error envelope's `data.field` is the full path (`eventProperties.a.b`)
             raise serializers.ValidationError({inner: [message]} if inner else message)
         return data
@@ -216,7 +216,7 @@ class TimestampField(serializers.DateTimeField):
         except OverflowError:
             raise serializers.ValidationError(message) from None
 
-    def to_representation(self, value: Any) -> str | None:
+    def to_representation(self, value: Any) -> str | None:  # type: ignore[override]  # null when unset
         from owlat.api.base import iso
 
         return iso(value) if value else None
@@ -235,7 +235,7 @@ class ChoiceListField(StringField):
             return ",".join(dictionary.getlist(self.field_name))
         return super().get_value(dictionary)
 
-    def to_internal_value(self, data: Any) -> list[str]:
+    def to_internal_value(self, data: Any) -> list[str]:  # type: ignore[override]  # a list, not the text
         values = [v.strip() for v in super().to_internal_value(data).split(",") if v.strip()]
         for value in values:
             if value not in self.allowed:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from django.conf import settings
-from django.db import connection
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
@@ -11,6 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from owlat.api.base import PublicApiView, iso
+from owlat.sql import database_ping
 
 
 class QueueHealthSerializer(serializers.Serializer):
@@ -49,9 +49,7 @@ class HealthSerializer(serializers.Serializer):
 
 def _database_ok() -> bool:
     try:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT 1")
-            cursor.fetchone()
+        database_ping()
     except Exception:
         return False
     return True

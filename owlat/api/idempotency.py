@@ -106,9 +106,10 @@ def idempotency_begin(
             return Begin(record=record, replay=False)
         except IntegrityError:
             pass
-        record = IdempotencyRecord.objects.filter(api_key=api_key, key=key).first()
-        if record is None:  # released or purged meanwhile: try to claim again
+        found = IdempotencyRecord.objects.filter(api_key=api_key, key=key).first()
+        if found is None:  # released or purged meanwhile: try to claim again
             continue
+        record = found
         if record.created_at < current - RETENTION:
             IdempotencyRecord.objects.filter(pk=record.pk, created_at=record.created_at).delete()
             continue

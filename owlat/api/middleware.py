@@ -29,7 +29,7 @@ from django.contrib.messages.middleware import MessageMiddleware
 from django.contrib.sessions.middleware import SessionMiddleware
 from django.core.signals import setting_changed
 from django.dispatch import receiver
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.urls import Resolver404, resolve
 from django.utils.cache import patch_vary_headers
 
@@ -58,7 +58,7 @@ class ApiCorsMiddleware(CorsMiddleware):
     A preflight needs no key and reaches no view; the CORS headers are added by django-cors-headers.
     """
 
-    def check_preflight(self, request: HttpRequest) -> HttpResponse | None:
+    def check_preflight(self, request: HttpRequest) -> HttpResponseBase | None:
         response = super().check_preflight(request)
         if request.method == "OPTIONS" and is_api_path(request.path_info):
             response = HttpResponse(status=204)
@@ -66,12 +66,12 @@ class ApiCorsMiddleware(CorsMiddleware):
             _vary_origin(response)
         return response
 
-    def origin_found_in_white_lists(self, origin: str, url) -> bool:
+    def origin_found_in_white_lists(self, origin: str, url: Any) -> bool:
         """`API_ALLOWED_ORIGINS` (read per request): listed origins, or every origin with `*`."""
         allowed = getattr(settings, "API_ALLOWED_ORIGINS", None) or []
         return origin in allowed or "*" in allowed
 
-    def add_response_headers(self, request: HttpRequest, response):
+    def add_response_headers(self, request: HttpRequest, response: Any) -> Any:
         if is_api_path(request.path_info):
             _vary_origin(response)
             if "HTTP_ORIGIN" not in request.META:
@@ -117,16 +117,16 @@ def _route_slash_optional(request: HttpRequest) -> None:
 class ApiMiddleware:
     """Right after `ApiCorsMiddleware` in MIDDLEWARE; non-API requests pass through untouched."""
 
-    def __init__(self, get_response):
+    def __init__(self, get_response: Any) -> None:
         self.get_response = get_response
 
-    def __call__(self, request: HttpRequest) -> HttpResponse:
+    def __call__(self, request: HttpRequest) -> Any:
         if not is_api_path(request.path_info):
             return self.get_response(request)
 
         # API keys are the only credential (API-01): no cookies in, none out, no CSRF.
         request.COOKIES = {}
-        request._dont_enforce_csrf_checks = True
+        request._dont_enforce_csrf_checks = True  # type: ignore[attr-defined]  # Django's CSRF opt-out
         _route_slash_optional(request)
 
         response = self.get_response(request)
@@ -171,10 +171,10 @@ class SessionMiddlewareExceptApi(SessionMiddleware):
     `ActiveOrganizationMiddleware` read it to find the (anonymous) user — added here the same way, whenever
     the request got that far."""
 
-    def __call__(self, request: HttpRequest) -> HttpResponse:
+    def __call__(self, request: HttpRequest) -> Any:
         if not is_api_path(request.path_info):
             return super().__call__(request)
-        response = self.get_response(request)
+        response: Any = self.get_response(request)
         if hasattr(request, "tenancy"):  # set by ActiveOrganizationMiddleware, where the session was read
             patch_vary_headers(response, ("Cookie",))
         return response
@@ -184,7 +184,7 @@ class AuthenticationMiddlewareExceptApi(AuthenticationMiddleware):
     """No session user under `/api/v1` (always anonymous there: no cookies); DRF sets `request.user` to the API
     key."""
 
-    def __call__(self, request: HttpRequest) -> HttpResponse:
+    def __call__(self, request: HttpRequest) -> Any:
         if is_api_path(request.path_info):
             return self.get_response(request)
         return super().__call__(request)
@@ -193,7 +193,7 @@ class AuthenticationMiddlewareExceptApi(AuthenticationMiddleware):
 class MessageMiddlewareExceptApi(MessageMiddleware):
     """No admin messages under `/api/v1` (nothing there adds one, and their cookie would be dropped)."""
 
-    def __call__(self, request: HttpRequest) -> HttpResponse:
+    def __call__(self, request: HttpRequest) -> Any:
         if is_api_path(request.path_info):
             return self.get_response(request)
         return super().__call__(request)

@@ -80,7 +80,7 @@ class JSONObjectParser(BaseParser):
 
     media_type = "*/*"
 
-    def parse(self, stream, media_type=None, parser_context=None):
+    def parse(self, stream: Any, media_type: Any = None, parser_context: Any = None) -> Any:
         if stream is None:
             return {}
         limit = max_body_bytes()

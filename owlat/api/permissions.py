@@ -27,7 +27,7 @@ class HasScope(BasePermission):
     message = "Forbidden"
 
     def has_permission(self, request: Request, view: Any) -> bool:
-        scope = required_scope(view, request.method)
+        scope = required_scope(view, request.method or "")
         if scope in (getattr(request.auth, "scopes", None) or []):
             return True
         self.message = f"This API key is missing the required scope: {scope}"
@@ -45,7 +45,8 @@ class FeatureFlagEnabled(BasePermission):
             return True
         from owlat.flags import feature_disabled_message, flag_enabled
 
-        if flag_enabled(request.auth.organization_id, flag):
+        auth: Any = request.auth  # the ApiKey (ApiKeyAuthentication)
+        if flag_enabled(auth.organization_id, flag):
             return True
         self.message = feature_disabled_message(flag)
         return False

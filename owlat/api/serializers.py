@@ -86,7 +86,9 @@ class TimezoneField(StringField):
     def to_internal_value(self, data: Any) -> str:
         value = super().to_internal_value(data)
         if value not in _timezones():
-            raise serializers.ValidationError(TIMEZONE_MESSAGE.replace("timezone", self.field_name, 1))
+            raise serializers.ValidationError(
+                TIMEZONE_MESSAGE.replace("timezone", self.field_name or "timezone", 1)
+            )
         return value
 
 
@@ -108,7 +110,7 @@ class ContactPropertiesField(serializers.Field):
     def to_internal_value(self, data: Any) -> dict[str, Any]:
         if not isinstance(data, dict):
             raise serializers.ValidationError("properties must be an object")
-        check_object_limit(data, field=self.field_name, limit=CONTACT_PROPERTIES)
+        check_object_limit(data, field=self.field_name or "properties", limit=CONTACT_PROPERTIES)
         for key, value in data.items():
             if not key or len(key) > 100:
                 raise serializers.ValidationError({key: ["properties keys must be 1 to 100 characters"]})
@@ -147,7 +149,7 @@ class ContactSerializer(serializers.Serializer):
     email = serializers.CharField(read_only=True, allow_null=True)
     firstName = serializers.CharField(source="first_name", read_only=True, allow_null=True)
     lastName = serializers.CharField(source="last_name", read_only=True, allow_null=True)
-    source = serializers.CharField(read_only=True)
+    source = serializers.CharField(read_only=True)  # type: ignore[assignment]  # the wire field `source`
     createdAt = TimestampField(source="created_at", read_only=True)
     updatedAt = TimestampField(source="updated_at", read_only=True)
 
@@ -352,7 +354,7 @@ class SegmentFiltersField(JSONValueField):
                 raise serializers.ValidationError({f"conditions[{index}].topicId": ["Topic not found"]})
         return parsed.to_dict()
 
-    def to_representation(self, value: Any) -> dict[str, Any]:
+    def to_representation(self, value: Any) -> dict[str, Any]:  # type: ignore[override]  # an object
         filters = value if isinstance(value, dict) else {}
         return {"logic": filters.get("logic", "AND"), "conditions": filters.get("conditions", [])}
 

@@ -4,6 +4,9 @@ forms; the public posting endpoints are outside `/api/v1` (owlat.signup.views)."
 
 from __future__ import annotations
 
+from typing import Any
+
+from django.db.models import QuerySet
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import serializers
@@ -34,8 +37,8 @@ class SignupFormFieldSerializer(serializers.Serializer):
         choices=["first_name", "last_name", "language", "property"], read_only=True
     )
     propertyKey = serializers.CharField(source="property.key", read_only=True, allow_null=True, default=None)
-    label = serializers.CharField(read_only=True)
-    required = serializers.BooleanField(read_only=True)
+    label = serializers.CharField(read_only=True)  # type: ignore[assignment]  # wire fields named as
+    required = serializers.BooleanField(read_only=True)  # type: ignore[assignment]  # Field attributes
 
 
 class SignupFormSerializer(serializers.Serializer):
@@ -47,7 +50,7 @@ class SignupFormSerializer(serializers.Serializer):
     publicUrl = serializers.SerializerMethodField()
     allowedOrigins = serializers.SerializerMethodField()
     topics = SignupFormTopicSerializer(source="form_topics", many=True, read_only=True)
-    fields = SignupFormFieldSerializer(many=True, read_only=True)
+    fields = SignupFormFieldSerializer(many=True, read_only=True)  # type: ignore[assignment]  # wire field
     createdAt = TimestampField(source="created_at", read_only=True)
     updatedAt = TimestampField(source="updated_at", read_only=True)
 
@@ -62,7 +65,7 @@ class SignupFormSerializer(serializers.Serializer):
         return obj.origins()
 
 
-def _forms(organization_id: object):
+def _forms(organization_id: Any) -> QuerySet[SignupForm]:
     return SignupForm.objects.filter(organization_id=organization_id).prefetch_related(
         "form_topics__topic", "fields__property"
     )

@@ -44,7 +44,7 @@ class ApiKeyRateThrottle(BaseThrottle):
             return True
         state = rate_state(request)  # taken with the authentication
         if state is None:
-            state = auth.take_request_token(request.auth)
+            state = auth.take_request_token(request.auth)  # type: ignore[arg-type]  # the ApiKey
             setattr(request._request, RATE_STATE_ATTR, state)
         self.state = state
         return state.allowed

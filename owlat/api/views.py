@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from typing import Any
 from urllib.parse import unquote_to_bytes
 
 from django.db.models import Case, IntegerField, Q, QuerySet, Value, When
@@ -63,7 +64,7 @@ def search_term(request: Request) -> str | None:
     return validated(SearchQuerySerializer, request.query_params).get("search") or None
 
 
-def _path_has_malformed_escape(request) -> bool:
+def _path_has_malformed_escape(request: Any) -> bool:
     """API-09: a malformed percent escape (or escapes that are not UTF-8) in the request path."""
     raw_uri = request.META.get("RAW_URI") or request.META.get("REQUEST_URI")
     if raw_uri:
@@ -102,7 +103,7 @@ def resolve_contact_param(view: ApiView, raw: str) -> Contact:
     return contact
 
 
-def _client_ip(request) -> str | None:
+def _client_ip(request: Any) -> str | None:
     value = request.META.get("REMOTE_ADDR")
     try:
         return str(ipaddress.ip_address(value)) if value else None

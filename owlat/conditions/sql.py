@@ -184,7 +184,10 @@ def signup_form_joined(cond: SignupFormCondition, organization_id: Any, contact_
     if wanted is None:
         return None
     return SignupSubmission.objects.filter(
-        organization_id=organization_id, form_id=wanted, contact_id=contact_id, confirmed_at__isnull=False
+        organization_id=organization_id,
+        form_id=wanted,  # type: ignore[misc]  # a form id as text, which the lookup accepts
+        contact_id=contact_id,
+        confirmed_at__isnull=False,
     )
 
 

@@ -1,6 +1,5 @@
-"""DKIM keys (issue 11 item 2): RSA 2048 generated with `cryptography`, the private key stored encrypted with
-Fernet under a key derived (HKDF-SHA256) from `SECRET_KEY`; decryption also tries every `SECRET_KEY_FALLBACKS`
-entry, so rotating `SECRET_KEY` (old value moved to the fallbacks) keeps the keys readable.
+"""DKIM keys (issue 11 item 2): RSA 2048 generated with `cryptography`, the private key stored encrypted by
+`owlat.encryption` (Fernet under a key derived from `SECRET_KEY`; `SECRET_KEY_FALLBACKS` still decrypt).
 
 Rotation with overlap: `dkim_key_create` adds a key next to the live ones; the signing key is the newest key whose
 DNS record has verified (`signing_key`); when a newer key verifies, the older live keys are retired
@@ -13,34 +12,20 @@ import base64
 import datetime as dt
 from typing import Any
 
-from cryptography.fernet import Fernet, InvalidToken, MultiFernet
-from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
-from cryptography.hazmat.primitives.kdf.hkdf import HKDF
-from django.conf import settings
 from django.utils import timezone
 
+from owlat.encryption import Purpose, Undecryptable, decrypt, encrypt
 from owlat.models import DkimKey, Domain
 
 KEY_BITS = 2048
-_HKDF_SALT = b"owlat-dkim-private-key"
-_HKDF_INFO = b"owlat.domains.keys:v1"
-
-
-def _fernet_for(secret: str) -> Fernet:
-    derived = HKDF(algorithm=hashes.SHA256(), length=32, salt=_HKDF_SALT, info=_HKDF_INFO).derive(
-        secret.encode("utf-8")
-    )
-    return Fernet(base64.urlsafe_b64encode(derived))
-
-
-def _fernet() -> MultiFernet:
-    secrets = [settings.SECRET_KEY, *getattr(settings, "SECRET_KEY_FALLBACKS", [])]
-    return MultiFernet([_fernet_for(s) for s in secrets if s])
+#: The DKIM private keys' encryption (the salt and info their stored tokens were written with).
+PRIVATE_KEY = Purpose(salt=b"owlat-dkim-private-key", info=b"owlat.domains.keys:v1")
 
 
 def encrypt_private_key(pem: bytes) -> str:
-    return _fernet().encrypt(pem).decode("ascii")
+    return encrypt(PRIVATE_KEY, pem)
 
 
 class UndecryptableKey(Exception):
@@ -49,8 +34,8 @@ class UndecryptableKey(Exception):
 
 def decrypt_private_key(token: str) -> bytes:
     try:
-        return _fernet().decrypt(token.encode("ascii"))
-    except InvalidToken as exc:
+        return decrypt(PRIVATE_KEY, token)
+    except Undecryptable as exc:
         raise UndecryptableKey(
             "The DKIM private key cannot be decrypted with SECRET_KEY or SECRET_KEY_FALLBACKS; "
             "put the previous SECRET_KEY into SECRET_KEY_FALLBACKS or rotate the key."

@@ -3,22 +3,38 @@
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import json
 from collections import defaultdict
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from django.db import connection, models, transaction
 from django.utils import timezone
 
 from owlat.lifecycle.types import Audit, Call, Decision, Move, Outcome
-from owlat.sql import prepared_cursor
+from owlat.sql import compare_and_set_run, compare_and_set_statement
 
 
 class SetBasedRunner:
     """Mixin of `Lifecycle`: the reducer per row, one compare-and-set `UPDATE … RETURNING` per edge, effects in
     bulk. Uses the lifecycle's attributes and `reduce`, `_fsm_method`, `_apply_effect`."""
+
+    if TYPE_CHECKING:  # what the mixin uses of `Lifecycle` (owlat/lifecycle/runner.py declares them)
+        model: ClassVar[type[models.Model]]
+        field: ClassVar[str]
+        resource: ClassVar[str]
+        not_found_reason: ClassVar[str]
+        conflict_reason: ClassVar[str]
+        self_loop: ClassVar[str]
+        writes_audit: ClassVar[bool]
+        savepoint: ClassVar[bool]
+        reduce: Callable[..., Decision]
+        self_loop_audit_action: Callable[[str], str | None]
+        effect_handlers: Callable[[], dict[str, Callable[..., None]]]
+        batch_effect_handlers: Callable[[], dict[str, Callable[[list[tuple[Any, dict[str, Any]]]], None]]]
+        message_for: Callable[[str | None], str | None]
+        _fsm_method: Callable[..., Any]
+        _apply_effect: Callable[..., None]
 
     # -- set-based runner ---------------------------------------------------------------------------------
     def transition_many(
@@ -227,7 +243,7 @@ class SetBasedRunner:
         """Write one edge's rows: `UPDATE … SET state = to, <patch> WHERE pk = … AND state = frm AND <guard>`;
         returns the pks of the rows written. PostgreSQL: one statement per 500 rows, `FROM unnest(<one array
         per column>)` and `RETURNING`, a text fixed per edge whatever the number of rows, run prepared
-        (`owlat.sql.prepared_cursor`: parsed and planned once per connection); elsewhere (SQLite, whose writers
+        (`owlat.sql.compare_and_set_statement`: parsed and planned once per connection); elsewhere (SQLite, whose writers
         are serialized) one conditional UPDATE per row."""
         manager = model._default_manager
         if connection.vendor != "postgresql":
@@ -240,16 +256,16 @@ class SetBasedRunner:
             return won
         meta = model._meta
         pk = meta.pk
-        state = meta.get_field(self.field)
-        patched = [meta.get_field(name) for name in fields]
-        guards = [meta.get_field(name) for name in guarded]
-        sql = _compare_and_set_sql(model, self.field, fields, guarded)
+        state: Any = meta.get_field(self.field)
+        patched: list[Any] = [meta.get_field(name) for name in fields]
+        guards: list[Any] = [meta.get_field(name) for name in guarded]
+        sql = compare_and_set_statement(model, self.field, fields, guarded)
         won = set()
         # A batch's rows often share a patched or guarded value (one timestamp, one note): each distinct
         # (column, value) is prepared once per statement.
         prepared: dict[tuple[str, Any], Any] = {}
 
-        def prep(f: models.Field, value: Any) -> Any:
+        def prep(f: Any, value: Any) -> Any:
             if f.get_internal_type() == "JSONField":  # sent as text, cast to jsonb by the statement
                 return None if value is None else json.dumps(value, cls=f.encoder)
             try:
@@ -271,9 +287,7 @@ class SetBasedRunner:
                 *arrays,
                 state.get_db_prep_save(frm, connection),
             ]
-            with prepared_cursor() as cursor:
-                cursor.execute(sql, params)
-                won.update(pk.to_python(row[0]) for row in cursor.fetchall())
+            won.update(pk.to_python(value) for value in compare_and_set_run(sql, params))
         return won
 
     def _apply_effects_many(
@@ -303,40 +317,3 @@ class SetBasedRunner:
             else:
                 for obj, kwargs in items:
                     handlers[name](obj, **kwargs)
-
-
-@functools.cache
-def _compare_and_set_sql(
-    model: type[models.Model], field: str, fields: tuple[str, ...], guarded: tuple[str, ...]
-) -> str:
-    """The PostgreSQL compare-and-set of one edge's columns (`SetBasedRunner._compare_and_set`): parameters
-    the new state, one array per column (the primary keys, the patched values, the guarded values; JSON as
-    text) and the from-state."""
-    meta = model._meta
-    qn = connection.ops.quote_name
-    table = qn(meta.db_table)
-    pk = meta.pk
-    state = meta.get_field(field)
-    patched = [meta.get_field(name) for name in fields]
-    guards = [meta.get_field(name) for name in guarded]
-
-    def array_type(f: models.Field) -> str:
-        return "text" if f.get_internal_type() == "JSONField" else f.cast_db_type(connection)
-
-    def value(f: models.Field, alias: str) -> str:
-        cast = "::jsonb" if f.get_internal_type() == "JSONField" else ""
-        return f"v.{qn(alias)}{cast}"
-
-    columns = [qn("pk_")] + [qn(f"p_{f.column}") for f in patched] + [qn(f"g_{f.column}") for f in guards]
-    arrays = ", ".join(f"%s::{array_type(f)}[]" for f in [pk, *patched, *guards])
-    assignments = ", ".join(
-        [f"{qn(state.column)} = %s"] + [f"{qn(f.column)} = {value(f, f'p_{f.column}')}" for f in patched]
-    )
-    conditions = " AND ".join(
-        [f"{table}.{qn(pk.column)} = v.{qn('pk_')}", f"{table}.{qn(state.column)} = %s"]
-        + [f"{table}.{qn(f.column)} IS NOT DISTINCT FROM {value(f, f'g_{f.column}')}" for f in guards]
-    )
-    return (
-        f"UPDATE {table} SET {assignments} FROM unnest({arrays}) AS v({', '.join(columns)}) "
-        f"WHERE {conditions} RETURNING {table}.{qn(pk.column)}"
-    )

@@ -106,7 +106,7 @@ class Outcome:
 
 def legal_edges(model: type[models.Model], field_name: str = "status") -> frozenset[tuple[str, str]]:
     """The graph declared with django-fsm on `model.field_name`, as a set of (source, target) pairs."""
-    fsm_field = model._meta.get_field(field_name)
+    fsm_field: Any = model._meta.get_field(field_name)  # an FSMField
     edges: set[tuple[str, str]] = set()
     for t in fsm_field.get_all_transitions(model):
         if t.target is not None:

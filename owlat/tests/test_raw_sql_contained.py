@@ -17,29 +17,7 @@ ALLOWED_WHILE_POOL_REWRITE = ("delivery/worker.py", "delivery/lifecycle/")
 
 NOT_YET_MOVED = frozenset(
     {
-        "automations/counters.py",
-        "automations/lifecycle/batch.py",
-        "automations/lifecycle/opening.py",
-        "automations/lifecycle/runs.py",
-        "automations/mail_options.py",
-        "automations/steps/condition.py",
-        "automations/triggers.py",
-        "campaigns/audience.py",
-        "delivery/health.py",
-        "delivery/rounds.py",
-        "delivery/services/automation.py",
-        "delivery/services/campaigns.py",
         "inbox/rows.py",
-        "owlat/api/auth.py",
-        "owlat/api/health.py",
-        "owlat/apikeys.py",
-        "owlat/checks.py",
-        "owlat/jobs.py",
-        "owlat/lifecycle/batch.py",
-        "owlat/ratelimit.py",
-        "owlat/sending_stats.py",
-        "owlat/storage.py",
-        "owlat/wakeups.py",
     }
 )
 
