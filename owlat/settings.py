@@ -430,6 +430,9 @@ SAFE_BROWSING_URL = env.str(
 SAFE_BROWSING_TIMEOUT_SECONDS = env.float("SAFE_BROWSING_TIMEOUT_SECONDS", default=5.0)
 SAFE_BROWSING_CACHE_SECONDS = env.int("SAFE_BROWSING_CACHE_SECONDS", default=1800)
 INBOX_MAX_MESSAGE_BYTES = env.int("INBOX_MAX_MESSAGE_BYTES", default=10 * 1024 * 1024)
+# Where `manage.py run_inbox_smtp` (inbound mail over SMTP/LMTP from your MTA, inbox/smtp_intake.py) listens.
+INBOX_SMTP_HOST = env.str("INBOX_SMTP_HOST", default="127.0.0.1")
+INBOX_SMTP_PORT = env.int("INBOX_SMTP_PORT", default=2526)
 # The authserv-id(s) your MTA writes into Authentication-Results (RFC 8601; comma-separated): only those fields
 # are read, and without one the mail counts as unauthenticated (inbox/authresults.py). Empty: none is trusted.
 INBOX_AUTHSERV_ID = env.list("INBOX_AUTHSERV_ID", default=[])
