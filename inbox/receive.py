@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from inbox.authresults import RESULTS, AuthenticationResults, parse_authentication_results
 from inbox.models import AgentConfig, ConversationThread, InboundMessage, ProcessingStatus
+from inbox.queues import inbox_queue
 from inbox.sender_auth import SenderAuth, from_summary, sender_auth_of_raw
 from owlat.contacts import contact_find_or_create, is_valid_email, normalize_email
 from owlat.limits import LimitExceeded
@@ -442,9 +443,11 @@ def _after_insert(message: InboundMessage, now: dt.datetime) -> str:
     window_ms = agent_config_for(message.organization_id).coalesce_window_ms
     if window_ms > 0 and message.thread_id is not None:
         _coalesce(message, now, window_ms)
-        enqueue(START_TASK, str(message.pk), at=now + dt.timedelta(milliseconds=window_ms))
+        enqueue(
+            START_TASK, str(message.pk), at=now + dt.timedelta(milliseconds=window_ms), queue=inbox_queue()
+        )
         return "started"
-    enqueue(START_TASK, str(message.pk))
+    enqueue(START_TASK, str(message.pk), queue=inbox_queue())
     return "started"
 
 

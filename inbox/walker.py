@@ -33,6 +33,7 @@ from inbox.lifecycle import (
 from inbox.llm import LlmError
 from inbox.models import ActionStatus, AgentAction, AgentConfig, InboundMessage, StepKind
 from inbox.models import ProcessingStatus as P
+from inbox.queues import inbox_queue
 from inbox.steps import Route, StepContext, step_module
 from owlat.jobs import enqueue
 from owlat.models import Contact, OrganizationSettings
@@ -48,7 +49,7 @@ def schedule_step(
     """Inside the caller's transaction: the pending action row and its task. `reuse=False` when the caller
     knows the message has no other pending row (so no reset row to reuse, and no look-up for one)."""
     action = action_prepare(message=message, kind=kind, input=input or {}, reuse=reuse)
-    enqueue(STEP_TASK, str(message.pk), str(action.pk))
+    enqueue(STEP_TASK, str(message.pk), str(action.pk), queue=inbox_queue())
     return action
 
 
@@ -437,6 +438,6 @@ def stale_steps_resume(*, now: dt.datetime | None = None, batch: int = 100) -> i
     with transaction.atomic():
         for row in rows:
             if row.inbound_message.processing_status == step_module(row.action_type).RUNS_IN:
-                enqueue(STEP_TASK, str(row.inbound_message_id), str(row.pk))
+                enqueue(STEP_TASK, str(row.inbound_message_id), str(row.pk), queue=inbox_queue())
                 count += 1
     return count
