@@ -66,6 +66,9 @@ class ParsedMessage:
     references: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
     attachments: list[dict[str, Any]] = field(default_factory=list)
+    #: the attachments' bytes (mail parsed by `parse_raw`): `{"filename", "contentType", "content"}` each,
+    #: stored for reviewers by `inbox.attachments`; never part of `attachments` (metadata, given to the scan)
+    attachment_contents: list[dict[str, Any]] = field(default_factory=list)
     authentication: dict[str, str | None] = field(default_factory=dict)
     #: the installation's MTA's results in full (mail parsed by `parse_raw`); None when a client gave them
     auth_results: AuthenticationResults | None = None
@@ -104,16 +107,12 @@ def parse_raw(raw: bytes) -> ParsedMessage:
     ]
     text_part = msg.get_body(preferencelist=("plain",))
     html_part = msg.get_body(preferencelist=("html",))
-    attachments = []
+    attachments, contents = [], []
     for part in msg.iter_attachments():
         payload = part.get_payload(decode=True) or b""
-        attachments.append(
-            {
-                "filename": part.get_filename() or "",
-                "contentType": part.get_content_type(),
-                "size": len(payload),
-            }
-        )
+        meta = {"filename": part.get_filename() or "", "contentType": part.get_content_type()}
+        attachments.append({**meta, "size": len(payload)})
+        contents.append({**meta, "content": payload})
     headers: dict[str, str] = {}
     for key, value in msg.items():
         if key.lower() not in headers:
@@ -130,6 +129,7 @@ def parse_raw(raw: bytes) -> ParsedMessage:
         references=(str(msg.get("References")) if msg.get("References") else None),
         headers=headers,
         attachments=attachments,
+        attachment_contents=contents,
     )
     results = parse_authentication_results(str(v) for v in msg.get_all("Authentication-Results", []))
     parsed.authentication, parsed.auth_results = results.summary(), results
@@ -410,6 +410,10 @@ def message_receive(
                 activity_type="inbound_received",
                 metadata={"inboundMessageId": str(message.pk), "subject": parsed.subject[:200]},
             )
+            if parsed.attachment_contents:
+                from inbox.attachments import attachments_store
+
+                attachments_store(message, parsed.attachment_contents)
             _cancel_pending_on_thread(message, now)
             pipeline = _after_insert(message, now)
     except IntegrityError:

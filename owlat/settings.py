@@ -434,6 +434,10 @@ SAFE_BROWSING_CACHE_SECONDS = env.int("SAFE_BROWSING_CACHE_SECONDS", default=180
 # The queue of the inbox pipeline's tasks (inbox/queues.py): "inbox" (its own cluster) or "default".
 INBOX_QUEUE = env.str("INBOX_QUEUE", default="inbox")
 INBOX_MAX_MESSAGE_BYTES = env.int("INBOX_MAX_MESSAGE_BYTES", default=10 * 1024 * 1024)
+# Inbound attachments (inbox/attachments.py): stored up to this size each and this many per message (larger or
+# further ones keep their name, type and size only); reviewers download them from the message's admin page.
+INBOX_ATTACHMENT_MAX_BYTES = env.int("INBOX_ATTACHMENT_MAX_BYTES", default=5 * 1024 * 1024)
+INBOX_ATTACHMENT_MAX_COUNT = env.int("INBOX_ATTACHMENT_MAX_COUNT", default=20)
 # Where `manage.py run_inbox_smtp` (inbound mail over SMTP/LMTP from your MTA, inbox/smtp_intake.py) listens.
 INBOX_SMTP_HOST = env.str("INBOX_SMTP_HOST", default="127.0.0.1")
 INBOX_SMTP_PORT = env.int("INBOX_SMTP_PORT", default=2526)
