@@ -363,13 +363,16 @@ def message_receive(
     now = timezone.now()
     try:
         with transaction.atomic():
-            contact, _ = contact_find_or_create(
+            contact, created = contact_find_or_create(
                 organization_id=organization_id,
                 email=parsed.from_email,
                 source="inbound",
                 actor=actor,
                 first_name=(parsed.from_name.split(" ")[0] if parsed.from_name else None) or None,
+                fire=False,
             )
+            if created:
+                _correspondent_recorded(contact, actor=actor)
             thread = thread_resolve(
                 organization_id=organization_id,
                 contact_id=contact.pk,
@@ -426,6 +429,22 @@ def message_receive(
     if pipeline == "blocked" or message.processing_status != P.RECEIVED:
         message.refresh_from_db()
     return Received(message, True, pipeline)
+
+
+def _correspondent_recorded(contact: Any, *, actor: str) -> None:
+    """A new sender is an inbox correspondent, not a marketing contact (AGT-02 as docs/decisions.md amends it):
+    its creation is audited, but no `contact_created` trigger (a welcome automation would mail spammers and
+    phishers), no `contact.created` webhook and no analytics event; it is subscribed to nothing."""
+    from owlat.audit import audit_write
+
+    audit_write(
+        organization_id=contact.organization_id,
+        actor=actor,
+        action="contact.created",
+        resource="contact",
+        resource_id=str(contact.pk),
+        details={"source": contact.source, "correspondent": True},
+    )
 
 
 def _after_insert(message: InboundMessage, now: dt.datetime) -> str:
