@@ -5,7 +5,7 @@ Setup (not timed): a fresh PostgreSQL database (`BENCH_DATABASE_URL`, default
 `postgres://postgres@127.0.0.1:5432/owlat_bench_inbox`, dropped and re-created), one organization with the `ai`
 flag on and the default agent configuration (shadow mode on, so every message ends in `draft_ready` after all five
 steps), the loopback chat-completions server (`testsupport.llm`, answering at once) in this process, and real
-`qcluster` processes for the default queue. The AGT-02 pipeline-start limits are lifted through their documented
+`qcluster` processes for the inbox queue (`INBOX_QUEUE`, its own cluster). The AGT-02 pipeline-start limits are lifted through their documented
 settings (`INBOX_START_RATE_PER_SENDER=0`, `INBOX_START_RATE_GLOBAL=0`, D-17). The `--messages` (1,000) inbound
 messages are stored through the receive path before timing (with `ai.agent` off, so nothing starts); then the
 flag is switched on and one `message_start` task per message (which also runs the security scan) is enqueued at t0.
@@ -52,7 +52,7 @@ def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--messages", type=int, default=1000)
     p.add_argument("--warmup", type=int, default=30)
-    p.add_argument("--q-workers", type=int, default=2, help="worker processes of the default queue")
+    p.add_argument("--q-workers", type=int, default=2, help="worker processes of the inbox queue")
     p.add_argument("--timeout", type=float, default=1800.0)
     p.add_argument("--json", default=str(BASE_DIR / "var" / "bench" / "inbox_pipeline.json"))
     return p.parse_args()
@@ -73,6 +73,7 @@ def main() -> int:
     from django.db import transaction
 
     from inbox.models import AgentAction, InboundMessage
+    from inbox.queues import inbox_queue
     from owlat.jobs import enqueue
 
     world = InboxWorld()
@@ -83,7 +84,7 @@ def main() -> int:
         t0 = time.time()
         with transaction.atomic():
             for pk in ids:
-                enqueue("inbox.tasks.message_start_task", pk)
+                enqueue("inbox.tasks.message_start_task", pk, queue=inbox_queue())
         return t0
 
     def wait_done(ids: list[str], procs: Processes) -> None:
@@ -99,9 +100,9 @@ def main() -> int:
                 raise TimeoutError(f"{done}/{len(ids)} messages done after {args.timeout:.0f}s")
             time.sleep(0.2)
 
-    env = base_env(url, **extra, Q_WORKERS=str(args.q_workers))
+    env = base_env(url, **extra, Q_INBOX_WORKERS=str(args.q_workers))
     procs = Processes(env, BASE_DIR / "var" / "bench" / "inbox-logs")
-    procs.start("default", ["qcluster"])
+    procs.start("inbox", ["qcluster"], Q_CLUSTER_NAME="inbox")
     try:
         set_agent(False)
         warm = store("warm", args.warmup)

@@ -78,9 +78,9 @@ def main() -> int:
         set_agent(True)
         with transaction.atomic():
             for pk in ids:
-                enqueue("inbox.tasks.message_start_task", pk)
+                enqueue("inbox.tasks.message_start_task", pk, queue="inbox")
         # no due-task dispatch between tasks: the benchmark runs no dispatcher either
-        drain_queue(max_tasks=100 * len(ids), queue="default", dispatch_due=False)
+        drain_queue(max_tasks=100 * len(ids), queue="inbox", dispatch_due=False)
         set_agent(False)
 
     try:

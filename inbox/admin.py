@@ -20,6 +20,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join, linebreaks
 
 from inbox import review
+from inbox.admin_attachments import AttachmentsAdminMixin
 from inbox.clarification import message_clarify, questions_of
 from inbox.configuration import AGENT_CONFIG_FIELDS, agent_config_errors, agent_config_update
 from inbox.models import (
@@ -68,7 +69,7 @@ class DraftForm(forms.ModelForm):
         widgets = {"draft_response": forms.Textarea(attrs={"rows": 12, "cols": 90})}
 
 
-class InboundMessageAdmin(TenantModelAdmin):
+class InboundMessageAdmin(AttachmentsAdminMixin, TenantModelAdmin):
     manage_permission = "organization:manage"
     form = DraftForm
     list_display = ("subject_or_none", "from_email", "processing_status", "category", "received_at")
@@ -86,6 +87,7 @@ class InboundMessageAdmin(TenantModelAdmin):
         "processed_at",
         "body_sanitized",
         "html_frame",
+        "attachments_view",
         "flags_view",
         "classification_view",
         "decision_view",
@@ -114,6 +116,7 @@ class InboundMessageAdmin(TenantModelAdmin):
         ),
         ("Message (rendered as text; hidden content removed)", {"fields": ("body_sanitized",)}),
         ("Original HTML (sandboxed: no scripts, no remote images)", {"fields": ("html_frame",)}),
+        ("Attachments", {"fields": ("attachments_view",)}),
         ("Questions for you (AGT-18)", {"fields": ("clarification_view",)}),
         ("Analysis", {"fields": ("flags_view", "classification_view", "decision_view", "context_view")}),
         ("Draft", {"fields": ("draft_subject", "draft_response")}),
@@ -276,6 +279,7 @@ class InboundMessageAdmin(TenantModelAdmin):
                 self.admin_site.admin_view(self.verb_view),
                 name="{}_{}_verb".format(*info),
             ),
+            *self.attachment_urls(),
             *super().get_urls(),
         ]
 

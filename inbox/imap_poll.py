@@ -27,6 +27,7 @@ from django.utils import timezone
 from imapclient import IMAPClient
 from imapclient.exceptions import IMAPClientError
 
+from inbox.imap_pinned import PinnedIMAPClient
 from inbox.models import ImapMailbox, ImapSecurity
 from inbox.provider_settings import decrypt_key
 from owlat.outbound import OutboundRefused, connect_addresses
@@ -79,14 +80,15 @@ def connect(mailbox: ImapMailbox) -> IMAPClient:
     if not password:
         raise MailboxUnavailable("The stored password cannot be read: enter the mailbox's password again.")
     try:
-        connect_addresses(mailbox.host, mailbox.port)
+        addresses = connect_addresses(mailbox.host, mailbox.port)
     except OutboundRefused as exc:
         raise MailboxUnavailable(
             f"{exc}: use the IMAP server's public host name (or add it to OUTBOUND_ALLOWED_HOSTS)."
         ) from exc
     try:
-        client = IMAPClient(
+        client = PinnedIMAPClient(
             mailbox.host,
+            addresses=addresses,
             port=mailbox.port,
             ssl=mailbox.security == ImapSecurity.SSL,
             timeout=CONNECT_TIMEOUT_SECONDS,

@@ -31,6 +31,7 @@ from inbox.models import (
     InboundMessage,
     ProcessingStatus,
 )
+from inbox.queues import inbox_queue
 from owlat.lifecycle import Audit, Call, Decision, Enqueue, Lifecycle, Outcome, legal_edges
 
 P = ProcessingStatus
@@ -126,7 +127,7 @@ def message_reduce(*, message_id: str, frm: str, to: str, input: dict[str, Any],
             patch["security_flags"] = None
             patch["released_content_hash"] = input.get("content_hash")
             patch["is_auto_send_blocked"] = True  # AGT-14: a released message is never auto-sent
-        effects.append(Enqueue(START_TASK, (message_id,)))
+        effects.append(Enqueue(START_TASK, (message_id,), queue=inbox_queue()))
         if input.get("reset_action_id"):
             effects.append(Call("reset_action", {"action_id": input["reset_action_id"]}))
     elif to == P.APPROVED:
@@ -141,9 +142,9 @@ def message_reduce(*, message_id: str, frm: str, to: str, input: dict[str, Any],
                 "send_at": send_at.isoformat(),
                 "scheduled_at": at.isoformat(),
             }
-            effects.append(Enqueue(SEND_TASK, (message_id, token), at=send_at))
+            effects.append(Enqueue(SEND_TASK, (message_id, token), at=send_at, queue=inbox_queue()))
         else:
-            effects.append(Enqueue(SEND_TASK, (message_id, token)))
+            effects.append(Enqueue(SEND_TASK, (message_id, token), queue=inbox_queue()))
         if source == "auto":
             effects.append(Call("increment_auto_reply", {"at": at}))
 

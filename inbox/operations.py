@@ -9,6 +9,7 @@ from django.db import transaction
 from inbox import review
 from inbox.models import InboundMessage
 from inbox.models import ProcessingStatus as P
+from inbox.queues import inbox_queue
 from owlat.lifecycle import Outcome
 
 VERBS = {
@@ -42,6 +43,6 @@ def message_reprocess(*, message_id: Any, actor: str) -> str:
         return "restarted (retry)" if out.ok else f"refused: {out.message}"
     if m.processing_status == P.RECEIVED:
         with transaction.atomic():
-            enqueue("inbox.tasks.message_start_task", str(m.pk))
+            enqueue("inbox.tasks.message_start_task", str(m.pk), queue=inbox_queue())
         return "started"
     return f"refused: message is {m.processing_status}; only failed or received messages can be reprocessed"

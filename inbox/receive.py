@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from inbox.authresults import RESULTS, AuthenticationResults, parse_authentication_results
 from inbox.models import AgentConfig, ConversationThread, InboundMessage, ProcessingStatus
+from inbox.queues import inbox_queue
 from inbox.sender_auth import SenderAuth, from_summary, sender_auth_of_raw
 from owlat.contacts import contact_find_or_create, is_valid_email, normalize_email
 from owlat.limits import LimitExceeded
@@ -65,6 +66,9 @@ class ParsedMessage:
     references: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
     attachments: list[dict[str, Any]] = field(default_factory=list)
+    #: the attachments' bytes (mail parsed by `parse_raw`): `{"filename", "contentType", "content"}` each,
+    #: stored for reviewers by `inbox.attachments`; never part of `attachments` (metadata, given to the scan)
+    attachment_contents: list[dict[str, Any]] = field(default_factory=list)
     authentication: dict[str, str | None] = field(default_factory=dict)
     #: the installation's MTA's results in full (mail parsed by `parse_raw`); None when a client gave them
     auth_results: AuthenticationResults | None = None
@@ -103,16 +107,12 @@ def parse_raw(raw: bytes) -> ParsedMessage:
     ]
     text_part = msg.get_body(preferencelist=("plain",))
     html_part = msg.get_body(preferencelist=("html",))
-    attachments = []
+    attachments, contents = [], []
     for part in msg.iter_attachments():
         payload = part.get_payload(decode=True) or b""
-        attachments.append(
-            {
-                "filename": part.get_filename() or "",
-                "contentType": part.get_content_type(),
-                "size": len(payload),
-            }
-        )
+        meta = {"filename": part.get_filename() or "", "contentType": part.get_content_type()}
+        attachments.append({**meta, "size": len(payload)})
+        contents.append({**meta, "content": payload})
     headers: dict[str, str] = {}
     for key, value in msg.items():
         if key.lower() not in headers:
@@ -129,6 +129,7 @@ def parse_raw(raw: bytes) -> ParsedMessage:
         references=(str(msg.get("References")) if msg.get("References") else None),
         headers=headers,
         attachments=attachments,
+        attachment_contents=contents,
     )
     results = parse_authentication_results(str(v) for v in msg.get_all("Authentication-Results", []))
     parsed.authentication, parsed.auth_results = results.summary(), results
@@ -362,13 +363,16 @@ def message_receive(
     now = timezone.now()
     try:
         with transaction.atomic():
-            contact, _ = contact_find_or_create(
+            contact, created = contact_find_or_create(
                 organization_id=organization_id,
                 email=parsed.from_email,
                 source="inbound",
                 actor=actor,
                 first_name=(parsed.from_name.split(" ")[0] if parsed.from_name else None) or None,
+                fire=False,
             )
+            if created:
+                _correspondent_recorded(contact, actor=actor)
             thread = thread_resolve(
                 organization_id=organization_id,
                 contact_id=contact.pk,
@@ -409,6 +413,10 @@ def message_receive(
                 activity_type="inbound_received",
                 metadata={"inboundMessageId": str(message.pk), "subject": parsed.subject[:200]},
             )
+            if parsed.attachment_contents:
+                from inbox.attachments import attachments_store
+
+                attachments_store(message, parsed.attachment_contents)
             _cancel_pending_on_thread(message, now)
             pipeline = _after_insert(message, now)
     except IntegrityError:
@@ -421,6 +429,22 @@ def message_receive(
     if pipeline == "blocked" or message.processing_status != P.RECEIVED:
         message.refresh_from_db()
     return Received(message, True, pipeline)
+
+
+def _correspondent_recorded(contact: Any, *, actor: str) -> None:
+    """A new sender is an inbox correspondent, not a marketing contact (AGT-02 as docs/decisions.md amends it):
+    its creation is audited, but no `contact_created` trigger (a welcome automation would mail spammers and
+    phishers), no `contact.created` webhook and no analytics event; it is subscribed to nothing."""
+    from owlat.audit import audit_write
+
+    audit_write(
+        organization_id=contact.organization_id,
+        actor=actor,
+        action="contact.created",
+        resource="contact",
+        resource_id=str(contact.pk),
+        details={"source": contact.source, "correspondent": True},
+    )
 
 
 def _after_insert(message: InboundMessage, now: dt.datetime) -> str:
@@ -442,9 +466,11 @@ def _after_insert(message: InboundMessage, now: dt.datetime) -> str:
     window_ms = agent_config_for(message.organization_id).coalesce_window_ms
     if window_ms > 0 and message.thread_id is not None:
         _coalesce(message, now, window_ms)
-        enqueue(START_TASK, str(message.pk), at=now + dt.timedelta(milliseconds=window_ms))
+        enqueue(
+            START_TASK, str(message.pk), at=now + dt.timedelta(milliseconds=window_ms), queue=inbox_queue()
+        )
         return "started"
-    enqueue(START_TASK, str(message.pk))
+    enqueue(START_TASK, str(message.pk), queue=inbox_queue())
     return "started"
 
 

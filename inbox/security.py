@@ -389,8 +389,17 @@ def scan(
     return result
 
 
+#: active content no mail needs (we never run it, but a reader never sees what it would show) and the bidi
+#: controls that make text read other than it is stored (`invoice\u202efdp.exe`)
+_ACTIVE_HTML = re.compile(r"<script\b|<iframe\b|<object\b|<embed\b|\son[a-z]+\s*=|javascript:", re.IGNORECASE)
+_BIDI = re.compile("[\u202a-\u202e\u2066-\u2069]")
+
+
 def _scan_hidden(result: ScanResult, subject: str, text: str, html: str, parsed: _Stripper | None) -> None:
-    """2. hidden content (smuggling): suspicious comments, CSS-concealed text, zero-width runs, Unicode tags."""
+    """2. hidden content (smuggling): suspicious comments, CSS-concealed text, zero-width runs, Unicode tags,
+    active HTML (scripts, frames, event handlers) and bidirectional overrides."""
+    if _ACTIVE_HTML.search(html):
+        result.hide("scripts, frames or event handlers in the HTML")
     for m in _COMMENT.finditer(html):
         if _SUSPICIOUS_COMMENT.match(m.group(1)) or find_injection(m.group(1)):
             result.flag("smuggling:html_comment", SMUGGLING_CONFIDENCE, m.group(1).strip())
@@ -406,6 +415,8 @@ def _scan_hidden(result: ScanResult, subject: str, text: str, html: str, parsed:
         if _ZW_RUN.search(source):
             result.flag("smuggling:zero_width", SMUGGLING_CONFIDENCE, f"zero-width characters in {name}")
             result.hide(f"zero-width characters in {name}")
+        if _BIDI.search(source):
+            result.hide(f"bidirectional override characters in {name}")
         spelled = tag_text(source)
         if spelled.strip():
             result.flag(

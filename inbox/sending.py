@@ -15,6 +15,7 @@ from django.utils import timezone
 from inbox.lifecycle import message_transition, message_transition_locked
 from inbox.models import InboundMessage
 from inbox.models import ProcessingStatus as P
+from inbox.queues import inbox_queue
 from owlat.contacts import is_valid_email
 
 SEND_TASK = "inbox.tasks.send_approved_reply_task"
@@ -245,6 +246,6 @@ def stuck_approved_reconcile(*, now: dt.datetime | None = None, batch: int = 100
                 continue
             if _existing_reply(m):
                 continue
-            enqueue(SEND_TASK, str(m.pk), pending.get("task_id"))
+            enqueue(SEND_TASK, str(m.pk), pending.get("task_id"), queue=inbox_queue())
             count += 1
     return count

@@ -33,6 +33,7 @@ from inbox.lifecycle import (
 from inbox.llm import LlmError
 from inbox.models import ActionStatus, AgentAction, AgentConfig, InboundMessage, StepKind
 from inbox.models import ProcessingStatus as P
+from inbox.queues import inbox_queue
 from inbox.steps import Route, StepContext, step_module
 from owlat.jobs import enqueue
 from owlat.models import Contact, OrganizationSettings
@@ -48,7 +49,7 @@ def schedule_step(
     """Inside the caller's transaction: the pending action row and its task. `reuse=False` when the caller
     knows the message has no other pending row (so no reset row to reuse, and no look-up for one)."""
     action = action_prepare(message=message, kind=kind, input=input or {}, reuse=reuse)
-    enqueue(STEP_TASK, str(message.pk), str(action.pk))
+    enqueue(STEP_TASK, str(message.pk), str(action.pk), queue=inbox_queue())
     return action
 
 
@@ -67,7 +68,10 @@ def message_start(message_id: Any, *, now: dt.datetime | None = None) -> str:
         if message is None:
             return "message not found"
         outcome = message_transition_locked(message, P.SECURITY_CHECK, at=now)
-        if outcome.ok:
+        resumed = _resume_at_failed_step(message, now) if outcome.ok and message.pending_actions else None
+        if resumed is not None:
+            action = resumed
+        elif outcome.ok:
             action = action_prepare(
                 message=message, kind=StepKind.SECURITY_SCAN, input={}, reuse=message.pending_actions
             )
@@ -90,7 +94,37 @@ def message_start(message_id: Any, *, now: dt.datetime | None = None) -> str:
     action.inbound_message = message
     # its own clock: claimed after the start committed
     summary = _run(action, config=config, others_pending=others, stored_flags=flags)
-    return f"started; security_scan {action.pk}: {summary}"
+    return f"{'resumed' if resumed is not None else 'started'}; {action.action_type} {action.pk}: {summary}"
+
+
+def _resume_at_failed_step(message: InboundMessage, now: dt.datetime) -> AgentAction | None:
+    """A retried message (ADR-008: no partial retry wastes model calls) resumes at the step that failed: when
+    its reset row is a later step than the scan and the scan's verdict is kept (`security_flags`), the message
+    moves on from `security_check` to that step's status with the fields earlier steps stored (verdict, context
+    tier, classification) and the reset row runs next, its input (briefing, classification) as first given.
+    None: start at the scan (no such row, or nothing kept to resume from)."""
+    reset = (
+        _pending_of(message.pk)
+        .exclude(action_type=StepKind.SECURITY_SCAN)
+        .filter(retry_count__gt=0)
+        .order_by("-created_at")
+        .first()
+    )
+    if reset is None or message.security_flags is None:
+        return None
+    target = step_module(reset.action_type).RUNS_IN
+    if target == P.DRAFTING and not message.classification:
+        return None
+    kept = {"security_flags": message.security_flags, "context_tier": message.context_tier, "resumed": True}
+    if not message_transition_locked(message, P.CLASSIFYING, at=now, input=kept).ok:
+        return None
+    if target == P.DRAFTING:
+        moved = message_transition_locked(
+            message, P.DRAFTING, at=now, input={"classification": message.classification, "resumed": True}
+        )
+        if not moved.ok:
+            return None
+    return reset
 
 
 def _pending_of(message_id: Any) -> Any:
@@ -437,6 +471,6 @@ def stale_steps_resume(*, now: dt.datetime | None = None, batch: int = 100) -> i
     with transaction.atomic():
         for row in rows:
             if row.inbound_message.processing_status == step_module(row.action_type).RUNS_IN:
-                enqueue(STEP_TASK, str(row.inbound_message_id), str(row.pk))
+                enqueue(STEP_TASK, str(row.inbound_message_id), str(row.pk), queue=inbox_queue())
                 count += 1
     return count

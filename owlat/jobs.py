@@ -24,7 +24,7 @@ from owlat.models import DueTask, WorkerHeartbeat
 
 logger = logging.getLogger(__name__)
 
-QUEUES = ("default", "transactional", "campaign")
+QUEUES = ("default", "transactional", "campaign", "inbox")
 _IMMEDIATE_SLACK = dt.timedelta(milliseconds=20)
 
 

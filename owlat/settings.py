@@ -261,6 +261,8 @@ Q_CLUSTER = {
         # two: while one process's job claims and loads its rows or records its last results, the other's
         # job keeps the SMTP connections busy (issue 12); the pool's rate is global (D-06), not per process
         "campaign": {"workers": env.int("Q_CAMPAIGN_WORKERS", default=2)},
+        # the inbox pipeline (inbox/queues.py): inbound triage never waits behind automations or campaigns
+        "inbox": {"workers": env.int("Q_INBOX_WORKERS", default=1)},
     },
 }
 if REDIS_URL:
@@ -429,7 +431,16 @@ SAFE_BROWSING_URL = env.str(
 )
 SAFE_BROWSING_TIMEOUT_SECONDS = env.float("SAFE_BROWSING_TIMEOUT_SECONDS", default=5.0)
 SAFE_BROWSING_CACHE_SECONDS = env.int("SAFE_BROWSING_CACHE_SECONDS", default=1800)
+# The queue of the inbox pipeline's tasks (inbox/queues.py): "inbox" (its own cluster) or "default".
+INBOX_QUEUE = env.str("INBOX_QUEUE", default="inbox")
 INBOX_MAX_MESSAGE_BYTES = env.int("INBOX_MAX_MESSAGE_BYTES", default=10 * 1024 * 1024)
+# Inbound attachments (inbox/attachments.py): stored up to this size each and this many per message (larger or
+# further ones keep their name, type and size only); reviewers download them from the message's admin page.
+INBOX_ATTACHMENT_MAX_BYTES = env.int("INBOX_ATTACHMENT_MAX_BYTES", default=5 * 1024 * 1024)
+INBOX_ATTACHMENT_MAX_COUNT = env.int("INBOX_ATTACHMENT_MAX_COUNT", default=20)
+# Where `manage.py run_inbox_smtp` (inbound mail over SMTP/LMTP from your MTA, inbox/smtp_intake.py) listens.
+INBOX_SMTP_HOST = env.str("INBOX_SMTP_HOST", default="127.0.0.1")
+INBOX_SMTP_PORT = env.int("INBOX_SMTP_PORT", default=2526)
 # The authserv-id(s) your MTA writes into Authentication-Results (RFC 8601; comma-separated): only those fields
 # are read, and without one the mail counts as unauthenticated (inbox/authresults.py). Empty: none is trusted.
 INBOX_AUTHSERV_ID = env.list("INBOX_AUTHSERV_ID", default=[])

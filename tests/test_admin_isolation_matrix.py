@@ -145,17 +145,30 @@ EXPECTED: dict[str, tuple[frozenset[str], frozenset[str], tuple[str, ...], tuple
         ("campaigns_campaignreview_decide", "campaigns_campaignreview_rendered"),
         ("approve_selected",),
     ),
-    "inbox.InboundMessage": (ALL, NOBODY, ("inbox_inboundmessage_html", "inbox_inboundmessage_verb"), ()),
+    "inbox.InboundMessage": (
+        ALL,
+        NOBODY,
+        ("inbox_inboundmessage_attachment", "inbox_inboundmessage_html", "inbox_inboundmessage_verb"),
+        (),
+    ),
     "inbox.ReviewQueueMessage": (
         ALL,
         NOBODY,
-        ("inbox_reviewqueuemessage_html", "inbox_reviewqueuemessage_verb"),
+        (
+            "inbox_reviewqueuemessage_attachment",
+            "inbox_reviewqueuemessage_html",
+            "inbox_reviewqueuemessage_verb",
+        ),
         (),
     ),
     "inbox.QuarantinedMessage": (
         ALL,
         NOBODY,
-        ("inbox_quarantinedmessage_html", "inbox_quarantinedmessage_verb"),
+        (
+            "inbox_quarantinedmessage_attachment",
+            "inbox_quarantinedmessage_html",
+            "inbox_quarantinedmessage_verb",
+        ),
         (),
     ),
     "inbox.AgentConfig": (ALL, MANAGERS, ("inbox_agentconfig_rotate_secret",), ()),
@@ -721,6 +734,8 @@ EXTRA_POST = {
 
 def _verbs(name: str) -> tuple[str, ...]:
     """The `<verb>` values a custom object URL takes (its URL space, not who may use it)."""
+    if name.startswith("inbox_") and name.endswith("_attachment"):
+        return ("00000000-0000-0000-0000-0000000000a7",)  # an attachment id (none of the sample row's)
     if name.startswith("inbox_") and name.endswith("_verb"):
         from inbox.admin import VERBS
 
@@ -771,6 +786,10 @@ CUSTOM_OBJECT_URLS: dict[str, frozenset[str]] = {
     "inbox_reviewqueuemessage_html": ALL_S,
     "inbox_quarantinedmessage_html": NOBODY,  # quarantined mail is read as text only
     "inbox_inboundmessage_verb": MANAGERS_S,
+    # attachments: the organization's operators only (inbox.admin_attachments)
+    "inbox_inboundmessage_attachment": MANAGERS_S,
+    "inbox_reviewqueuemessage_attachment": MANAGERS_S,
+    "inbox_quarantinedmessage_attachment": MANAGERS_S,
     "inbox_reviewqueuemessage_verb": MANAGERS_S,
     "inbox_quarantinedmessage_verb": MANAGERS_S,
     "inbox_circuitbreaker_close": MANAGERS_S,

@@ -268,13 +268,13 @@ def test_drain_queue_errors():
 def test_workers_run_tasks_on_every_queue_and_due_tasks(workers, settings):
     assert settings.DELIVERY_TRANSACTIONAL_RATE == 0 and settings.DELIVERY_CAMPAIGN_RATE == 0
     assert workers.env["DATABASE_URL"].endswith("/" + settings.DATABASES["default"]["NAME"])
-    for queue in ("default", "transactional", "campaign"):
+    for queue in ("default", "transactional", "campaign", "inbox"):
         enqueue("owlat.jobs.heartbeat_task", f"e2e:{queue}", queue=queue)
     workers.wait_until(
-        lambda: WorkerHeartbeat.objects.filter(name__startswith="e2e:").count() == 3, timeout=10
+        lambda: WorkerHeartbeat.objects.filter(name__startswith="e2e:").count() == 4, timeout=10
     )
     pids = set(WorkerHeartbeat.objects.filter(name__startswith="e2e:").values_list("pid", flat=True))
-    assert len(pids) == 3  # three different processes (one cluster per queue)
+    assert len(pids) == 4  # four different processes (one cluster per queue)
 
     started = time.monotonic()
     enqueue(

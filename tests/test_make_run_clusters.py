@@ -42,7 +42,7 @@ def _descendants(pid: int) -> set[int]:
 def test_one_supervisor_runs_every_queue_and_stops_them_together():
     from owlat.models import WorkerHeartbeat
 
-    assert Path(ROOT / "Procfile").read_text().count("run_cluster default transactional campaign") == 1
+    assert Path(ROOT / "Procfile").read_text().count("run_cluster default transactional campaign inbox") == 1
     env = worker_environment({"Q_WORKERS": "1"})
     proc = subprocess.Popen(
         [sys.executable, str(ROOT / "manage.py"), "run_cluster", *QUEUES],

@@ -100,10 +100,10 @@ def test_main_flows_on_sqlite():
 @pytest.mark.django_db(transaction=True)
 def test_worker_processes_share_the_sqlite_database(workers):
     """`make run`'s process layout on SQLite: one cluster per queue plus the dispatcher, all on one file."""
-    for queue in ("default", "transactional", "campaign"):
+    for queue in ("default", "transactional", "campaign", "inbox"):
         enqueue("owlat.jobs.heartbeat_task", f"smoke:{queue}", queue=queue)
     enqueue("owlat.jobs.heartbeat_task", "smoke:due", at=timezone.now() + dt.timedelta(milliseconds=500))
-    names = {"smoke:default", "smoke:transactional", "smoke:campaign", "smoke:due"}
+    names = {"smoke:default", "smoke:transactional", "smoke:campaign", "smoke:inbox", "smoke:due"}
     workers.wait_until(
         lambda: set(WorkerHeartbeat.objects.values_list("name", flat=True)) >= names, timeout=20
     )

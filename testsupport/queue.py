@@ -84,7 +84,7 @@ def drain_queue(
     """Run queued django-q2 tasks in this process, oldest first, until none is left; returns what ran.
 
     Tasks enqueued by the tasks that run are run too (FIFO), and so are django-q2 chains. `queue` limits it
-    to one queue ("default", "transactional", "campaign"). With `dispatch_due`, due-task rows that are due now
+    to one queue ("default", "transactional", "campaign", "inbox"). With `dispatch_due`, due-task rows that are due now
     (`owlat.jobs.dispatch_due_tasks`) are handed over before each task; future ones stay. Stops after
     `max_tasks` tasks (check `queued_tasks()` for what is left). An exception in a task propagates unless
     `raise_errors=False`, in which case it is returned as a failed `DrainedTask`.

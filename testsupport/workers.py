@@ -46,6 +46,7 @@ WORKER_PROCESSES: dict[str, tuple[list[str], dict[str, str]]] = {
     "default": (["qcluster"], {}),
     "transactional": (["qcluster"], {"Q_CLUSTER_NAME": "transactional"}),
     "campaign": (["qcluster"], {"Q_CLUSTER_NAME": "campaign"}),
+    "inbox": (["qcluster"], {"Q_CLUSTER_NAME": "inbox"}),
     "dispatcher": (["run_due_tasks", "--name", "dispatcher"], {}),
 }
 #: the same processes as `make run` starts them: each queue's cluster under its supervisor (`run_cluster`,
@@ -54,6 +55,7 @@ SUPERVISED_PROCESSES: dict[str, tuple[list[str], dict[str, str]]] = {
     "default": (["run_cluster", "default"], {}),
     "transactional": (["run_cluster", "transactional"], {}),
     "campaign": (["run_cluster", "campaign"], {}),
+    "inbox": (["run_cluster", "inbox"], {}),
     "dispatcher": (["run_due_tasks", "--name", "dispatcher"], {}),
 }
 #: heartbeat rows that prove a process works: the dispatcher beats itself at start and enqueues one
@@ -62,6 +64,7 @@ _READY_BEATS = {
     "default": "queue:default",
     "transactional": "queue:transactional",
     "campaign": "queue:campaign",
+    "inbox": "queue:inbox",
     "dispatcher": "dispatcher",
 }
 
@@ -263,6 +266,7 @@ def worker_environment(overrides: dict[str, Any] | None = None) -> dict[str, str
             "Q_WORKERS": "2",
             "Q_TRANSACTIONAL_WORKERS": "1",
             "Q_CAMPAIGN_WORKERS": "1",
+            "Q_INBOX_WORKERS": "1",
             "PYTHONUNBUFFERED": "1",
         }
     )

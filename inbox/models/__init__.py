@@ -17,6 +17,7 @@ from inbox.models.agent import (
     RuleMatch,
     _inbound_secret,  # the default of AgentConfig.inbound_secret, named so by migration 0001
 )
+from inbox.models.attachments import InboundAttachment
 from inbox.models.imap import ImapMailbox, ImapSecurity
 from inbox.models.messages import (
     NON_TERMINAL,
@@ -47,6 +48,7 @@ __all__ = [
     "HandlingRule",
     "ImapMailbox",
     "ImapSecurity",
+    "InboundAttachment",
     "InboundMessage",
     "KnowledgeEntry",
     "LlmProvider",

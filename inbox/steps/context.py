@@ -21,6 +21,9 @@ BUDGET_TOKENS = 4000
 COMPACT_LIMIT_TOKENS = 12000
 KEEP_CHARS = 16000
 HISTORY_CHARS = 2000
+#: our reply to an earlier message, as the history shows it; all history together at most HISTORY_TOTAL_CHARS
+REPLY_CHARS = 1500
+HISTORY_TOTAL_CHARS = 8000
 #: what of a contact's name the briefing shows (a name is sender-written: no markup, no line breaks)
 _NAME_CHARS = re.compile(r"[^\w .'-]", re.UNICODE)
 
@@ -105,11 +108,31 @@ def _history_sql() -> str:
 
 
 def history_excerpt(h: InboundMessage) -> str:
-    """One earlier message as the briefing shows it (and the guard reads it)."""
-    return (
+    """One earlier message as the briefing shows it (and the guard reads it), with our reply to it when one
+    was sent (the text that went out, a reviewer's edit included): the drafter sees what we already told the
+    customer, so it neither contradicts nor repeats it. Each part is cut at its own limit."""
+    text = (
         f"From: {h.from_email} Date: {h.received_at:%Y-%m-%d %H:%M} Subject: {h.subject}\n"
         f"{visible_body(h.text_body, h.html_body)[:HISTORY_CHARS]}"
     )
+    if h.processing_status == P.SENT and (h.draft_response or "").strip():
+        when = f"{h.processed_at:%Y-%m-%d %H:%M}" if h.processed_at else "-"
+        text += f"\nOur reply (sent {when}):\n{h.draft_response.strip()[:REPLY_CHARS]}"
+    return text
+
+
+def bounded_history(newest_first: list[InboundMessage]) -> list[str]:
+    """The excerpts of `newest_first` (`thread_history`), oldest first, newest kept first: at most
+    HISTORY_TOTAL_CHARS together, so a long thread never crowds the current message out of the briefing."""
+    kept: list[str] = []
+    total = 0
+    for h in newest_first:
+        excerpt = history_excerpt(h)
+        if total + len(excerpt) > HISTORY_TOTAL_CHARS:
+            break
+        kept.append(excerpt)
+        total += len(excerpt)
+    return kept[::-1]
 
 
 def may_use_internal_knowledge(config: Any) -> bool:

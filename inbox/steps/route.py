@@ -14,8 +14,9 @@ from inbox.lifecycle import daily_limit_reached
 from inbox.models import AgentConfig, InboundMessage
 from inbox.models import ProcessingStatus as P
 from inbox.reply_gates import operator_phrases, promise_in
-from inbox.security import find_injection, find_secret
+from inbox.security import find_injection, find_secret, visible_body
 from inbox.steps import Route, StepContext
+from inbox.steps.context import CURRENT_MAX_CHARS
 from owlat.contacts import is_valid_email
 
 RUNS_IN = P.DRAFTING
@@ -124,6 +125,14 @@ def decide(
         return (
             "human_review",
             f"The message hides text from its reader ({hidden}). Routing to human review.",
+            score,
+        )
+    read = len(visible_body(message.text_body, message.html_body))
+    if read > CURRENT_MAX_CHARS:
+        return (
+            "human_review",
+            f"The message is longer ({read} characters) than the agent reads ({CURRENT_MAX_CHARS}); a person "
+            "must read all of it. Routing to human review.",
             score,
         )
     if not authenticated_sender(message):

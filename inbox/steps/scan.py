@@ -17,7 +17,7 @@ from inbox.security import (
     scan,
 )
 from inbox.steps import Route, StepContext
-from inbox.steps.context import guard_sample, history_excerpt, thread_history
+from inbox.steps.context import bounded_history, guard_sample, thread_history
 from inbox.url_reputation import enabled as url_reputation_enabled
 from inbox.url_reputation import unsafe_urls
 
@@ -48,7 +48,7 @@ def execute(ctx: StepContext, input: dict[str, Any]) -> dict[str, Any]:
         result.phishing_reasons.append(f"unsafe link (Safe Browsing): {unsafe[0][:100]}")
     # the earlier messages the briefing will carry, oldest first: scanned here with this one, and handed to the
     # context step as read (so nothing reaches the drafter that the guard has not seen)
-    history = [history_excerpt(h) for h in reversed(thread_history(m))]
+    history = bounded_history(thread_history(m))
     for excerpt in history:
         hit = find_injection(excerpt)
         if hit and not result.injection_detected:

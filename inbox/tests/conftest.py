@@ -85,11 +85,11 @@ def receive(org):
 
 @pytest.fixture
 def run_pipeline():
-    """Run the default queue's tasks in this process (the walker hops); returns the summaries."""
+    """Run the inbox queue's tasks in this process (the walker hops); returns the summaries."""
     from testsupport.queue import drain_queue
 
     def run(max_tasks: int = 200):
-        return [t.result for t in drain_queue(max_tasks, queue="default")]
+        return [t.result for t in drain_queue(max_tasks, queue="inbox")]
 
     return run
 

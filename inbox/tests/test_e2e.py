@@ -81,14 +81,14 @@ def test_worker_killed_mid_pipeline_resumes_without_redoing_steps(
         lambda: AgentAction.objects.filter(inbound_message=m, action_type="draft", status="running").exists(),
         timeout=60,
     )
-    workers.kill("default")
+    workers.kill("inbox")
     done_before = {
         a.action_type: a.completed_at
         for a in AgentAction.objects.filter(inbound_message=m, status="completed")
     }
     assert set(done_before) == {"security_scan", "context_retrieval", "classify"}
     llm_server.delays["draft"] = 0.0
-    workers.restart("default", timeout=60)
+    workers.restart("inbox", timeout=60)
     import time
 
     time.sleep(2.5)  # past the step lease
@@ -104,3 +104,21 @@ def test_worker_killed_mid_pipeline_resumes_without_redoing_steps(
     assert stale_steps_resume() == 0
     time.sleep(1.0)
     assert smtp_sink.count_for("jane@example.com") == 1
+
+
+def test_a_busy_default_queue_does_not_delay_triage(org, llm_server, smtp_sink, workers):
+    """Both `default` workers are held by long tasks (a campaign start, an automation fan-out): the inbox's own
+    cluster still takes the mail from receipt to the sent reply."""
+    import time
+
+    from owlat.jobs import enqueue
+
+    for _ in range(4):
+        enqueue("time.sleep", 25)
+    time.sleep(1.0)  # the default cluster has taken its two
+    started = time.monotonic()
+    m = _receive(org, 3)
+    [reply] = smtp_sink.wait_for(1, timeout=20)
+    assert reply["In-Reply-To"] == "<e2e-3@mail.example.com>"
+    assert time.monotonic() - started < 20  # well before the default queue is free again (about 50 s)
+    workers.wait_until(lambda: InboundMessage.objects.get(pk=m.pk).processing_status == "sent", timeout=20)

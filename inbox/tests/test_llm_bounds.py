@@ -75,7 +75,7 @@ def test_a_reclaimed_step_counts_as_an_attempt_and_the_third_loss_abandons_it(
     from testsupport.queue import drain_queue
 
     r = receive()
-    drain_queue(1, queue="default")  # the start task: the scan runs, the next step waits pending
+    drain_queue(1, queue="inbox")  # the start task: the scan runs, the next step waits pending
     [pending] = AgentAction.objects.filter(inbound_message=r.message, status="pending")
 
     def lost_worker():  # what a worker killed mid-step leaves behind

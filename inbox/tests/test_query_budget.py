@@ -27,7 +27,7 @@ def _run_tasks() -> list[tuple[str, int, str]]:
     from django_q.signing import SignedPackage
 
     ran = []
-    while (row := OrmQ.objects.filter(key="default").order_by("id").first()) is not None:
+    while (row := OrmQ.objects.filter(key="inbox").order_by("id").first()) is not None:
         OrmQ.objects.filter(id=row.id).delete()
         pkg = SignedPackage.loads(row.payload)
         with CaptureQueriesContext(connection) as captured:

@@ -15,7 +15,7 @@ from owlat.sql import database_ping
 
 class QueueHealthSerializer(serializers.Serializer):
     name = serializers.CharField(
-        help_text="The queue (one django-q2 cluster each): default, transactional, campaign."
+        help_text="The queue (one django-q2 cluster each): default, transactional, campaign, inbox."
     )
     status = serializers.ChoiceField(
         choices=["ok", "stalled", "down"],

@@ -97,7 +97,7 @@ def test_health_reports_each_queue_and_degrades_on_an_old_task_or_a_silent_clust
     client = Client()
     body = client.get("/api/v1/health").json()
     assert body["status"] == "ok"
-    assert [q["name"] for q in body["queues"]] == ["default", "transactional", "campaign"]
+    assert [q["name"] for q in body["queues"]] == ["default", "transactional", "campaign", "inbox"]
     assert body["queueAgeDegradedSeconds"] == settings.HEALTH_QUEUE_AGE_DEGRADED_SECONDS
     heartbeat(clusters.cluster_heartbeat_name("transactional"))
     enqueue("owlat.jobs.heartbeat_task", "x", queue="transactional")

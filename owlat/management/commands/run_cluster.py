@@ -34,7 +34,7 @@ RESTART_BACKOFF_SECONDS = 2.0  # between two starts of a cluster that keeps dyin
 
 
 class Command(BaseCommand):
-    help = "Run one django-q2 cluster (default, transactional or campaign) and restart it when it dies or stalls."
+    help = "Run one django-q2 cluster (default, transactional, campaign or inbox) and restart it when it dies or stalls."
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument(
