@@ -79,8 +79,10 @@ class FormFieldInput(InputSerializer):
         required=False,
         help_text="With kind `property`: the key of a contact property of the organization (required then).",
     )
-    label = _text(100, help_text="Empty: a label by kind.")
-    required = StrictBooleanField(required=False)
+    # the keys `label` and `required` shadow `Field` attributes for the type checker only: DRF's serializer
+    # metaclass moves declared fields off the class
+    label = _text(100, help_text="Empty: a label by kind.")  # type: ignore[assignment]
+    required = StrictBooleanField(required=False)  # type: ignore[assignment]
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if attrs["kind"] == SignupFieldKind.PROPERTY and not attrs.get("propertyKey"):
