@@ -1,4 +1,4 @@
-"""Counters without hot rows (issue 12 item 2; refines AUT-05 and AUT-02's single-row increments).
+"""Counters without hot rows (refines AUT-05 and AUT-02's single-row increments).
 
 Writers (`automations.lifecycle`) record every counter move as an `AutomationCounterDelta` row in their own
 transaction — an insert, so no request or worker waits on another's lock of the shared automation or step row

@@ -47,7 +47,7 @@ def breaker_paused_automations(organization_id: Any) -> Iterator[AttentionItem]:
 
 def automation_funnels(organization_id: Any) -> list[Funnel]:
     """Entered, then completed per step, of the active automations with the most entries (the pending counter
-    deltas folded first, issue 12 item 2)."""
+    deltas folded first)."""
     from automations.counters import counters_rollup
 
     counters_rollup()

@@ -67,7 +67,7 @@ class Automation(FSMModelMixin, models.Model):
     stats_cancelled = models.PositiveIntegerField(default=0)
     stats_updated_at = models.DateTimeField(null=True, blank=True)
     consecutive_run_failures = models.PositiveIntegerField(default=0)
-    # Issue 11 item 4: what the email steps' mail carries (read by delivery through delivery.mail_options).
+    # What the email steps' mail carries (read by delivery through delivery.mail_options).
     unsubscribe_footer = models.BooleanField(
         "Unsubscribe footer",
         default=True,
@@ -268,7 +268,7 @@ class AutomationStepRun(FSMModelMixin, models.Model):
 
 
 class AutomationCounterDelta(models.Model):
-    """A pending move of a counter (issue 12 item 2): writers insert deltas instead of updating the shared
+    """A pending move of a counter: writers insert deltas instead of updating the shared
     `Automation.stats_*` / `AutomationStep.stat_*` rows, so no request or worker waits on another's counter lock;
     `automations.counters.counters_rollup` (a cron, and the backfill) folds them into the rows. Readers add the
     pending deltas (`automations.counters.counters_overlay`), so a funnel is exact before and after a roll-up.

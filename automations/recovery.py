@@ -1,5 +1,5 @@
-"""Step runs a dead worker or a lost task left `executing` (issue 13 item 8, found by tests/faults; issue 12
-items 4 and 6). Run as a sweep of the due-task dispatcher (owlat.registry.register_sweep), outside the queues.
+"""Step runs a dead worker or a lost task left `executing` (found by tests/faults). Run as a sweep of the due-task
+dispatcher (owlat.registry.register_sweep), outside the queues.
 
 Abandoned attempts. A step run is claimed `pending → executing` in a transaction of its own; its effects and
 its completion then commit together. A worker killed in between leaves the step run `executing` with nothing

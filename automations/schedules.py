@@ -1,6 +1,6 @@
 """Periodic jobs of the automations app, upserted by `sync_schedules` (D-05).
 
-Counters are recorded as deltas and folded into the counter rows every minute (issue 12 item 2).
+Counters are recorded as deltas and folded into the counter rows every minute.
 """
 
 from owlat.schedules import ScheduleSpec
@@ -8,6 +8,6 @@ from owlat.schedules import ScheduleSpec
 SCHEDULES = [
     # AUT-29: safety net for delays whose original scheduling was lost.
     ScheduleSpec("process pending delays", "automations.tasks.process_pending_delays_task", "*/5 * * * *"),
-    # Issue 12 item 2: fold the counter deltas into Automation.stats_* and AutomationStep.stat_*.
+    # Fold the counter deltas into Automation.stats_* and AutomationStep.stat_*.
     ScheduleSpec("roll up automation counters", "automations.tasks.counters_rollup_task", "* * * * *"),
 ]

@@ -7,7 +7,7 @@ from automations.walker_batch import walk_hop
 
 
 def automation_run_start_task(run_id: str, *more: str) -> str:
-    """Start the runs one fan-out opened (one task for all of them, issue 12 item 3)."""
+    """Start the runs one fan-out opened (one task for all of them)."""
     return "; ".join(run_start(i) for i in (run_id, *more))
 
 
@@ -20,13 +20,13 @@ def process_pending_delays_task(after: list | None = None) -> str:
 
 
 def automation_walk_task() -> str:
-    """The batched walker: claim and execute batches of due step runs (issue 12 item 1), walking on in this
+    """The batched walker: claim and execute batches of due step runs, walking on in this
     task while a batch leaves work due at once (`walk_hop`)."""
     return walk_hop()
 
 
 def counters_rollup_task() -> str:
-    """Fold the pending counter deltas (issue 12 item 2); a no-op while another roll-up runs."""
+    """Fold the pending counter deltas; a no-op while another roll-up runs."""
     from automations.counters import counters_rollup
 
     return f"rolled up {counters_rollup(wait=False)} counter deltas"

@@ -88,7 +88,7 @@ class _Candidate:
 
 def _candidates(event: TriggerEvent) -> list[_Candidate]:
     """The organization's active automations of the event's trigger kind, whether each has steps and a running
-    run of the contact, and its step 0 — one statement, written out instead of built by the ORM (issue 12: the
+    run of the contact, and its step 0 — one statement, written out instead of built by the ORM (the
     fan-out runs inside every API call that fires a trigger, and compiling the two annotated querysets it used
     cost about a quarter of the events API's CPU). Portable SQL; values go through the fields' own conversions
     (UUIDs are hex text on SQLite, JSON is decoded by the JSONField)."""
@@ -107,7 +107,8 @@ def _candidates(event: TriggerEvent) -> list[_Candidate]:
 
 def contact_and_candidates(*, organization_id: Any, email: str, kind: str) -> tuple[Any, list[_Candidate]]:
     """The id of the organization's live contact with this (normalized) email (the lowest id, as
-    `owlat.contacts.live_contacts` would find it) and, when there is one, `_candidates` of a `kind` trigger for it — one statement (issue 12: the events API
+    `owlat.contacts.live_contacts` would find it) and, when there is one, `_candidates` of a `kind` trigger for it
+    — one statement (the events API
     read the contact and then the candidates). (None, []) when there is no such contact."""
     from django.db import connection
 
@@ -161,10 +162,10 @@ def automation_fanout(
     """AUT-17: open a run per matching active automation; returns the created run ids. `prefetched`: the
     event's `_candidates`, read by the caller in a statement it ran anyway (`contact_and_candidates`).
 
-    Set-based (issue 12 item 3): one read of the candidate automations with their step 0 (`_candidates`), one
+    Set-based: one read of the candidate automations with their step 0 (`_candidates`), one
     statement inserting every run (the partial unique index drops a contact's second running run without a
     savepoint), step 0's step runs and their counter deltas, and one walker wake-up for all of them."""
-    # AUT-18 `start_run` in the same transaction (issue 12 item 3, saving a hop per run): step 0 of each new run
+    # AUT-18 `start_run` in the same transaction (saving a hop per run): step 0 of each new run
     # becomes its pending step run at once (runs, step runs and their counters in one statement) and the batched
     # walker is woken once; a run whose automation has no step 0 is left to the start task (which completes it).
     from automations.lifecycle import runs_open_and_start_many

@@ -1,6 +1,6 @@
 """The step walker (AUT-18 … AUT-29): starting runs, executing one named step run (a delayed step that came
 due, a retry, the recovery cron's dispatch), retries and the lost-delay cron. Immediate steps go to the batched
-walker (`automations.walker_batch.walk`, one django-q2 hop per batch, issue 12 item 1), whose executor
+walker (`automations.walker_batch.walk`, one django-q2 hop per batch), whose executor
 `execute_claimed` also runs the single step runs here.
 
 Hops, retries and delays go through `owlat.jobs.enqueue` (immediate → django-q2; future → a due-task row handed
@@ -76,7 +76,7 @@ def _schedule_step(run: AutomationRun, step: AutomationStep, now: dt.datetime) -
     AutomationRun.objects.filter(pk=run.pk).update(current_step_index=step.step_index, next_step_at=due)
     step_run = step_run_create(run=run, step=step, scheduled_at=now, delay_until=due)
     if due is None:
-        wake_walk()  # the batched walker takes it with whatever else is due (issue 12 items 1, 2)
+        wake_walk()  # the batched walker takes it with whatever else is due
     else:
         enqueue(EXECUTE_TASK, str(run.pk), str(step_run.pk), 0, at=due)
     return step_run

@@ -1,4 +1,4 @@
-"""The batched walker (issue 12 item 1; overrides AUT-18/19/23's one `execute_step` task per step).
+"""The batched walker (overrides AUT-18/19/23's one `execute_step` task per step).
 
 `walk` claims due step runs in batches (one `UPDATE … WHERE id = ANY(ARRAY(SELECT … FOR UPDATE SKIP LOCKED))
 RETURNING`, `automations.lifecycle.step_runs_claim_due`) and `execute_claimed` executes them with the runs,
@@ -69,7 +69,7 @@ class _Item:
 
 
 def wake_walk() -> None:
-    """Wake the batched walker: enqueue a walk unless one is already pending (`owlat.wakeups`, issue 12 item 2:
+    """Wake the batched walker: enqueue a walk unless one is already pending (`owlat.wakeups`:
     without this every event's run queued a walk, 109,437 of them at 100,000 events, nearly all no-ops)."""
     wakeups.wake(WALK_TASK)
 
@@ -114,7 +114,7 @@ def walk_hop(*, seconds: float = WALK_HOP_SECONDS, limit: int = WALK_BATCH) -> s
 
 
 class _Stream:
-    """The walk's pause before its next claim (issue 12). After a full batch none (a backlog). A slow stream (the
+    """The walk's pause before its next claim. After a full batch none (a backlog). A slow stream (the
     one at 50 events/s) gets `AUTOMATION_WALK_LINGER_MS` after a batch of fewer than `WALK_LINGER_BELOW` step
     runs, as before. A fast stream, one whose rate over the latest claims would bring at least half a batch within
     `AUTOMATION_WALK_LINGER_MAX_MS`, is given the time it needs to fill a batch, at most that long: there the

@@ -1,4 +1,4 @@
-"""The campaign change page's read-only panels (issue 9 item 8): preview link, live eligible count, pre-flight,
+"""The campaign change page's read-only panels: preview link, live eligible count, pre-flight,
 live progress, the report with rates, the A/B results per variant and the activity chart. Mixed into
 `campaigns.admin.CampaignAdmin`."""
 

@@ -246,8 +246,8 @@ def _load(campaign_id: Any, organization_id: Any) -> Campaign | None:
 def _load_for(
     campaign_id: Any, organization_id: Any, authority: Authority, permission: str, action: str
 ) -> Campaign | Outcome:
-    """The campaign a transition acts on, or its refusal: not allowed (`authority` is required, issue 13 item
-    10: a member's role, or an explicitly named upstream grant), then not found."""
+    """The campaign a transition acts on, or its refusal: not allowed (`authority` is required:
+    a member's role, or an explicitly named upstream grant), then not found."""
     refused = refusal(organization_id, authority, permission, f"You are not allowed to {action} campaigns")
     if refused:
         return refused

@@ -6,7 +6,7 @@ Every message's class (marketing, transactional, reply) and the headers that go 
 - campaign (marketing): the row's template in its language, personalized from the row's snapshot; signed click
   links when tracking is on (DLV-20), and the open pixel when the body has enough text not to look image-only
   (`OPEN_PIXEL_MIN_TEXT`; else the message's opens are not measured, `OutgoingMessage.open_tracked`); `List-Id` for topic campaigns; a footer with the
-  unsubscribe link (topic and segment campaigns, issue 11 item 4), the preference link (topic campaigns) and the
+  unsubscribe link (topic and segment campaigns), the preference link (topic campaigns) and the
   organization's postal address — a link the template already has through `{{unsubscribeUrl}}` /
   `{{preferencesUrl}}` is not repeated;
 - automation (marketing): the template personalized for the contact, the automation's `List-Id`, and — per
@@ -271,7 +271,7 @@ def compose_campaign(send: Any, ctx: Any, *, postal_address: str = "") -> Outgoi
     subject = send.personalized_subject or rendered.subject
     # CMP-27: the archive link, unless the template places `{{viewInBrowserUrl}}` itself (never tracked)
     view = "" if prepared_uses(prepared, VIEW_IN_BROWSER_VARIABLE) else (ctx.view_in_browser_url or "")
-    # Topic and segment campaigns alike carry a visible unsubscribe link (issue 11 item 4 overrides DLV-21's
+    # Topic and segment campaigns alike carry a visible unsubscribe link (overriding DLV-21's
     # "segment campaigns: header only"), once: not in the footer when the template has {{unsubscribeUrl}}.
     body_unsubscribe = None if uses_unsubscribe else unsubscribe
     body_preferences = preferences if ctx.topic_id and not uses_preferences else None
@@ -414,7 +414,7 @@ def compose_transactional(
     )
     if kind == "automation":
         if options.footer and html is not None:
-            # Issue 11 item 4 (overrides AUT-31 step 5's "no footer"): the visible link, once.
+            # Overrides AUT-31 step 5's "no footer": the visible link, once.
             body_unsubscribe = None if uses_unsubscribe else unsubscribe
             body_preferences = None if uses_preferences else preferences
             html = _insert_before_body_end(
@@ -427,7 +427,7 @@ def compose_transactional(
                 unsubscribe=body_unsubscribe, preferences=body_preferences, postal_address=postal_address
             )
         if options.track and tokens.site_url() and html:
-            # Optional per automation (off by default), the campaign tracking (DLV-20 extended by issue 11).
+            # Optional per automation (off by default), the campaign tracking (DLV-20 extended).
             no_track = tuple(u for u in (unsubscribe, preferences) if u)
             html = rewrite_links(
                 html, organization_id=send.organization_id, send_id=send.pk, no_track=no_track

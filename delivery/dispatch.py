@@ -1,6 +1,6 @@
 """The dispatch helper (DLV-17): the only place that talks to a provider.
 
-Pool jobs use `send_provider_attempt` (issue 12 item 5, refining DLV-15/DLV-17): one attempt per call; a
+Pool jobs use `send_provider_attempt` (refining DLV-15/DLV-17): one attempt per call; a
 retryable refusal with attempts left returns `retry_after_ms` (the provider's next delay, 1/5/30 s) instead of
 sleeping, and the worker releases the row and re-queues it as a due task, so a batch never sleeps through
 django-q2's timeout and one slow recipient does not stall the pool. Every attempt takes a pacing token (D-06)

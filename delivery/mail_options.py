@@ -1,10 +1,10 @@
-"""Per-automation mail options the automation engine gives the delivery worker (issue 11 item 4), through a
+"""Per-automation mail options the automation engine gives the delivery worker, through a
 registry filled in `AutomationsConfig.ready()` (style.md, Layering: delivery does not import the engines).
 
 - `footer` (default on): automation mail gets an in-body footer with the unsubscribe link, unless its template
   already uses `{{unsubscribeUrl}}`; off for purely transactional flows (a password reset, a receipt);
-- `track` (default off): open pixel and signed click links, the campaign tracking (DLV-20 as extended by
-  issue 11 item 4).
+- `track` (default off): open pixel and signed click links, the campaign tracking (DLV-20, extended to
+  automation mail; docs/decisions.md).
 """
 
 from __future__ import annotations

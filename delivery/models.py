@@ -206,7 +206,7 @@ class TransactionalSend(FSMModelMixin, SendRowFields):
         verbose_name = "transactional send"
         indexes = [
             models.Index(fields=["organization", "kind", "-queued_at"], name="txsend_org_kind_queued"),
-            # The admin's send lists (issue 8 item 8): newest first for every kind, and per status.
+            # The admin's send lists: newest first for every kind, and per status.
             models.Index(fields=["organization", "-queued_at"], name="txsend_org_queued"),
             models.Index(fields=["organization", "status", "-queued_at"], name="txsend_org_status_queued"),
             models.Index(fields=["automation_id"], name="txsend_automation"),

@@ -1,4 +1,4 @@
-"""An opt-in CPU profile of the pool worker (issue 12): with `OWLAT_DELIVERY_PROFILE=<directory>` in a worker's
+"""An opt-in CPU profile of the pool worker: with `OWLAT_DELIVERY_PROFILE=<directory>` in a worker's
 environment, the CPU seconds of every pool job's thread and of its helper threads (the provider connections'
 senders, the recorder) are added up per thread name and written after each job to
 `<directory>/worker-<pid>.json`, with the jobs and messages counted. With `OWLAT_DELIVERY_PROFILE_FUNCS=1` as

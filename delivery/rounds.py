@@ -1,4 +1,4 @@
-"""What a pool job reads for one round of claimed rows (delivery.worker, issue 12): the rows with the templates
+"""What a pool job reads for one round of claimed rows (delivery.worker): the rows with the templates
 and organizations composing needs, and the checks made again at dispatch — campaign send settings, the
 blocklist and unsubscribed contacts (DLV-13, D-11) — and the automations' mail options."""
 

@@ -30,7 +30,7 @@ def transactional_sends_insert(rows: list[Any]) -> None:
     """`delivery.services.automation.automation_email_insert_many` on PostgreSQL (twin: `bulk_create`): the
     rows in one `INSERT … SELECT` by column: a column whose value is the same in every row
     (most of a fresh send row: the organization, template, sender, the empty tracking fields) is one
-    parameter, the others one array each through `unnest` (issue 12: `bulk_create` prepares and binds all 44
+    parameter, the others one array each through `unnest` (`bulk_create` prepares and binds all 44
     values of every row one by one, a third of the walker's CPU per email step). Each value goes through its
     field's `get_db_prep_save` as `bulk_create` would; JSON as text cast to jsonb."""
     fields = _send_columns()

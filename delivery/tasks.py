@@ -8,7 +8,7 @@ from delivery.worker import dispatch_batch
 
 def send_batch_task(kind: str, send_ids: list[str], retry_token: str | None = None, attempts: int = 0) -> str:
     """One pool job (D-06): dispatch up to 100 rows of `kind` (`campaign` | `transactional`) at most once.
-    A provider retry (issue 12 item 5) carries the parked row's `retry_token` and the attempts made before."""
+    A provider retry carries the parked row's `retry_token` and the attempts made before."""
     return str(dispatch_batch(kind, list(send_ids), retry_token=retry_token, attempts=attempts))
 
 

@@ -1,4 +1,4 @@
-"""VERP return paths (issue 11 item 3): every send row gets its own envelope sender, so a bounce names the row
+"""VERP return paths: every send row gets its own envelope sender, so a bounce names the row
 it is about without trusting anything the bouncing server wrote.
 
     b-<k><id><sig>@<RETURN_PATH_SUBDOMAIN>.<sending domain>      (e.g. b-…@bounces.acme.example)

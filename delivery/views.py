@@ -55,8 +55,8 @@ def _uuid(value: str) -> uuid.UUID | None:
 
 
 def _campaign_send(organization_id: str, send_id: str) -> EmailSend | TransactionalSend | None:
-    """The tracked row: a campaign send, or an automation send of an automation with tracking on (issue 11
-    item 4); only those carry tracking links."""
+    """The tracked row: a campaign send, or an automation send of an automation with tracking on; only those carry
+    tracking links."""
     org_pk, send_pk = _uuid(organization_id), _uuid(send_id)
     if org_pk is None or send_pk is None:
         return None

@@ -2,7 +2,7 @@
 signature; `anymail.signals.tracking` is the library's integration point, and its receiver here is one call into
 `provider_event_record`, which maps the event onto the send lifecycle by provider message id.
 
-Hardening (issue 13):
+Hardening:
 
 * Only the providers Owlat supports are mounted (`PROVIDER_WEBHOOKS`: `/webhooks/<slug>/tracking/`), each
   through `provider_webhook_view`, which answers **404** while the provider's webhook authentication is not

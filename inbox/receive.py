@@ -180,7 +180,7 @@ def agent_config_for(organization_id: Any) -> AgentConfig:
 
 
 def pipeline_enabled(organization_id: Any, stored_flags: dict[str, Any] | None = None) -> bool:
-    """AGT-02 step 6 as issue 10 amends it: `inbox` and the stored `ai.agent` must be on; `ai` is required only
+    """AGT-02 step 6 as amended (docs/decisions.md): `inbox` and the stored `ai.agent` must be on; `ai` is required only
     while a model is configured (without one the pipeline runs scan and context retrieval and stops at
     `draft_ready` with an empty draft). `stored_flags`: the organization's stored flags when the caller has
     them loaded already (else they are read)."""

@@ -1,4 +1,4 @@
-"""The walker's hot statements written out, as server-side prepared statements on PostgreSQL (issue 12).
+"""The walker's hot statements written out, as server-side prepared statements on PostgreSQL.
 
 Every step task reads its action with the message, the contact and the agent configuration, locks the message
 for its routing, claims and completes its action and inserts the next step's row. Built by the ORM, each of

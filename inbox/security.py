@@ -1,4 +1,4 @@
-"""Security scan detection and hidden-content stripping (AGT-13, AGT-15), plus the phishing rule of issue 10:
+"""Security scan detection and hidden-content stripping (AGT-13, AGT-15), plus the phishing rule:
 lookalike links (the shown link names another host than the target, punycode or mixed-script hosts) and
 homoglyph sender names set `phishingDetected`.
 

@@ -111,7 +111,7 @@ _BUILT_MAX = 1024
 
 def _key_from_row(row: Any) -> ApiKey:
     """The key's columns (in `concrete_fields` order) made an `ApiKey` as the ORM would — or the instance this
-    thread already made from exactly these column values (issue 12: building it was ~0.06 ms of every API
+    thread already made from exactly these column values (building it was ~0.06 ms of every API
     request). Every request still reads the row; any change to it (scopes, revocation, expiry, last use)
     gives a new instance."""
     row = tuple(row)
@@ -150,7 +150,7 @@ def api_key_authenticate_and_take(
     raw: str, *, bucket_prefix: str, rate: float, capacity: float, now: float, cost: float = 1.0
 ) -> tuple[ApiKey | None, tuple[float, float] | None]:
     """`api_key_authenticate` and a take from the key's token bucket (`bucket_prefix` + its id;
-    `owlat.ratelimit`'s refill-and-take) in one statement on PostgreSQL (issue 12: one round trip less per API
+    `owlat.ratelimit`'s refill-and-take) in one statement on PostgreSQL (one round trip less per API
     request). Returns the key (None: no usable key, nothing taken) and (tokens before the take, tokens after),
     which is None when the key's bucket row does not exist yet (the caller takes through `owlat.ratelimit`)."""
     params = {

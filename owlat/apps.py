@@ -40,6 +40,4 @@ class OwlatConfig(AppConfig):
         from owlat.registry import register_sweep
         from owlat.wakeups import wakeups_stale
 
-        register_sweep(
-            "owlat.wakeups_stale", wakeups_stale
-        )  # a wake-up marker whose task was lost (issue 12)
+        register_sweep("owlat.wakeups_stale", wakeups_stale)  # a wake-up marker whose task was lost

@@ -1,4 +1,4 @@
-"""Liveness and progress of the django-q2 clusters (issue 13 item 8), around the cluster, not in it.
+"""Liveness and progress of the django-q2 clusters, around the cluster, not in it.
 
 A killed worker can stall its whole cluster silently (django-q2 issue 23: a worker that dies while holding the
 task queue's lock leaves every other worker, and the one the sentinel reincarnates, waiting on that lock for

@@ -154,7 +154,7 @@ def contact_find_or_create(
                     )
                     if address:
                         # get-or-create in one statement (INSERT … ON CONFLICT DO NOTHING): an existing
-                        # identity is kept, as before (issue 12 item 3).
+                        # identity is kept, as before.
                         ContactIdentity.objects.bulk_create(
                             [
                                 ContactIdentity(

@@ -1,4 +1,4 @@
-"""Bulk contact import from CSV (issue 2 item 10; DOM-06, AUT-16).
+"""Bulk contact import from CSV (DOM-06, AUT-16).
 
 Two passes: `contact_import_validate` reads and checks EVERY row first (email format, lengths, time zone,
 language) and returns the good rows plus the bad rows with their line numbers; `contact_import_run` then imports

@@ -11,7 +11,7 @@ SCHEDULES = [
     ScheduleSpec(
         "recover webhook deliveries", "owlat.webhooks.webhook_deliveries_recover_task", "*/5 * * * *"
     ),
-    # DOM-12 / issue 11: re-check every sending domain's DNS records; stale verifications (>24 h) are logged.
+    # DOM-12: re-check every sending domain's DNS records; stale verifications (>24 h) are logged.
     ScheduleSpec(
         "recheck sending domains", "owlat.domains.verification.domains_recheck_task", "41 */6 * * *"
     ),

@@ -1,4 +1,4 @@
-"""Operators never see Django's debug 404 page (issue 8 item 4).
+"""Operators never see Django's debug 404 page.
 
 * `/` redirects to the admin (the back-office is the product UI, D-12); unfold's "View site" points there too.
 * `FriendlyNotFoundMiddleware` replaces Django's technical 404 page (shown with `DEBUG` on, e.g. under `make run`)

@@ -46,7 +46,7 @@ def has_permission(role: str | None, perm: str) -> bool:
 @dataclass(frozen=True)
 class Authority:
     """Who acts, handed to every lifecycle action that has role rules as a *required* argument — so a new caller
-    cannot skip the permission check by leaving something out (issue 13 item 10).
+    cannot skip the permission check by leaving something out.
 
     Either an organization member's role (checked with `has_permission`; a member without a role is refused),
     or a caller whose right to act was established before the call, named explicitly: an API key whose scope the

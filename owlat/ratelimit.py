@@ -1,5 +1,5 @@
 """A token bucket shared by every process (API-04 per key; D-06 pool pacing): in PostgreSQL, or in Redis when
-`REDIS_URL` is set (issue 12 item 6: one atomic Lua script per take through the `redis` package; keys under
+`REDIS_URL` is set (one atomic Lua script per take through the `redis` package; keys under
 `REDIS_KEY_PREFIX`, expiring once the bucket would be full again).
 
 `now` may be injected (tests, benchmarks); it is a Unix time in seconds.

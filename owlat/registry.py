@@ -92,7 +92,7 @@ _sweeps: dict[str, Sweep] = {}
 
 def register_sweep(name: str, fn: Sweep) -> Sweep:
     """`fn() -> summary`: a recovery sweep the due-task dispatcher runs every `QUEUE_SWEEP_SECONDS` outside
-    the worker queues, so it still runs while a queue is stalled (issue 13 item 8). Idempotent."""
+    the worker queues, so it still runs while a queue is stalled. Idempotent."""
     _sweeps[name] = fn
     return fn
 

@@ -1,4 +1,4 @@
-"""Hostile-input guard for the public pages, provider webhooks and the admin (issue 13): a NUL byte in the
+"""Hostile-input guard for the public pages, provider webhooks and the admin: a NUL byte in the
 path, the query string or a url-encoded form field cannot be stored or looked up in PostgreSQL (psycopg raises
 `ValueError`, which would answer 500), so the request is answered 400 before any view runs.
 

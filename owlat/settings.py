@@ -75,7 +75,7 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "owlat.content_policy.ContentPolicyMiddleware",  # django-csp: CONTENT_SECURITY_POLICY below
     "owlat.request_guard.RejectNulBytesMiddleware",
-    # Django's session, auth and messages middleware, stepping aside under /api/v1 (issue 12); CSRF's stays
+    # Django's session, auth and messages middleware, stepping aside under /api/v1; CSRF's stays
     # as it is (security.W003 looks for it by name; it costs little and enforces nothing under /api/v1)
     "owlat.sandbox.CookielessPagesMiddleware",  # public pages that read and set no cookie (the archive)
     "owlat.api.middleware.SessionMiddlewareExceptApi",
@@ -125,7 +125,7 @@ if _db["ENGINE"] == "django.db.backends.sqlite3":
     )
 else:
     _db["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=600)
-    # Kept on (issue 12, measured): the check is one `SELECT 1` on the first query of each request or task on a
+    # Kept on (measured): the check is one `SELECT 1` on the first query of each request or task on a
     # reused connection, ~0.07 ms of web CPU per API request (~2 % of an events call). Without it, every
     # process's first request or task after a PostgreSQL restart or failover fails on its dead connection
     # (a 500 for an API call, a failed job for a worker) before Django replaces it.
@@ -237,7 +237,7 @@ CORS_PREFLIGHT_MAX_AGE = 86400
 
 # --- Background work (django-q2, D-05) ------------------------------------------------------------------
 REDIS_URL = env.str("REDIS_URL", default="")
-# With REDIS_URL the rate limiters' buckets (API-04, D-06 pacing) live in Redis under this prefix (issue 12 item 6).
+# With REDIS_URL the rate limiters' buckets (API-04, D-06 pacing) live in Redis under this prefix.
 REDIS_KEY_PREFIX = env.str("REDIS_KEY_PREFIX", default="owlat:")
 Q_WORKERS = env.int("Q_WORKERS", default=2)
 _q_common = {
@@ -259,7 +259,7 @@ Q_CLUSTER = {
         # D-06: each delivery pool is its own django-q2 queue
         "transactional": {"workers": env.int("Q_TRANSACTIONAL_WORKERS", default=1)},
         # two: while one process's job claims and loads its rows or records its last results, the other's
-        # job keeps the SMTP connections busy (issue 12); the pool's rate is global (D-06), not per process
+        # job keeps the SMTP connections busy; the pool's rate is global (D-06), not per process
         "campaign": {"workers": env.int("Q_CAMPAIGN_WORKERS", default=2)},
         # the inbox pipeline (inbox/queues.py): inbound triage never waits behind automations or campaigns
         "inbox": {"workers": env.int("Q_INBOX_WORKERS", default=1)},
@@ -273,7 +273,7 @@ else:
 Q_BROKER_IS_TRANSACTIONAL = not REDIS_URL
 DUE_TASK_POLL_SECONDS = env.float("DUE_TASK_POLL_SECONDS", default=0.25)  # D-05: at most every 250 ms
 DUE_TASK_LEASE_SECONDS = env.int("DUE_TASK_LEASE_SECONDS", default=60)
-# Cluster liveness and progress (issue 13 item 8; owlat/clusters.py, `manage.py run_cluster`): each cluster's
+# Cluster liveness and progress (owlat/clusters.py, `manage.py run_cluster`): each cluster's
 # supervisor beats every CLUSTER_WATCHDOG_INTERVAL_SECONDS and restarts its cluster when the queue's oldest task
 # is older than CLUSTER_STALL_SECONDS while no worker started or finished a task for that long and none is busy.
 CLUSTER_WATCHDOG_INTERVAL_SECONDS = env.float("CLUSTER_WATCHDOG_INTERVAL_SECONDS", default=5.0)
@@ -300,18 +300,18 @@ CAMPAIGN_CONTROL_QUEUE = env.str("CAMPAIGN_CONTROL_QUEUE", default="default")
 # seconds (far below Q_TIMEOUT).
 CAMPAIGN_WALK_PAGES_PER_HOP = env.int("CAMPAIGN_WALK_PAGES_PER_HOP", default=20)
 CAMPAIGN_WALK_HOP_SECONDS = env.float("CAMPAIGN_WALK_HOP_SECONDS", default=30.0)
-# The events intake's hot statements run as server-side prepared statements on PostgreSQL (owlat/sql.py, issue 12).
+# The events intake's hot statements run as server-side prepared statements on PostgreSQL (owlat/sql.py).
 # Off only behind a connection pooler that does not keep a session's prepared statements (PgBouncer in
 # transaction mode before 1.21).
 OWLAT_PREPARED_STATEMENTS = env.bool("OWLAT_PREPARED_STATEMENTS", default=True)
-# Automations (issue 12): after a batch of fewer than 50 step runs the walk pauses this long before its next
+# Automations: after a batch of fewer than 50 step runs the walk pauses this long before its next
 # claim, so that under a steady stream of events batches grow (less CPU per step and per mail, larger delivery
 # jobs); it delays a step already due by at most this. 0 = no pause.
 AUTOMATION_WALK_LINGER_MS = env.float("AUTOMATION_WALK_LINGER_MS", default=100.0)
 # ... and under a fast stream (one that brings at least half a batch of 200 step runs within this) up to this long,
 # as long as a full batch takes to arrive; at most AUTOMATION_WALK_LINGER_MS when this is not above it.
 AUTOMATION_WALK_LINGER_MAX_MS = env.float("AUTOMATION_WALK_LINGER_MAX_MS", default=300.0)
-# Test only (issue 12): the enqueue helper hands every task to django-q2 twice, as a Redis redelivery or a crashed
+# Test only: the enqueue helper hands every task to django-q2 twice, as a Redis redelivery or a crashed
 # worker would, so tests can prove that every task is duplicate-safe. Ignored outside test mode.
 OWLAT_TEST_DELIVER_TWICE = TESTING and env.bool("OWLAT_TEST_DELIVER_TWICE", default=False)
 
@@ -348,7 +348,7 @@ ANYMAIL = {name: env.str(name) for name in _ANYMAIL_ENV_NAMES if env.str(name, d
 PROVIDER_WEBHOOKS_ALLOW_UNSIGNED = env.bool("PROVIDER_WEBHOOKS_ALLOW_UNSIGNED", default=False)
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="owlat@localhost")
 SERVER_EMAIL = DEFAULT_FROM_EMAIL
-# Bounces over plain SMTP (issue 11 item 3): the domain of the VERP return paths (its MX points at the bounce
+# Bounces over plain SMTP: the domain of the VERP return paths (its MX points at the bounce
 # intake, `manage.py run_bounce_server`); empty = no VERP. The intake listens on BOUNCE_SERVER_HOST:PORT.
 BOUNCE_DOMAIN = env.str("BOUNCE_DOMAIN", default="")
 BOUNCE_SERVER_HOST = env.str("BOUNCE_SERVER_HOST", default="127.0.0.1")
@@ -363,7 +363,7 @@ BOUNCE_SOFT_THRESHOLD = env.int("BOUNCE_SOFT_THRESHOLD", default=5)
 BOUNCE_SOFT_WINDOW_DAYS = env.int("BOUNCE_SOFT_WINDOW_DAYS", default=30)
 DELIVERABILITY_ALERT_THRESHOLD = env.int("DELIVERABILITY_ALERT_THRESHOLD", default=10)
 DELIVERABILITY_ALERT_WINDOW_MINUTES = env.int("DELIVERABILITY_ALERT_WINDOW_MINUTES", default=60)
-# Sending-domain verification and DKIM (DOM-12, issue 11; owlat/domains). Every DNS query goes through the
+# Sending-domain verification and DKIM (DOM-12, owlat/domains). Every DNS query goes through the
 # resolver built from these: DNS_NAMESERVERS as "ip" or "ip:port" (empty: the system's resolv.conf).
 DNS_NAMESERVERS = env.list("DNS_NAMESERVERS", default=[])
 DNS_TIMEOUT_SECONDS = env.float("DNS_TIMEOUT_SECONDS", default=3.0)
@@ -386,7 +386,7 @@ DELIVERY_OPEN_PIXEL_MIN_TEXT = env.int("DELIVERY_OPEN_PIXEL_MIN_TEXT", default=3
 # Pacing per pool, messages/second (D-06); 0 = unlimited.
 DELIVERY_TRANSACTIONAL_RATE = env.float("DELIVERY_TRANSACTIONAL_RATE", default=30.0)
 DELIVERY_CAMPAIGN_RATE = env.float("DELIVERY_CAMPAIGN_RATE", default=20.0)
-# SMTP connections one pool job sends over concurrently (issue 12; each row still claimed and handed off once).
+# SMTP connections one pool job sends over concurrently (each row still claimed and handed off once).
 DELIVERY_SMTP_CONNECTIONS = env.int("DELIVERY_SMTP_CONNECTIONS", default=4)
 # Warm-up capacity, campaign messages per UTC day for the install (CMP-21 #9 pre-flight); 0 = not planned.
 CAMPAIGN_DAILY_SEND_CAPACITY = env.int("CAMPAIGN_DAILY_SEND_CAPACITY", default=0)

@@ -1,4 +1,4 @@
-"""Hot hand-written statements as server-side prepared statements on PostgreSQL (issue 12).
+"""Hot hand-written statements as server-side prepared statements on PostgreSQL.
 
 The events API runs the same few written-out statements on every call (the API key lookup with its rate-limit
 take, the contact with its candidate automations, the run opening, the event insert). Sent as Django sends
@@ -45,7 +45,7 @@ def prepared_cursor(connection: Any = None) -> Any:
     it as `connection.cursor()` (`with prepared_cursor() as cursor: cursor.execute(sql, params)`); only for
     statements whose text is one of a few (see the module's doc)."""
     # the wrapper itself, not `django.db.connection`: every attribute read through that proxy looks the
-    # thread's connections up again (issue 12: eight lookups a statement)
+    # thread's connections up again (eight lookups a statement)
     connection = connection or connections[DEFAULT_DB_ALIAS]
     if connection.vendor != "postgresql" or not settings.OWLAT_PREPARED_STATEMENTS:
         return connection.cursor()
@@ -62,7 +62,7 @@ def prepared_cursor(connection: Any = None) -> Any:
 
 def _register_timezone(connection: Any, pg: Any, cursor: Any) -> None:
     """As Django's `create_cursor`: timestamptz values load in the connection's time zone. The check is made
-    once per connection and time zone (issue 12: it was on every statement): while the connection's own loader
+    once per connection and time zone (it was on every statement): while the connection's own loader
     has the zone, as Django sets it up when it connects, nothing needs registering."""
     timezone = connection.timezone
     if connection.__dict__.get("_owlat_tz_checked") == (pg, timezone):

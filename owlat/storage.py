@@ -1,4 +1,4 @@
-"""PostgreSQL storage parameters for the high-churn queue tables (issue 12).
+"""PostgreSQL storage parameters for the high-churn queue tables.
 
 Send rows, step runs, runs and due tasks are inserted, updated two to four times within seconds and then left:
 a queue's life on a table. PostgreSQL's defaults suit tables that grow slowly. Two parameters change that:

@@ -21,7 +21,7 @@ def fire_trigger(
     """Run every registered listener inside the caller's transaction; returns the ids of the runs opened.
 
     `prefetched` maps a listener to what it would read first, when the caller read it in a statement it ran
-    anyway (issue 12: the events API reads the contact and the fanout's candidates together); that listener is
+    anyway (the events API reads the contact and the fanout's candidates together); that listener is
     called with `prefetched=<value>`."""
     if kind not in TRIGGER_KINDS:
         raise ValueError(f"unknown trigger kind {kind!r}")

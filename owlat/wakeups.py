@@ -1,4 +1,4 @@
-"""Coalesced wake-ups (issue 12 item 2): at most one pending task per argument-less "wake" task.
+"""Coalesced wake-ups: at most one pending task per argument-less "wake" task.
 
 A wake task (the batched walker's walk, say) does whatever is due when it runs, so a hundred wake-ups queued
 while one is pending are a hundred broker rows, dequeues and no-op runs. `wake(func)` enqueues `func` only if no

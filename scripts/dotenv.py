@@ -1,4 +1,4 @@
-"""`make run`'s `.env` (issue 8 item 5): on first run write a random SECRET_KEY and what run.sh sets (DEBUG,
+"""`make run`'s `.env`: on first run write a random SECRET_KEY and what run.sh sets (DEBUG,
 EMAIL_PROVIDER, SITE_URL, DATABASE_URL) to `.env` (mode 0600); later runs reuse it, so `manage.py` in a second
 terminal (settings read `.env`) behaves as under `make run`. Prints `export` lines for run.sh to eval.
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `scripts/keepalive.sh CMD [ARGS…]`: run CMD and start it again whenever it exits, so that under `make run` the
-# death of one process (a crash, the OOM killer) no longer makes honcho stop every other one (issue 13 item 8).
+# death of one process (a crash, the OOM killer) no longer makes honcho stop every other one.
 # Restarts are 2 s apart, 30 s once it died 5 times within a minute. SIGTERM/SIGINT (honcho signals the
 # whole process group) stop CMD and this loop; CMD gets SIGKILL if it is still there 10 s later.
 set -u

@@ -39,7 +39,7 @@ Email provider: $EMAIL_PROVIDER.  Press Ctrl-C to stop every process.
 
 MSG
 # Every Procfile process, except the bounce intake while BOUNCE_DOMAIN is unset (no VERP return path is issued
-# then, so no bounce is addressed to it): one Python process fewer on a laptop (issue 8 item 6).
+# then, so no bounce is addressed to it): one Python process fewer on a laptop.
 processes=$(sed -nE 's/^([a-z_]+):.*/\1/p' Procfile)
 if [ -z "${BOUNCE_DOMAIN:-}" ] && ! grep -qE '^(export )?BOUNCE_DOMAIN=.+' .env; then
   processes=$(grep -vx bounces <<<"$processes")

@@ -267,7 +267,7 @@ class EventNameField(StringField):
 class EventSerializer(InputSerializer):
     """An event for the contact with this email."""
 
-    reuse_fields = True  # the events API's hot path (issue 12); plain fields only
+    reuse_fields = True  # the events API's hot path; plain fields only
 
     email = EmailAddressField(
         error_messages={"required": "email is required", "type": "email must be a string"}
@@ -330,7 +330,7 @@ class AutomationStatsSerializer(serializers.Serializer):
         from automations.counters import counters_overlay
 
         instance = copy.copy(instance)  # the caller's object keeps the stored values
-        counters_overlay([instance])  # stored + pending deltas, once per object (issue 12 item 2)
+        counters_overlay([instance])  # stored + pending deltas, once per object
         return super().to_representation(instance)
 
 

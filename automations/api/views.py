@@ -103,7 +103,7 @@ class AutomationListView(AutomationsView):
         )
         page = self.paginate_queryset(queryset)
         page = [copy.copy(a) for a in page]
-        counters_overlay(page)  # stored + pending deltas for the whole page at once (issue 12 item 2)
+        counters_overlay(page)  # stored + pending deltas for the whole page at once
         return self.get_paginated_response(AutomationSummarySerializer(page, many=True).data)
 
     @extend_schema(
@@ -425,7 +425,7 @@ class StatsView(AutomationsView):
     )
     def get(self, request: Request, automation_id: str) -> Response:
         automation = copy.copy(self.get_automation(automation_id))
-        counters_overlay([automation])  # stored + pending deltas (issue 12 item 2)
+        counters_overlay([automation])  # stored + pending deltas
         return self.ok(
             {
                 "entered": automation.stats_entered,
@@ -445,7 +445,7 @@ class StatsView(AutomationsView):
 class EventsView(ApiView):
     required_scopes = {"POST": "events:write"}
     # `event_record` is atomic on its own (one statement, or its own transaction), so the view opens none
-    # (issue 12: BEGIN and COMMIT were two of an event's round trips); with an Idempotency-Key it still does
+    # (BEGIN and COMMIT were two of an event's round trips); with an Idempotency-Key it still does
     atomic = False
 
     @extend_schema(

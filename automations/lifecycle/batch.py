@@ -1,4 +1,4 @@
-"""Set-based writes of step runs and runs for the batched walker (issue 12 item 1), on the kernel's set-based
+"""Set-based writes of step runs and runs for the batched walker, on the kernel's set-based
 runner (`Lifecycle.transition_many`, `Lifecycle.create_many`):
 
 - `step_runs_claim_due`: the batch claim `pending → executing` (AUT-21) as one

@@ -123,7 +123,7 @@ def step_run_reduce(
 
 
 def _step_counters_apply(deltas: dict[Any, dict[str, int]]) -> None:
-    """Per-step counter moves recorded as deltas (issue 12 item 2: one insert, no lock on the step rows)."""
+    """Per-step counter moves recorded as deltas (one insert, no lock on the step rows)."""
     from automations.counters import record_step_counts
 
     record_step_counts(deltas)
@@ -139,7 +139,7 @@ def _count_step_runs(items: list[tuple[Any, dict[str, Any]]]) -> None:
 
 
 def _count_runs(items: list[tuple[Any, dict[str, Any]]]) -> None:
-    """Finished runs per automation as counter deltas (issue 12 item 2); a completed run also resets the
+    """Finished runs per automation as counter deltas; a completed run also resets the
     breaker (AUT-27) — an UPDATE only where the counter is not 0 already, so the common case locks nothing."""
     from automations.counters import record_run_counts
 

@@ -112,7 +112,7 @@ def automation_update(
     unsubscribe_footer: Any = _UNSET,
     track_engagement: Any = _UNSET,
 ) -> Automation:
-    """Name, description and the mail switches (issue 11 item 4) in any state; trigger type/config only in
+    """Name, description and the mail switches in any state; trigger type/config only in
     `draft` (AUT-02)."""
     with transaction.atomic():
         automation = _lock(automation_id, organization_id)

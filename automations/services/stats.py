@@ -16,7 +16,7 @@ from automations.models import Automation, AutomationRun, AutomationStep, RunSta
 
 
 def automation_funnel(automation: Automation) -> list[dict[str, Any]]:
-    """Per step: the stored counters plus the pending deltas (exact between roll-ups, issue 12 item 2)."""
+    """Per step: the stored counters plus the pending deltas (exact between roll-ups)."""
     from automations.counters import counters_overlay
 
     steps = list(AutomationStep.objects.filter(automation=automation).order_by("step_index"))

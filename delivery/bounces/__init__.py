@@ -1,4 +1,4 @@
-"""Bounce and complaint intake over plain SMTP (issue 11 item 3; DLV-12).
+"""Bounce and complaint intake over plain SMTP (DLV-12).
 
 Modules: `parse` (what a received message says: RFC 3464 DSN, RFC 5965 ARF, a non-standard bounce through
 flufl.bounce, or an auto-reply / challenge-response to ignore), `intake` (which send row it is about — the VERP

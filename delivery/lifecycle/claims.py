@@ -280,7 +280,7 @@ def release_claims(kind: str, ids: Iterable[str], token: uuid.UUID) -> int:
 
 
 def park_for_retry(kind: str, send_id: str, token: uuid.UUID, *, until: dt.datetime) -> uuid.UUID | None:
-    """A provider refused the message before accepting it (retryable, issue 12 item 5): undo the hand-off and
+    """A provider refused the message before accepting it (retryable): undo the hand-off and
     park the row under a fresh retry token with `claimed_at = until`, so no other job (batch top-up, orphan
     sweep) takes it before its retry is due; the due task carrying that token claims it (`claim_sends`). If
     the due task is lost, the orphan sweep re-drives the row one lease after `until`. Returns the retry

@@ -23,7 +23,7 @@ WEBHOOK_ENDPOINTS_ATTR = "org_has_webhook_endpoints"
 
 
 def claim_lease() -> dt.timedelta:
-    """D-07 as refined by issue 13 item 8: a claim lives while the job holding it renews it (every
+    """D-07 as refined: a claim lives while the job holding it renews it (every
     `SEND_CLAIM_RENEW_SECONDS`, `claims.ClaimKeeper`); one not renewed for `SEND_CLAIM_LEASE_SECONDS` belongs
     to a dead job, so its rows may be claimed again (never handed off) or are outcome-unknown (handed off)."""
     from django.conf import settings

@@ -96,7 +96,7 @@ def automation_email_queue(
     return AutomationEmailResult("queued", send_id=str(send.pk))
 
 
-# --- The batch variant (issue 12 item 1): one walker batch, one insert, one pool job per 100 rows ---------------
+# --- The batch variant: one walker batch, one insert, one pool job per 100 rows ---------------
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,7 @@ class FlexibleToField(serializers.Field):
             data = [data]
         if not isinstance(data, list) or not data or not all(isinstance(x, str) and x.strip() for x in data):
             raise serializers.ValidationError("to must be a string or a non-empty array of strings")
-        problem = json_value_problem(data, "to")  # stored as jsonb: no NUL, no lone surrogate (issue 13 §3)
+        problem = json_value_problem(data, "to")  # stored as jsonb: no NUL, no lone surrogate
         if problem:
             raise serializers.ValidationError(problem[1])
         return [x.strip() for x in data]

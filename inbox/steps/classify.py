@@ -1,5 +1,5 @@
 """classify (AGT-17): fast-tier structured output. Without a configured model the message waits in
-`draft_ready` with an empty draft (issue 10, overriding AGT-30 that far)."""
+`draft_ready` with an empty draft (overriding AGT-30 that far)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""security_scan (AGT-13, AGT-14, AGT-15 and issue 10's phishing rule)."""
+"""security_scan (AGT-13, AGT-14, AGT-15 and the phishing rule)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The contact page's history (issue 8 item 4): the DOM-11 activity timeline as readable rows linking to the send,
+"""The contact page's history: the DOM-11 activity timeline as readable rows linking to the send,
 automation run, campaign, topic or event they are about, and extra sections other apps contribute.
 
 The kernel imports no app, so links are built from admin URL names (a missing app's name is skipped), and an app

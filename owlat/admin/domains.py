@@ -1,4 +1,4 @@
-"""Sending domains (DOM-12, issue 11): add a domain, see each DNS record to publish with its current state, "Check
+"""Sending domains (DOM-12): add a domain, see each DNS record to publish with its current state, "Check
 now", generate/rotate the DKIM key, and — platform staff only, audited — mark a domain verified without DNS for
 local setups. The status is read-only; every change goes through `owlat.domains` (DOM-20)."""
 

@@ -1,4 +1,4 @@
-"""Changelist pagination for big tables (issue 8 item 8).
+"""Changelist pagination for big tables.
 
 `EstimatedCountPaginator` answers `count` from PostgreSQL's planner estimate (`EXPLAIN`, the same statistics as
 `pg_class.reltuples`, but for the list's own query, so per organization) when the list is unfiltered and the

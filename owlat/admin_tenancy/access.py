@@ -85,7 +85,7 @@ def resolve_tenancy(user: Any, session: Any) -> Tenancy:
     if is_platform_staff(user):
         choices = tuple((str(o.pk), o.name) for o in Organization.objects.order_by("name").only("id", "name"))
         if not chosen:
-            # No choice yet: start at the member's own organization, or the only one (issue 8); else "all".
+            # No choice yet: start at the member's own organization, or the only one; else "all".
             if memberships:
                 chosen = str(last_chosen(memberships).organization_id)
             elif len(choices) == 1:

@@ -41,7 +41,7 @@ def unauthenticated(message: str) -> ApiError:
 def raw_key_from_request(request: HttpRequest) -> str | None:
     """`Bearer <key>` (scheme case-insensitive) or a bare `<key>`; any other form counts as missing."""
     # from META, as `request.headers` would give it (building that mapping of every header cost more than the
-    # lookup; issue 12)
+    # lookup)
     header = (request.META.get("HTTP_AUTHORIZATION") or "").strip()
     if not header:
         return None
@@ -76,7 +76,7 @@ def authenticate_request(request: HttpRequest) -> ApiKey:
 
 def authenticate_request_and_take(request: HttpRequest) -> tuple[ApiKey, RateState]:
     """`authenticate_request` followed by `take_request_token` for the key: one statement on PostgreSQL without
-    Redis (issue 12: the lookup and the take were two round trips on every API request). Same 401s, same bucket
+    Redis (the lookup and the take were two round trips on every API request). Same 401s, same bucket
     and the same state as the two calls; no token is taken for a refused key."""
     from owlat.apikeys import api_key_authenticate_and_take
 

@@ -299,7 +299,7 @@ class ApiView(GenericAPIView):
 
     def _close_savepoint(self, exc: BaseException | None) -> None:
         """Leave the handler's savepoint: released on success, rolled back on an exception or a 5xx. Without an
-        `Idempotency-Key` there is no savepoint (issue 12: two statements less per request): the transaction
+        `Idempotency-Key` there is no savepoint (two statements less per request): the transaction
         holds nothing but the handler's writes, so it is marked for rollback instead."""
         if self._inner is None:
             if exc is not None and self._outer is not None:

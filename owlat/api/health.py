@@ -1,4 +1,4 @@
-"""`GET /api/v1/health` (API-23, D-15; issue 13 item 8): no key, no rate limit, not enveloped."""
+"""`GET /api/v1/health` (API-23, D-15): no key, no rate limit, not enveloped."""
 
 from __future__ import annotations
 

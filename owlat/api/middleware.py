@@ -10,7 +10,7 @@
 - An unknown API path → JSON 404 "Not found"; an exception escaping a view or any non-JSON 5xx → JSON 500
   "Internal server error" (never HTML, never a trace).
 - The session, authentication and messages middleware of the admin step aside for API paths
-  (`*ExceptApi`, issue 12): with the cookies dropped they found no session, no user and no messages, at
+  (`*ExceptApi`): with the cookies dropped they found no session, no user and no messages, at
   about 0.1 ms of CPU per request; the one trace they left, `Vary: Cookie` (the session was read
   to find the anonymous user), is still added.
 """
@@ -76,14 +76,14 @@ class ApiCorsMiddleware(CorsMiddleware):
             _vary_origin(response)
             if "HTTP_ORIGIN" not in request.META:
                 # django-cors-headers adds nothing but `Vary: origin` (already there) to a request without an
-                # Origin; answered here without building `request.headers` for it (issue 12)
+                # Origin; answered here without building `request.headers` for it
                 return response
         return super().add_response_headers(request, response)
 
 
 @lru_cache(maxsize=4096)
 def _resolves(path_info: str, urlconf: str | None, root_urlconf: str) -> bool:
-    """Whether the path resolves. Cached per process (issue 12: the handler resolves every request again; the
+    """Whether the path resolves. Cached per process (the handler resolves every request again; the
     URLconf does not change while a process runs, and the cache is cleared when a test changes settings)."""
     try:
         resolve(path_info, urlconf)
@@ -162,7 +162,7 @@ def _is_json(response: HttpResponse) -> bool:
     return response.get("Content-Type", "").startswith("application/json")
 
 
-# --- the admin's middleware, stepping aside under /api/v1 (issue 12) ----------------------------------------
+# --- the admin's middleware, stepping aside under /api/v1 ----------------------------------------
 
 
 class SessionMiddlewareExceptApi(SessionMiddleware):

@@ -17,7 +17,7 @@ from owlat.api import auth
 
 RATE_STATE_ATTR = "owlat_rate_state"
 # Set by `ApiView.initial` when this throttle follows the key's authentication: `ApiKeyAuthentication` then
-# takes the token in the lookup's statement and leaves the state under RATE_STATE_ATTR (issue 12).
+# takes the token in the lookup's statement and leaves the state under RATE_STATE_ATTR.
 TAKE_WITH_AUTH_ATTR = "owlat_take_with_auth"
 
 

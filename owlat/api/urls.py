@@ -44,7 +44,7 @@ register_converter(ResourceIdConverter, "id")
 _HTML = DefaultContentNegotiation
 
 urlpatterns = [
-    # the events intake first (issue 12: the most frequent call resolves past 4 patterns instead of ~25; every
+    # the events intake first (the most frequent call resolves past 4 patterns instead of ~25; every
     # app's routes are disjoint from the kernel's, so the order decides nothing else)
     path("", include("automations.api.urls")),
     path("health", HealthView.as_view(), name="api-health"),

@@ -1,4 +1,4 @@
-"""Sending-domain verification and DKIM (DOM-12, DOM-20, issue 11 items 1–2).
+"""Sending-domain verification and DKIM (DOM-12, DOM-20).
 
 - `records`: what the operator must publish (ownership TXT, SPF, DKIM per selector, DMARC, return-path CNAME);
 - `resolver`: the one DNS resolver every query goes through (`DNS_NAMESERVERS` points it at a stand-in);

@@ -1,4 +1,4 @@
-"""DKIM keys (issue 11 item 2): RSA 2048 generated with `cryptography`, the private key stored encrypted by
+"""DKIM keys: RSA 2048 generated with `cryptography`, the private key stored encrypted by
 `owlat.encryption` (Fernet under a key derived from `SECRET_KEY`; `SECRET_KEY_FALLBACKS` still decrypt).
 
 Rotation with overlap: `dkim_key_create` adds a key next to the live ones; the signing key is the newest key whose

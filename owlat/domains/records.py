@@ -41,8 +41,8 @@ def spf_mechanism() -> str:
 
 
 def bounce_target() -> str:
-    """What the return-path domain is a CNAME of: `BOUNCE_DOMAIN` (whose MX is the bounce intake, issue 11 item
-    3), else the host of `SITE_URL`."""
+    """What the return-path domain is a CNAME of: `BOUNCE_DOMAIN` (whose MX is the bounce intake), else the host of
+    `SITE_URL`."""
     return (getattr(settings, "BOUNCE_DOMAIN", "") or _site_host()).strip().rstrip(".").lower()
 
 

@@ -1,4 +1,4 @@
-"""Sending-domain verification (DOM-12, issue 11 item 1): register a domain (token, first DKIM key, the records
+"""Sending-domain verification (DOM-12): register a domain (token, first DKIM key, the records
 to publish), check it against DNS now (admin "Check now", `manage.py verify_domains`, the cron re-check), the
 audited staff override for local setups, and the 24 h stale warning. Every status change goes through
 `owlat.domains.lifecycle`. A domain name is verified by one organization at most: a check or an override that would

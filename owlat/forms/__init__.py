@@ -1,4 +1,4 @@
-"""Admin forms that replace typed JSON (issue 8, style "operators never type JSON").
+"""Admin forms that replace typed JSON (style "operators never type JSON").
 
 * `owlat.forms.nested`: a form field whose widget renders one or more sub-forms (chosen by a select) and whose
   value the parent form cleans into the JSON the model stores; the `styled` helper gives sub-form widgets the

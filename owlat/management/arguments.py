@@ -1,5 +1,5 @@
 """Argument types for management commands: a malformed value is argparse's one-line usage error, never a
-traceback from deep inside the ORM (issue 8 item 5)."""
+traceback from deep inside the ORM."""
 
 from __future__ import annotations
 

@@ -28,7 +28,7 @@ class DueTask(models.Model):
 
 
 class WakeUp(models.Model):
-    """At most one pending wake-up per argument-less task (issue 12 item 2, `owlat.wakeups`): the row exists from
+    """At most one pending wake-up per argument-less task (`owlat.wakeups`): the row exists from
     the transaction that enqueued the task until the task starts and takes it; meanwhile further wake-ups of that
     task add nothing to the queue."""
 

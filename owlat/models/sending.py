@@ -76,7 +76,7 @@ class Domain(FSMModelMixin, models.Model):
 
 
 class DkimKey(models.Model):
-    """A DKIM key of a sending domain (issue 11 item 2). The private key is stored encrypted
+    """A DKIM key of a sending domain. The private key is stored encrypted
     (`owlat.domains.keys`). Rotation with overlap: a new key is published next to the old one; the old one signs
     until the new one's DNS record verifies, then it is retired (its record is no longer required)."""
 

@@ -1,4 +1,4 @@
-"""`manage.py run_cluster <queue>`: one django-q2 cluster under a small supervisor (issue 13 item 8).
+"""`manage.py run_cluster <queue>`: one django-q2 cluster under a small supervisor.
 
 The supervisor starts `manage.py qcluster` for the queue in a session of its own, beats
 `cluster:<queue>@<host>` every `CLUSTER_WATCHDOG_INTERVAL_SECONDS`, and restarts the cluster when it exits or

@@ -1,5 +1,5 @@
 """`manage.py run_due_tasks`: the small long-running dispatcher of due-task rows (spec D-05); it also runs the
-recovery sweeps outside the worker queues (issue 13 item 8)."""
+recovery sweeps outside the worker queues."""
 
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ class Command(BaseCommand):
                 enqueue("owlat.jobs.heartbeat_task", f"queue:{queue}", queue=queue)
             self._last_beat = time.monotonic()
         if time.monotonic() - self._last_sweep >= settings.QUEUE_SWEEP_SECONDS:
-            # recovery that must not wait in a queue that may be stalled (issue 13 item 8)
+            # recovery that must not wait in a queue that may be stalled
             for sweep, summary in run_sweeps().items():
                 if any(ch in summary for ch in "123456789"):
                     self._say(f"sweep {sweep}: {summary}")

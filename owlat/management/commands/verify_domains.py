@@ -1,5 +1,5 @@
 """`manage.py verify_domains [--organization <id|name>] [--domain <name>]`: check sending domains against DNS now
-(DOM-12, issue 11), print each change of state and every stale-verification warning (the cron re-check runs the
+(DOM-12), print each change of state and every stale-verification warning (the cron re-check runs the
 same code every 6 hours)."""
 
 from __future__ import annotations
