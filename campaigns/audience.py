@@ -26,7 +26,10 @@ _CONTACT_FIELDS = (
     "deleted_at",
     "unsubscribed_at",
     "doi_status",
+    "source",
 )
+#: the source of an inbox correspondent's contact (owlat.contacts; set by the inbox's receive path)
+CORRESPONDENT_SOURCE = "inbound"
 
 
 class AudienceError(ValueError):
@@ -167,6 +170,23 @@ def _blocked(organization_id: Any, emails: list[str]) -> set[str]:
     )
 
 
+def correspondents(organization_id: Any, rows: list[dict[str, Any]]) -> set[str]:
+    """Ids among `rows` (candidate values) of inbox correspondents: contacts the inbox created for a sender
+    (source `inbound`) that never joined a topic. A segment's filters may match them; they are no marketing
+    audience (AGT-02 as decided). One query, only when the page holds such contacts."""
+    from owlat.models import ContactTopic
+
+    inbound = [c["id"] for c in rows if c.get("source") == CORRESPONDENT_SOURCE]
+    if not inbound:
+        return set()
+    subscribed = set(
+        ContactTopic.objects.filter(organization_id=organization_id, contact_id__in=inbound).values_list(
+            "contact_id", flat=True
+        )
+    )
+    return {str(pk) for pk in inbound if pk not in subscribed}
+
+
 def audience_page(
     organization_id: Any, audience: dict[str, Any], cursor: str, *, limit: int = PAGE_SIZE
 ) -> Page:
@@ -191,11 +211,17 @@ def audience_page(
     blocked = _blocked(
         organization_id, sorted({normalize_email(c["email"]) for _, _, c in rows if c["email"]})
     )
+    inbox_only = set() if is_topic else correspondents(organization_id, [c for _, _, c in rows])
     eligible: list[Candidate] = []
     excluded: dict[str, int] = {}
     for pending, _, c in rows:
         reason = exclusion_reason(
-            c, blocked=blocked, is_topic=is_topic, requires_doi=requires_doi, pending=pending
+            c,
+            blocked=blocked,
+            is_topic=is_topic,
+            requires_doi=requires_doi,
+            pending=pending,
+            correspondent=str(c["id"]) in inbox_only,
         )
         if reason:
             excluded[reason] = excluded.get(reason, 0) + 1
@@ -219,13 +245,20 @@ EXCLUSION_REASONS = {
     "no_email": "no email address",
     "suppressed": "suppressed (bounced, complained or blocked)",
     "unsubscribed": "unsubscribed",
+    "correspondent": "an inbox correspondent (wrote to the inbox, never joined a topic)",
     "doi_unconfirmed": "double opt-in not confirmed (the topic requires it)",
     "membership_pending": "topic membership waiting for its double opt-in confirmation",
 }
 
 
 def exclusion_reason(
-    c: dict[str, Any], *, blocked: set[str], is_topic: bool, requires_doi: bool, pending: bool
+    c: dict[str, Any],
+    *,
+    blocked: set[str],
+    is_topic: bool,
+    requires_doi: bool,
+    pending: bool,
+    correspondent: bool = False,
 ) -> str | None:
     """CMP-30 for one candidate (`_CONTACT_FIELDS` values): the first rule that excludes it, None when eligible.
     The one definition the walk and the audience explanation share."""
@@ -240,6 +273,8 @@ def exclusion_reason(
         return "suppressed"
     if c["unsubscribed_at"] is not None:
         return "unsubscribed"
+    if correspondent:
+        return "correspondent"
     if is_topic:
         if requires_doi and c["doi_status"] not in (DoiStatus.CONFIRMED, DoiStatus.NOT_REQUIRED):
             return "doi_unconfirmed"

@@ -15,6 +15,7 @@ from campaigns.audience import (
     _frozen_at,
     _uuid,
     audience_page,
+    correspondents,
     exclusion_reason,
 )
 from campaigns.models import Campaign
@@ -99,8 +100,14 @@ def audience_explain(campaign: Campaign, contact: Contact) -> ContactExplanation
     values = {name: getattr(contact, name) for name in _CONTACT_FIELDS}
     email = normalize_email(contact.email) if contact.email else ""
     blocked = _blocked(campaign.organization_id, [email] if email else [])
+    correspondent = not is_topic and bool(correspondents(campaign.organization_id, [values]))
     reason = exclusion_reason(
-        values, blocked=blocked, is_topic=is_topic, requires_doi=requires_doi, pending=pending
+        values,
+        blocked=blocked,
+        is_topic=is_topic,
+        requires_doi=requires_doi,
+        pending=pending,
+        correspondent=correspondent,
     )
     if reason:
         return ContactExplanation(False, reason, f"Excluded — {EXCLUSION_REASONS[reason]}.")

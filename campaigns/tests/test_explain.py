@@ -63,3 +63,26 @@ def test_audience_page_in_the_admin(client, django_user_model, org, topic, make_
     page = client.get(url, {"email": "nobody@example.com"}).content.decode()
     assert "No contact with the address nobody@example.com" in page
     assert Contact.objects.filter(email="nobody@example.com").count() == 0
+
+
+def test_inbox_correspondents_are_no_segment_audience(make_campaign, org, topic, make_contact):
+    from owlat.models import Segment
+
+    everyone = Segment.objects.create(
+        organization=org, name="Everyone", filters={"logic": "AND", "conditions": []}
+    )
+    campaign = make_campaign(audience={"kind": "segment", "segmentId": str(everyone.pk)})
+    reader = make_contact()
+    stranger = make_contact(source="inbound")  # wrote to the inbox, never subscribed
+    joined = make_contact(source="inbound", topic=topic)  # wrote in, then joined a topic
+    breakdown = audience_breakdown(campaign)
+    assert breakdown.eligible == 2
+    assert {r: n for r, _, n in breakdown.excluded} == {"correspondent": 1}
+    assert audience_explain(campaign, stranger).reason == "correspondent"
+    assert audience_explain(campaign, joined).reason == "eligible"
+    assert audience_explain(campaign, reader).reason == "eligible"
+    send_and_drain(campaign, org)
+    assert set(EmailSend.objects.filter(campaign_id=campaign.pk).values_list("contact_id", flat=True)) == {
+        reader.pk,
+        joined.pk,
+    }
