@@ -76,16 +76,24 @@ class CampaignForm(forms.ModelForm):
         self.fields["ab_variant_b_template"].queryset = templates
         if "email_template" in self.fields:
             self.fields["email_template"].queryset = templates
-        senders: list[tuple[str, str]] = [("", "— type an address below —")]
+        senders: list[tuple[str, str]] = [("", "— the organization's default, or type an address below —")]
         if org_id:
             s = organization_settings(org_id)
             if s.default_from_email:
                 senders.append(
                     (s.default_from_email, f"{s.default_from_name or ''} <{s.default_from_email}>")
                 )
+                self.fields["sender"].help_text = (
+                    f"An enabled campaign sender. With none chosen and no address typed below, the campaign "
+                    f"goes out from the organization's default sender, {s.default_from_name or ''} "
+                    f"<{s.default_from_email}>."
+                )
             for sender in CampaignSender.objects.filter(organization_id=org_id, is_enabled=True):
                 senders.append((sender.email, f"{sender.display_name or ''} <{sender.email}>"))
         self.fields["sender"].choices = senders
+        if instance is not None and instance.pk and not self.is_bound:
+            chosen = (instance.from_email or "").lower()
+            self.initial["sender"] = next((v for v, _ in senders if v and v.lower() == chosen), "")
         if instance is not None and instance.pk and not self.is_bound:
             audience = instance.audience or {}
             self.initial["audience_kind"] = audience.get("kind", "")

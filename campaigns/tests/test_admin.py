@@ -291,3 +291,20 @@ def test_the_five_second_reload_of_a_sending_campaign_runs_no_row_aggregation(
     first = row_aggregations()
     assert first  # the first view computes the buckets and the hourly chart
     assert row_aggregations() == []  # the reload 5 s later reads them from the cache
+
+
+def test_the_chosen_sender_is_shown_again_after_save(client, django_user_model, org, make_campaign):
+    login(client, django_user_model, org)
+    campaign = make_campaign(from_email="news@acme.test")
+    page = client.get(reverse("admin:campaigns_campaign_change", args=[campaign.pk]))
+    form = page.context_data["adminform"].form
+    assert form.initial["sender"] == "news@acme.test"
+    assert "default sender" in form.fields["sender"].help_text
+    other = make_campaign(from_email=None)
+    form = (
+        client.get(reverse("admin:campaigns_campaign_change", args=[other.pk])).context_data["adminform"].form
+    )
+    assert form.initial["sender"] == ""
+    assert (
+        b"Ready to send." in client.get(reverse("admin:campaigns_campaign_change", args=[other.pk])).content
+    )
