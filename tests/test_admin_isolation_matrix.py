@@ -126,6 +126,7 @@ EXPECTED: dict[str, tuple[frozenset[str], frozenset[str], tuple[str, ...], tuple
             "campaigns_campaign_eligible_count",
             "campaigns_campaign_preview",
             "campaigns_campaign_schedule",
+            "campaigns_campaign_test_send",
             "campaigns_campaign_transition",
         ),
         (),
@@ -748,6 +749,7 @@ CUSTOM_OBJECT_URLS: dict[str, frozenset[str]] = {
     "automations_automation_transition": MANAGERS_S,
     "campaigns_campaign_preview": ALL_S,
     "campaigns_campaign_schedule": ALL_S,  # campaigns:schedule
+    "campaigns_campaign_test_send": ALL_S,  # campaigns:manage
     "campaigns_campaign_transition": ALL_S,  # campaigns:send / campaigns:manage
     "campaigns_campaignreview_decide": S,
     "campaigns_campaignreview_rendered": S,
