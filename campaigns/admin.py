@@ -300,11 +300,11 @@ class CampaignAdmin(CampaignPages, CampaignPanels, TenantModelAdmin):
 
     def transition_view(self, request: HttpRequest, object_id: Any, verb: str) -> HttpResponse:
         """A lifecycle button. An irreversible verb (`CONFIRMED_VERBS`) shows its confirmation page on GET, and
-        on a POST that did not come from that page; only the page's POST (`confirmed=yes`) acts."""
+        on a POST that did not come from that page; only the page's POST (`post=yes`, as Django's own confirmation pages) acts."""
         if request.method != "POST" and verb not in CONFIRMED_VERBS:
             return HttpResponseNotAllowed(["POST"])
         campaign = self._campaign(request, object_id)
-        if verb in CONFIRMED_VERBS and (request.method != "POST" or request.POST.get("confirmed") != "yes"):
+        if verb in CONFIRMED_VERBS and (request.method != "POST" or request.POST.get("post") != "yes"):
             if not self._may_manage(request):
                 raise PermissionDenied
             return confirmation_page(

@@ -28,6 +28,17 @@ def local_time(value: Any, organization_id: Any) -> str:
     return f"{value.astimezone(zone):%Y-%m-%d %H:%M} ({zone.key})"
 
 
+def subject_preview(campaign: Campaign) -> str:
+    """The campaign's subject as a contact without a first name reads it (placeholders filled, fallbacks used)."""
+    from templates.rendering import compile_text
+
+    source = campaign.subject or (campaign.email_template.subject if campaign.email_template else "")
+    if not source:
+        return "—"
+    variables = {"email": "", "firstName": "", "lastName": ""}
+    return compile_text(source).render(variables, single_line=True)
+
+
 def _counts(campaign: Campaign) -> dict[str, int]:
     from delivery.services import campaign_send_stats
 

@@ -11,7 +11,7 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import path, reverse
 
 from campaigns import services
-from campaigns.admin_confirm import local_time, organization_zone
+from campaigns.admin_confirm import local_time, organization_zone, subject_preview
 from campaigns.admin_forms import ScheduleForm, TestSendForm
 from owlat.admin_confirm import form_page
 
@@ -127,7 +127,7 @@ class CampaignPages:
             back_url=self._change_url(campaign),
             intro=[
                 f"From {sender.name} <{sender.email}>" if sender.name else f"From {sender.email or '—'}",
-                f"Subject: [Test] {campaign.subject or (campaign.email_template.subject if campaign.email_template else '—')}",
+                f"Subject: [Test] {subject_preview(campaign)}",
             ],
             datalists={"test-send-team": team},
         )

@@ -135,9 +135,9 @@ class CampaignReviewAdmin(TenantModelAdmin):
     @admin.action(description="Approve the selected campaigns (send them)…")
     def approve_selected(self, request: HttpRequest, queryset: Any) -> HttpResponse | None:
         """Django's intermediate-page pattern: the action first answers the confirmation page listing each
-        campaign and its recipients; that page's POST (`confirmed=yes`) approves them."""
+        campaign and its recipients; that page's POST (`post=yes`, as Django's own confirmation pages) approves them."""
         campaigns = list(queryset)
-        if request.POST.get("confirmed") != "yes":
+        if request.POST.get("post") != "yes":
             hidden = [("action", "approve_selected")]
             hidden += [(admin.helpers.ACTION_CHECKBOX_NAME, str(c.pk)) for c in campaigns]
             changelist = reverse("admin:campaigns_campaignreview_changelist")
@@ -181,7 +181,7 @@ class CampaignReviewAdmin(TenantModelAdmin):
         campaign = get_object_or_404(Campaign, pk=object_id)
         changelist = reverse("admin:campaigns_campaignreview_changelist")
         if decision == "approve":
-            if request.method != "POST" or request.POST.get("confirmed") != "yes":
+            if request.method != "POST" or request.POST.get("post") != "yes":
                 return confirmation_page(
                     self,
                     request,

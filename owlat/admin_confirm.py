@@ -75,7 +75,7 @@ def form_page(
         "subtitle": str(obj),
         **_object(obj),
         "form": form,
-        "submit": submit,
+        "submit_label": submit,
         "back_url": back_url,
         "intro": intro or [],
         "datalists": datalists or {},

@@ -421,13 +421,13 @@ class AutomationAdmin(TenantModelAdmin):
 
     def transition_view(self, request: HttpRequest, object_id: Any, verb: str):
         """A lifecycle button; Activate, Pause and Resume show their confirmation page (GET, or a POST not
-        from that page) and act only on that page's POST (`confirmed=yes`)."""
+        from that page) and act only on that page's POST (`post=yes`, as Django's own confirmation pages)."""
         if request.method != "POST" and verb not in CONFIRMED_VERBS:
             return HttpResponseNotAllowed(["POST"])
         automation = get_object_or_404(self.get_queryset(request), pk=object_id)
         if verb not in PUBLIC_ACTIONS or not self.has_view_permission(request, automation):
             raise PermissionDenied
-        if verb in CONFIRMED_VERBS and (request.method != "POST" or request.POST.get("confirmed") != "yes"):
+        if verb in CONFIRMED_VERBS and (request.method != "POST" or request.POST.get("post") != "yes"):
             if not self.has_change_permission(request, automation):
                 raise PermissionDenied
             return confirmation_page(

@@ -91,12 +91,12 @@ def test_lifecycle_buttons_call_the_lifecycle_and_show_its_message(
     automation.refresh_from_db()
     assert automation.status == "draft"  # GET never acts
     assert "Activate this automation?" in client.post(activate).content.decode()  # nor a bare POST
-    r = client.post(activate, {"confirmed": "yes"}, follow=True)
+    r = client.post(activate, {"post": "yes"}, follow=True)
     assert "Automation must have at least one step to be activated" in r.content.decode()
     AutomationStep.objects.create(
         organization=org, automation=automation, step_index=0, step_type="delay", config=DELAY_1H[1]
     )
-    r = client.post(activate, {"confirmed": "yes"}, follow=True)
+    r = client.post(activate, {"post": "yes"}, follow=True)
     assert "Automation is now active." in r.content.decode()
     automation.refresh_from_db()
     assert automation.status == "active"
@@ -114,7 +114,7 @@ def test_editors_get_the_permission_message(client, django_user_model, org, make
     automation = make_automation([DELAY_1H])
     r = client.post(
         reverse("admin:automations_automation_transition", args=[automation.pk, "activate"]),
-        {"confirmed": "yes"},
+        {"post": "yes"},
         follow=True,
     )
     assert "Only owners and admins can activate automations" in r.content.decode()

@@ -69,13 +69,13 @@ def test_change_page_panels_and_buttons(client, django_user_model, org, make_cam
     # a refused transition shows the lifecycle's message
     r = client.post(
         reverse("admin:campaigns_campaign_transition", args=[campaign.pk, "cancel"]),
-        {"confirmed": "yes"},
+        {"post": "yes"},
         follow=True,
     )
     assert b"Only scheduled, sending or paused campaigns can be cancelled" in r.content
     r = client.post(
         reverse("admin:campaigns_campaign_transition", args=[campaign.pk, "send"]),
-        {"confirmed": "yes"},
+        {"post": "yes"},
         follow=True,
     )
     campaign.refresh_from_db()
@@ -135,7 +135,7 @@ def test_review_queue_is_platform_staff_only(
     # a second decision on a campaign no longer held changes nothing
     r = client.post(
         reverse("admin:campaigns_campaignreview_decide", args=[held.pk, "approve"]),
-        {"confirmed": "yes"},
+        {"post": "yes"},
         follow=True,
     )
     assert b"not pending review" in r.content
@@ -381,7 +381,7 @@ def test_irreversible_buttons_confirm_first_and_get_never_acts(
     assert b"Send this campaign now?" in client.post(send_url).content
     campaign.refresh_from_db()
     assert campaign.status == "draft"
-    client.post(send_url, {"confirmed": "yes"})
+    client.post(send_url, {"post": "yes"})
     campaign.refresh_from_db()
     assert campaign.status == "sending"
 
@@ -451,8 +451,6 @@ def test_approve_in_review_confirms_first(
     assert bulk.status_code == 200 and "Approve and send to 1 recipients" in bulk.content.decode()
     held.refresh_from_db()
     assert held.status == "pending_review"  # neither the page nor the action's first step acted
-    client.post(
-        changelist, {"action": "approve_selected", "_selected_action": [str(held.pk)], "confirmed": "yes"}
-    )
+    client.post(changelist, {"action": "approve_selected", "_selected_action": [str(held.pk)], "post": "yes"})
     held.refresh_from_db()
     assert held.status == "sending"
