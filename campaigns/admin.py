@@ -96,6 +96,7 @@ class CampaignAdmin(CampaignPages, CampaignPanels, TenantModelAdmin):
         "preview_link",
         "eligible_count",
         "preflight_panel",
+        "review_panel",
         "progress",
         "report",
         "ab_results",
@@ -134,6 +135,8 @@ class CampaignAdmin(CampaignPages, CampaignPanels, TenantModelAdmin):
                 )
             )
         sets.append(("Archive", {"fields": ["archive_enabled"]}))
+        if obj is not None and obj.status == "pending_review":
+            sets.insert(1, ("Held for review", {"fields": ["review_panel"]}))
         if obj is not None:
             sets.append(("Pre-flight", {"fields": ["preflight_panel"]}))
             sets.append(("Schedule", {"fields": ["scheduled_at", "sent_at"]}))

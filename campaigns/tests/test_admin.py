@@ -442,6 +442,13 @@ def test_approve_in_review_confirms_first(
     held = make_campaign()
     campaign_send_now(authority=SYSTEM, campaign_id=held.pk, organization_id=org.pk, actor="u")
     drain_queue(max_tasks=100)
+    # the organization's owner reads why it waits and what happens next
+    login(client, django_user_model, org)
+    owner_page = client.get(reverse("admin:campaigns_campaign_change", args=[held.pk])).content.decode()
+    assert "The content scan held this campaign before any mail went out" in owner_page
+    assert (
+        "url_shorteners" in owner_page and "score" in owner_page and "Platform staff review it" in owner_page
+    )
     login(client, django_user_model, org, username="staff", superuser=True)
     approve = reverse("admin:campaigns_campaignreview_decide", args=[held.pk, "approve"])
     page = client.get(approve).content.decode()

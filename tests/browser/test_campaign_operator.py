@@ -119,3 +119,47 @@ def test_test_send_schedule_confirm_send_pause_and_cancel(page, live_server, ope
     _confirm(page)
     campaign.refresh_from_db()
     assert campaign.status == "cancelled"
+
+
+def test_a_held_campaign_says_why_and_staff_approve_it_after_the_confirmation(
+    page, live_server, operator, campaign, django_user_model
+):
+    from campaigns.services import campaign_send_now
+    from owlat.permissions import Authority
+    from tests.browser.conftest import PASSWORD
+    from testsupport.queue import drain_queue
+
+    template = campaign.email_template
+    template.subject = "FREE OFFER!!!"
+    template.html_content = '<p>Hi</p><p><a href="https://bit.ly/xyz">Claim</a></p>'
+    template.save()
+    type(campaign).objects.filter(pk=campaign.pk).update(subject=None)  # the template's subject goes out
+    system = Authority.system("test")
+    assert campaign_send_now(
+        authority=system, campaign_id=campaign.pk, organization_id=operator["org"].pk, actor="u"
+    ).ok
+    drain_queue(max_tasks=100)
+    campaign.refresh_from_db()
+    assert campaign.status == "pending_review"
+
+    # the owner reads why it waits and who decides
+    login(page, live_server)
+    page.goto(f"{live_server.url}/admin/campaigns/campaign/{campaign.pk}/change/")
+    panel = page.inner_text("#review-panel")
+    assert "url_shorteners" in panel and "Platform staff review it" in panel
+    screenshot(page, "campaign-held-for-review")
+
+    # platform staff: Approve and send asks first, with the recipient count
+    django_user_model.objects.create_superuser(username="staff", password=PASSWORD)
+    page.context.clear_cookies()
+    login(page, live_server, username="staff")
+    page.goto(f"{live_server.url}/admin/campaigns/campaignreview/{campaign.pk}/change/")
+    page.click("a:has-text('Approve and send…')")
+    page.wait_for_load_state()
+    assert "Approve and send to 3 recipients" in page.inner_text("#confirm-action")
+    campaign.refresh_from_db()
+    assert campaign.status == "pending_review"
+    screenshot(page, "campaign-confirm-approve")
+    _confirm(page)
+    campaign.refresh_from_db()
+    assert campaign.status == "sending"
