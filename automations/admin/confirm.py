@@ -32,7 +32,10 @@ def automation_confirmation(automation: Automation, verb: str) -> Confirmation |
     steps = list(automation.steps.values_list("step_type", flat=True))
     emails = sum(1 for s in steps if s == "email")
     running = automation.runs.filter(status=RunStatus.RUNNING).count()
-    facts = [("Trigger", _trigger(automation)), ("Steps", f"{len(steps)} ({emails} emails)")]
+    facts = [
+        ("Trigger", _trigger(automation)),
+        ("Steps", f"{len(steps)} ({emails} email{'' if emails == 1 else 's'})"),
+    ]
     if verb in ("activate", "resume"):
         again = "again " if automation.status == AutomationStatus.PAUSED else ""
         return Confirmation(
@@ -40,7 +43,7 @@ def automation_confirmation(automation: Automation, verb: str) -> Confirmation |
             label="Activate" if verb == "activate" else "Resume",
             consequences=[
                 f"From now on, each time {_trigger(automation)}, that contact {again}enters it and gets its "
-                f"{len(steps)} steps, {emails} of them emails.",
+                f"{len(steps)} steps ({emails} email{'' if emails == 1 else 's'}).",
                 "Contacts who triggered it before now are not enrolled. While it is active its trigger and "
                 "steps are locked: pause it to change them.",
             ],
