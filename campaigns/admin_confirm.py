@@ -28,6 +28,36 @@ def local_time(value: Any, organization_id: Any) -> str:
     return f"{value.astimezone(zone):%Y-%m-%d %H:%M} ({zone.key})"
 
 
+def recipient_time_window(campaign: Campaign, *, start: Any, cap: int = 100_000) -> str | None:
+    """For a send at each recipient's local HH:MM starting at `start`: when the first and the last recipients of
+    the audience get it (the walker's rule: the next local HH:MM after the start, per recipient zone, else the
+    organization's), each with its zone; None without local-time sending or without eligible recipients."""
+    from campaigns.audience import audience_page
+    from campaigns.walker import next_local_instant, zone_for
+    from owlat.organizations import organization_settings
+
+    if not campaign.use_recipient_timezone or campaign.scheduled_hour is None or start is None:
+        return None
+    org_tz = organization_settings(campaign.organization_id).timezone or None
+    zones, cursor, read = set(), "", 0
+    while isinstance(campaign.audience, dict) and read < cap:
+        page = audience_page(campaign.organization_id, campaign.audience, cursor, limit=2000)
+        zones.update(zone_for(c.timezone, org_tz).key for c in page.eligible)
+        read, cursor = read + page.read, page.next_cursor
+        if page.exhausted:
+            break
+    if not zones:
+        return None
+    hour, minute = campaign.scheduled_hour, campaign.scheduled_minute or 0
+    instants = sorted((next_local_instant(zone_for(z, None), hour, minute, start), z) for z in zones)
+    (first, first_zone), (last, last_zone) = instants[0], instants[-1]
+    org = campaign.organization_id
+    return (
+        f"At {hour:02d}:{minute:02d} on each recipient's clock, the audience's {len(zones)} time zones get it "
+        f"from {local_time(first, org)} (first: {first_zone}) to {local_time(last, org)} (last: {last_zone})."
+    )
+
+
 def subject_preview(campaign: Campaign) -> str:
     """The campaign's subject as a contact without a first name reads it (placeholders filled, fallbacks used)."""
     from templates.rendering import compile_text

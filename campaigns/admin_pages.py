@@ -11,7 +11,12 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import path, reverse
 
 from campaigns import services
-from campaigns.admin_confirm import local_time, organization_zone, subject_preview
+from campaigns.admin_confirm import (
+    local_time,
+    organization_zone,
+    recipient_time_window,
+    subject_preview,
+)
 from campaigns.admin_forms import ScheduleForm, TestSendForm
 from owlat.admin_confirm import form_page
 
@@ -69,6 +74,9 @@ class CampaignPages:
         intro = []
         if campaign.scheduled_at:
             intro.append(f"Now scheduled for {local_time(campaign.scheduled_at, campaign.organization_id)}.")
+            window = recipient_time_window(campaign, start=campaign.scheduled_at)
+            if window:
+                intro.append(window)
         return form_page(
             self,
             request,

@@ -461,3 +461,35 @@ def test_approve_in_review_confirms_first(
     client.post(changelist, {"action": "approve_selected", "_selected_action": [str(held.pk)], "post": "yes"})
     held.refresh_from_db()
     assert held.status == "sending"
+
+
+def test_local_time_sending_names_the_first_and_last_instants(
+    client, django_user_model, org, make_campaign, topic, make_contact
+):
+    import datetime as dt
+
+    from campaigns.services import campaign_schedule
+
+    _set_zone(org, "Europe/Berlin")
+    make_contact(topic=topic, timezone="Asia/Tokyo")
+    make_contact(topic=topic, timezone="America/New_York")
+    make_contact(topic=topic)  # no zone: the organization's
+    login(client, django_user_model, org)
+    campaign = make_campaign()
+    at = dt.datetime(2099, 2, 28, 23, 0, tzinfo=dt.UTC)  # 08:00 in Tokyo, 18:00 the day before in New York
+    assert campaign_schedule(
+        campaign_id=campaign.pk,
+        organization_id=org.pk,
+        actor="u",
+        authority=SYSTEM,
+        scheduled_at=at,
+        use_recipient_timezone=True,
+        scheduled_hour=9,
+        scheduled_minute=0,
+    ).ok
+    page = client.get(reverse("admin:campaigns_campaign_schedule", args=[campaign.pk])).content.decode()
+    # 09:00 Tokyo = 01:00 Berlin on 1 March; 09:00 New York = 15:00 Berlin
+    assert (
+        "3 time zones get it from 2099-03-01 01:00 (Europe/Berlin) (first: Asia/Tokyo) to "
+        "2099-03-01 15:00 (Europe/Berlin) (last: America/New_York)"
+    ) in page, page[page.find("Now scheduled") : page.find("Now scheduled") + 400]
