@@ -13,14 +13,16 @@ class AutomationsConfig(AppConfig):
 
         from automations.services import (
             automation_runs_erase_contact,
+            automations_using_form,
             automations_using_template,
             automations_using_topic,
         )
-        from owlat.inuse import register_topic_in_use
+        from owlat.inuse import register_form_in_use, register_topic_in_use
         from owlat.registry import register_contact_erasure_hook
         from templates.services import register_template_in_use
 
         register_topic_in_use(automations_using_topic)
+        register_form_in_use(automations_using_form)
         register_template_in_use(automations_using_template)
         register_contact_erasure_hook(automation_runs_erase_contact)
 

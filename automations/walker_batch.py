@@ -173,57 +173,7 @@ def execute_claimed(
     for each committed write that created immediate step runs (with `wake`, it enqueued the next walk for
     them; without, the caller walks them itself)."""
     woke = [] if woke is None else woke
-    from automations.walker import (
-        LOOP_CAP_MESSAGE,
-        MAX_STEPS_PER_RUN,
-        NOT_ACTIVE,
-        RUN_OR_CONTACT_NOT_FOUND,
-        STEP_NOT_FOUND,
-    )
-
-    # The runs, with contact and automation, as the claim statement read them; the others (a retry's claim, a
-    # claim that did not read them) in one query.
-    runs = {c.run.pk: c.run for c in claimed if c.run is not None}
-    missing = {c.step_run.run_id for c in claimed} - set(runs)
-    if missing:
-        runs.update(
-            (r.pk, r)
-            for r in AutomationRun.objects.select_related("contact", "automation").filter(pk__in=missing)
-        )
-    automations = {r.automation_id: r.automation for r in runs.values()}
-    automation_ids = set(automations)
-    steps: dict[Any, dict[int, AutomationStep]] = defaultdict(dict)
-    for s in _steps_of(automation_ids):
-        steps[s.automation_id][s.step_index] = s
-
-    summaries: dict[Any, str] = {}
-    give_up: list[tuple[ClaimedStepRun, AutomationRun | None, str]] = []
-    work: list[_Item] = []
-    for c in claimed:
-        run = runs.get(c.step_run.run_id)
-        if run is None or run.contact is None or run.contact.deleted_at is not None:
-            give_up.append((c, run, RUN_OR_CONTACT_NOT_FOUND))
-            summaries[c.step_run.pk] = RUN_OR_CONTACT_NOT_FOUND
-            continue
-        if run.status != RunStatus.RUNNING:
-            give_up.append((c, None, "Automation run is no longer running"))
-            summaries[c.step_run.pk] = "run not running"
-            continue
-        automation = automations[run.automation_id]
-        if automation.status != AutomationStatus.ACTIVE:  # AUT-22: no retry, no breaker count
-            give_up.append((c, run, NOT_ACTIVE))
-            summaries[c.step_run.pk] = "automation not active: run cancelled"
-            continue
-        step = steps[automation.pk].get(run.current_step_index)
-        if step is None:
-            give_up.append((c, run, STEP_NOT_FOUND))
-            summaries[c.step_run.pk] = "step not found: run cancelled"
-            continue
-        if c.executed is not None and c.executed > MAX_STEPS_PER_RUN:  # AUT-25
-            give_up.append((c, run, LOOP_CAP_MESSAGE))
-            summaries[c.step_run.pk] = "loop cap: run cancelled"
-            continue
-        work.append(_Item(c, run, step, steps[automation.pk]))
+    summaries, give_up, work = _sort_claimed(claimed)
 
     # The modules run inside the write transaction: whatever a step did is undone with it when its completion is
     # not applied. If any item of the batch loses its completion, or the batch raises, the batch is rolled back
@@ -249,27 +199,7 @@ def execute_claimed(
         for obj, values in fresh.values():
             obj.__dict__.clear()
             obj.__dict__.update(values)
-        for entry in give_up:
-            try:
-                with transaction.atomic():
-                    _write([], [entry], now, [])
-            except Exception:
-                logger.exception("automation walker: could not give up step run %s", entry[0].step_run.pk)
-        for item in work:
-            item.outcome = None
-            try:
-                item_woke: list[bool] = []
-                with transaction.atomic():
-                    summaries.update(
-                        _execute_and_write([item], [], now, failed, item_woke, wake, whole_batch=False)
-                    )
-                woke.extend(item_woke)
-            except Exception as exc:
-                logger.warning(
-                    "automation step %s of run %s raised: %s", item.step.step_index, item.run.pk, exc
-                )
-                item.outcome = StepOutcome.failed(str(exc) or type(exc).__name__)
-                failed.append(item)
+        summaries.update(_one_by_one(work, give_up, now, failed, woke, wake))
 
     from automations.walker import _retry_or_fail
 
@@ -277,6 +207,93 @@ def execute_claimed(
         error = (item.outcome.error if item.outcome else None) or "Step failed"
         sr = item.claimed.step_run
         summaries[sr.pk] = _retry_or_fail(item.run, sr.pk, item.claimed.attempt, error, now)
+    return summaries
+
+
+_GiveUp = tuple[ClaimedStepRun, "AutomationRun | None", str]
+
+
+def _sort_claimed(claimed: list[ClaimedStepRun]) -> tuple[dict[Any, str], list[_GiveUp], list[_Item]]:
+    """The claimed step runs split into those to give up (the run or contact gone, the run not running, the
+    automation not active (AUT-22: no retry, no breaker count), the step gone, the loop cap of AUT-25), with
+    their summaries, and the work to execute."""
+    from automations.walker import (
+        LOOP_CAP_MESSAGE,
+        MAX_STEPS_PER_RUN,
+        NOT_ACTIVE,
+        RUN_OR_CONTACT_NOT_FOUND,
+        STEP_NOT_FOUND,
+    )
+
+    # The runs, with contact and automation, as the claim statement read them; the others (a retry's claim, a
+    # claim that did not read them) in one query.
+    runs = {c.run.pk: c.run for c in claimed if c.run is not None}
+    missing = {c.step_run.run_id for c in claimed} - set(runs)
+    if missing:
+        runs.update(
+            (r.pk, r)
+            for r in AutomationRun.objects.select_related("contact", "automation").filter(pk__in=missing)
+        )
+    automations = {r.automation_id: r.automation for r in runs.values()}
+    steps: dict[Any, dict[int, AutomationStep]] = defaultdict(dict)
+    for s in _steps_of(set(automations)):
+        steps[s.automation_id][s.step_index] = s
+
+    summaries: dict[Any, str] = {}
+    give_up: list[_GiveUp] = []
+    work: list[_Item] = []
+    for c in claimed:
+        run = runs.get(c.step_run.run_id)
+        reason: tuple[AutomationRun | None, str, str] | None = None
+        step = None
+        if run is None or run.contact is None or run.contact.deleted_at is not None:
+            reason = (run, RUN_OR_CONTACT_NOT_FOUND, RUN_OR_CONTACT_NOT_FOUND)
+        elif run.status != RunStatus.RUNNING:
+            reason = (None, "Automation run is no longer running", "run not running")
+        elif automations[run.automation_id].status != AutomationStatus.ACTIVE:
+            reason = (run, NOT_ACTIVE, "automation not active: run cancelled")
+        elif (step := steps[run.automation_id].get(run.current_step_index)) is None:
+            reason = (run, STEP_NOT_FOUND, "step not found: run cancelled")
+        elif c.executed is not None and c.executed > MAX_STEPS_PER_RUN:
+            reason = (run, LOOP_CAP_MESSAGE, "loop cap: run cancelled")
+        if reason is not None:
+            give_up.append((c, reason[0], reason[1]))
+            summaries[c.step_run.pk] = reason[2]
+        else:
+            work.append(_Item(c, run, step, steps[run.automation_id]))
+    return summaries, give_up, work
+
+
+def _one_by_one(
+    work: list[_Item],
+    give_up: list[_GiveUp],
+    now: dt.datetime,
+    failed: list[_Item],
+    woke: list[bool],
+    wake: bool,
+) -> dict[Any, str]:
+    """After a batch was rolled back: each give-up and each item in its own transaction, so a failure affects
+    that item alone (it joins `failed`)."""
+    summaries: dict[Any, str] = {}
+    for entry in give_up:
+        try:
+            with transaction.atomic():
+                _write([], [entry], now, [])
+        except Exception:
+            logger.exception("automation walker: could not give up step run %s", entry[0].step_run.pk)
+    for item in work:
+        item.outcome = None
+        try:
+            item_woke: list[bool] = []
+            with transaction.atomic():
+                summaries.update(
+                    _execute_and_write([item], [], now, failed, item_woke, wake, whole_batch=False)
+                )
+            woke.extend(item_woke)
+        except Exception as exc:
+            logger.warning("automation step %s of run %s raised: %s", item.step.step_index, item.run.pk, exc)
+            item.outcome = StepOutcome.failed(str(exc) or type(exc).__name__)
+            failed.append(item)
     return summaries
 
 

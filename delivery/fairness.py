@@ -5,8 +5,10 @@ A campaign job is `BATCH_SIZE` rows of capacity. When other organizations have c
 waiting, the job takes an equal share for each organization with rows waiting (weighted by
 `DELIVERY_POOL_WEIGHTS`, organization id → weight, default 1): its own organization's share from the rows it
 was given, each other organization's share from that organization's oldest claimable rows (their own jobs
-later find them claimed and skip them). The given rows over its share go back to the pool as a new job, so
-no row is left without a job. Campaigns on hold (paused, cancelled) are not taken.
+later find them claimed and skip them). The other organizations' rows come first (the job sends in this
+order), so a small campaign waiting behind a large one is through after half a job, not a whole one. The
+given rows over its share go back to the pool as a new job, so no row is left without a job. Campaigns on
+hold (paused, cancelled) are not taken.
 """
 
 from __future__ import annotations
@@ -65,4 +67,4 @@ def fair_batch(ids: list[str], *, limit: int, now: dt.datetime) -> tuple[list[st
     own_share = max(limit - len(taken), math.ceil(limit * weight(own) / total))
     taken = taken[: limit - min(own_share, len(ids))]
     keep = max(limit - len(taken), 0)
-    return ids[:keep] + taken, ids[keep:]
+    return taken + ids[:keep], ids[keep:]

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from delivery.worker import dispatch_batch, reap_stuck_sends
+from delivery.reaper import reap_stuck_sends
+from delivery.worker import dispatch_batch
 
 
 def send_batch_task(kind: str, send_ids: list[str], retry_token: str | None = None, attempts: int = 0) -> str:

@@ -12,7 +12,8 @@ while the pool has a backlog, goes on with it a round of `BATCH_SIZE` rows at a 
 
 A row is dispatched at most once: the claim is a compare-and-set, the hand-off mark is a compare-and-set on the
 claim token, and a row handed off without a result stays `queued` and flagged outcome-unknown, never re-sent
-automatically (`reap_stuck_sends` resolves it after 24 hours; `resend_unknown` is the explicit operator path).
+automatically (`delivery.reaper.reap_stuck_sends` resolves it after 24 hours; `resend_unknown` is the explicit
+operator path).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import connection
 from django.utils import timezone
 
 from delivery import attachments as attachment_fetch
@@ -36,27 +37,19 @@ from delivery.dispatch import send_provider_attempt
 from delivery.fairness import fair_batch
 from delivery.health import provider_health_flush
 from delivery.lifecycle import (
-    UNKNOWN_OUTCOME_DEADLINE,
     ClaimKeeper,
-    SendRef,
     campaigns_on_hold,
-    claim_lease,
-    claim_orphans,
     claim_queued,
     claim_sends,
     claim_sends_topped_up,
-    lease_orphans,
     mark_handed_off,
-    mark_outcome_unknown,
     model_for,
     release_claims,
-    send_transition,
 )
 from delivery.models import SendStatus
 from delivery.pacing import Pacer, take_pool_token
 from delivery.pipeline import Connections, Recorder
 from delivery.providers import (
-    AMBIGUOUS_TIMEOUT,
     DispatchError,
     Transport,
     delivery_configured,
@@ -86,7 +79,6 @@ BATCH_TIME_BUDGET_SECONDS = 80.0
 # it is younger than this: a backlog of automation
 # mail is drained without a cold start (threads, connections, broker hop) per 100 rows.
 DRAIN_SECONDS = 20.0
-UNCONFIRMED_CODE = "PROVIDER_ACCEPTANCE_UNCONFIRMED"
 
 
 @dataclass
@@ -238,14 +230,19 @@ class PoolJob:
         if summary.skipped:
             _defer_not_due(kind, ids, won, self.now())
         summary.claimed = len(won)
-        return won
+        order = {pk: i for i, pk in enumerate(ids)}
+        return sorted(won, key=lambda pk: order.get(pk, len(order)))
 
     def _note_prior(self, won: list[str]) -> None:
         if self.retry_token is not None:  # a provider retry: the attempts made before count
             self.prior = dict.fromkeys(won, self.prior_attempts)
 
     def load(self, ids: list[str]) -> Round:
-        return read_round(self.kind, ids, self.token, self.cache, join=len(ids) <= RECORD_INLINE_ROWS)
+        """The round's rows in the order of `ids` (a campaign job's fair share: other organizations first)."""
+        round_ = read_round(self.kind, ids, self.token, self.cache, join=len(ids) <= RECORD_INLINE_ROWS)
+        order = {pk: i for i, pk in enumerate(ids)}
+        round_.rows.sort(key=lambda row: order.get(str(row.pk), len(order)))
+        return round_
 
     def next_round(self) -> Round | None:
         """The drain: while the pool has queued rows and the job is young, the next `BATCH_SIZE` rows go out
@@ -454,96 +451,3 @@ def _compose(row: Any, contexts: dict[str, Any], mail_options: dict[str, Any]) -
             postal_address=row.organization.postal_address or "",
         )
     return compose_transactional(row, attachments=files)
-
-
-# --- recovery (D-07) ----------------------------------------------------------------------------------------
-
-
-def _not_on_hold(send_ids: list[str]) -> list[str]:
-    """The campaign rows among `send_ids` whose campaign is not paused or cancelled: the sweep leaves a paused
-    campaign's rows where they are (its resume hands them out)."""
-    from delivery.models import EmailSend
-
-    pairs = list(EmailSend.objects.filter(pk__in=send_ids).values_list("pk", "campaign_id"))
-    held = campaigns_on_hold({str(c) for _, c in pairs})
-    return [str(pk) for pk, c in pairs if str(c) not in held]
-
-
-@dataclass
-class ReapReport:
-    orphans: dict[str, list[str]] = field(default_factory=dict)
-    lost_hand_offs: dict[str, list[str]] = field(default_factory=dict)
-    expired_unknown: dict[str, list[str]] = field(default_factory=dict)
-
-    def counts(self) -> dict[str, int]:
-        return {
-            "orphans": sum(len(v) for v in self.orphans.values()),
-            "lost_hand_offs": sum(len(v) for v in self.lost_hand_offs.values()),
-            "expired_unknown": sum(len(v) for v in self.expired_unknown.values()),
-        }
-
-
-def reap_stuck_sends(*, apply: bool, now: dt.datetime | None = None, limit: int = 1000) -> ReapReport:
-    """D-07 recovery:
-    - queued rows no live job holds (never claimed for `orphan_after(kind)`, or claimed without hand-off under
-      a claim nobody renewed for `SEND_CLAIM_LEASE_SECONDS`) are handed to their pool again (they were never
-      on the wire), each once per `redrive_lease(kind)` (`lease_orphans`) while its queue consumes nothing;
-    - rows handed off without a recorded result under such a dead claim are flagged outcome-unknown (never
-      re-sent);
-    - outcome-unknown rows older than 24 hours become `failed` `PROVIDER_ACCEPTANCE_UNCONFIRMED`.
-    Dry run unless `apply`."""
-    from delivery.services import sends_enqueue
-
-    now = now or timezone.now()
-    report = ReapReport()
-    for kind in ("campaign", "transactional"):
-        model = model_for(kind)
-        if apply:  # leased and handed to the pool in one transaction
-            with transaction.atomic():
-                orphans = lease_orphans(kind, limit=limit, now=now)
-                if orphans and kind == "campaign":
-                    orphans = _not_on_hold(orphans)
-                if orphans:
-                    sends_enqueue(kind, orphans)
-        else:
-            orphans = claim_orphans(kind, limit=limit, now=now)
-        report.orphans[kind] = orphans
-        lost = [
-            str(pk)
-            for pk in model.objects.filter(
-                status=SendStatus.QUEUED,
-                handed_off_at__isnull=False,
-                outcome_unknown=False,
-                claimed_at__lt=now - claim_lease(),
-            ).values_list("pk", flat=True)[:limit]
-        ]
-        report.lost_hand_offs[kind] = lost
-        expired = [
-            str(pk)
-            for pk in model.objects.filter(
-                status=SendStatus.QUEUED,
-                outcome_unknown=True,
-                handed_off_at__lt=now - UNKNOWN_OUTCOME_DEADLINE,
-            ).values_list("pk", flat=True)[:limit]
-        ]
-        report.expired_unknown[kind] = expired
-        if not apply:
-            continue
-        for pk in lost:
-            mark_outcome_unknown(
-                kind,
-                pk,
-                error_code=AMBIGUOUS_TIMEOUT,
-                error_message="The worker stopped after hand-off; provider acceptance unknown",
-            )
-        for pk in expired:
-            send_transition(
-                SendRef(kind, pk),  # type: ignore[arg-type]
-                SendStatus.FAILED,
-                {
-                    "at": now,
-                    "error_code": UNCONFIRMED_CODE,
-                    "error_message": "The provider never confirmed acceptance within 24 hours",
-                },
-            )
-    return report

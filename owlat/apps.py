@@ -32,6 +32,11 @@ class OwlatConfig(AppConfig):
 
         register_attention_source(domain_attention)  # sending domains not verified / stale (DOM-12)
 
+        from owlat.inuse import register_form_in_use
+        from owlat.signup.writes import segments_using_form
+
+        register_form_in_use(segments_using_form)  # "joined through form F" segments
+
         from owlat.registry import register_sweep
         from owlat.wakeups import wakeups_stale
 

@@ -1,4 +1,4 @@
-"""In-use checks before a delete (API-25, DOM-13): is a topic, segment or template still referenced?
+"""In-use checks before a delete (API-25, DOM-13): is a topic, segment, template or sign-up form still referenced?
 
 The lower layers cannot import the engines that reference them (layering), so each engine registers a checker in
 its `AppConfig.ready()`:
@@ -47,6 +47,7 @@ class InUseRegistry:
 topics = InUseRegistry()
 segments = InUseRegistry()
 templates = InUseRegistry()
+forms = InUseRegistry()
 
 register_topic_in_use = topics.register
 register_segment_in_use = segments.register
@@ -54,3 +55,5 @@ topic_in_use = topics.collect
 segment_in_use = segments.collect
 register_template_in_use = templates.register
 template_in_use = templates.collect
+register_form_in_use = forms.register
+form_in_use = forms.collect

@@ -58,5 +58,6 @@ SPECTACULAR_SETTINGS = {
         "RelabelCategoryEnum": "inbox.configuration.RELABEL_CATEGORIES",
         # an A/B variant, wherever a request names one (a winner, a filter, a test send)
         "AbVariantEnum": ["A", "B"],
+        "SignupFieldKindEnum": ["first_name", "last_name", "language", "property"],
     },
 }

@@ -95,6 +95,7 @@ SQLITE_E2E=(
   inbox/tests/test_imap_intake.py
   tests/browser/test_signup_forms.py
   tests/browser/test_bounce_screens.py
+  tests/browser/test_automation_simulate.py
 )
 if [ $# -eq 0 ] || [ "${OWLAT_SQLITE_E2E:-}" = "1" ]; then
   echo "== smoke, end-to-end and browser tests on SQLite"

@@ -115,7 +115,11 @@ EXPECTED: dict[str, tuple[frozenset[str], frozenset[str], tuple[str, ...], tuple
     "automations.Automation": (
         ALL,
         MANAGERS,
-        ("automations_automation_template_autocomplete", "automations_automation_transition"),
+        (
+            "automations_automation_simulate",
+            "automations_automation_template_autocomplete",
+            "automations_automation_transition",
+        ),
         ("duplicate_automations",),
     ),
     "automations.AutomationRun": (ALL, NOBODY, (), ()),
@@ -747,6 +751,7 @@ CUSTOM_OBJECT_URLS: dict[str, frozenset[str]] = {
     "templates_transactionalemail_send_test": ALL_S,
     "templates_transactionalemail_set_status": MANAGERS_S,
     "automations_automation_transition": MANAGERS_S,
+    "automations_automation_simulate": ALL_S,  # reads only
     "campaigns_campaign_preview": ALL_S,
     "campaigns_campaign_schedule": ALL_S,  # campaigns:schedule
     "campaigns_campaign_test_send": ALL_S,  # campaigns:manage

@@ -69,6 +69,8 @@ UNSTORABLE = (
 
 # Refusals that compare two values or depend on what is stored (a JSON schema can do neither), by their message
 STATE_REFUSALS = {
+    # a sign-up form's field of kind `property` names the property it fills (one key required by another's value)
+    "propertyKey is required with kind property": "sign-up form fields",
     # the agent's working day ends after it starts; a request may change either end, the other is the stored one
     "The working day ends after it starts.": "AGT-31",
     # a model provider is needed when the organization has none stored yet; a document-valid request that names
@@ -89,9 +91,10 @@ def _spec_refusal(response) -> str | None:
         response.status_code == 400
         and error.get("category") == "invalid_input"
         and error.get("message", "").endswith("not found")
-        and field.split(".")[-1].split("[")[0].endswith(("Id", "Ids"))
+        and field.split(".")[-1].split("[")[0].endswith(("Id", "Ids", "Key"))
     ):
-        # API-24: a reference (`emailTemplateId`, `topicId`, …) must exist in the organization, else 400 naming it
+        # API-24: a reference (`emailTemplateId`, `topicId`, a contact property's `propertyKey`, …) must exist in
+        # the organization, else 400 naming it
         return "API-24"
     messages = [
         message
@@ -121,9 +124,9 @@ def _spec_refusal(response) -> str | None:
         # custom properties' names are 1–100 characters (contacts and events); OpenAPI 3.0 cannot constrain an
         # object's keys
         return "property-names"
-    if response.status_code == 400 and error.get("message", "").endswith("ids must be unique"):
-        # DOM-13: a block document's block ids are unique (translations refer to them); JSON Schema's
-        # `uniqueItems` compares whole items, not one key of each
+    if response.status_code == 400 and error.get("message", "").endswith("must be unique"):
+        # DOM-13: a block document's block ids are unique (translations refer to them), as are a sign-up form's
+        # topics, fields and languages; JSON Schema's `uniqueItems` compares whole items, not one key of each
         return "DOM-13"
     if response.status_code == 422 and error.get("category") == "invalid_state":
         # API-12: a transition or deletion refused in the resource's current state (a state the request can't show)

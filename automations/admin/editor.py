@@ -19,6 +19,7 @@ from django.utils.html import format_html, format_html_join
 
 from automations import services
 from automations.admin.confirm import CONFIRMED_VERBS, automation_confirmation
+from automations.admin.simulate import simulate_view
 from automations.admin_forms.display import step_summary
 from automations.admin_forms.editor import AutomationForm, StepForm, StepFormSet
 from automations.admin_forms.views import template_autocomplete_view
@@ -412,6 +413,13 @@ class AutomationAdmin(TenantModelAdmin):
                 name="automations_automation_template_autocomplete",
             ),
             path(
+                "<uuid:object_id>/simulate/",
+                self.admin_site.admin_view(
+                    lambda request, object_id: simulate_view(self, request, object_id)
+                ),
+                name="automations_automation_simulate",
+            ),
+            path(
                 "<uuid:object_id>/transition/<str:verb>/",
                 self.admin_site.admin_view(self.transition_view),
                 name="automations_automation_transition",
@@ -461,6 +469,7 @@ class AutomationAdmin(TenantModelAdmin):
                 for verb, label in LIFECYCLE_BUTTONS.get(obj.status, [])
             ]
             context["confirmed_verbs"] = CONFIRMED_VERBS
+            context["simulate_url"] = reverse("admin:automations_automation_simulate", args=[obj.pk])
         return super().render_change_form(
             request, context, add=add, change=change, form_url=form_url, obj=obj
         )

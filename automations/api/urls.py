@@ -3,6 +3,7 @@
 from django.urls import path
 
 from automations.api import views as v
+from automations.api.simulate import SimulateView
 
 ID = "automations/<id:automation_id>"
 
@@ -21,5 +22,6 @@ urlpatterns = [
     path(f"{ID}/runs/<id:run_id>/step-runs", v.StepRunListView.as_view(), name="api-automation-step-runs"),
     path(f"{ID}/runs/<id:run_id>", v.RunDetailView.as_view(), name="api-automation-run"),
     path(f"{ID}/stats", v.StatsView.as_view(), name="api-automation-stats"),
+    path(f"{ID}/simulate", SimulateView.as_view(), name="api-automation-simulate"),
     path(ID, v.AutomationDetailView.as_view(), name="api-automation"),
 ]

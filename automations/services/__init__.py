@@ -21,6 +21,7 @@ from automations.services.automations import (
 from automations.services.events import ContactNotFound, EventResult, event_record, new_event_id
 from automations.services.references import (
     automation_runs_erase_contact,
+    automations_using_form,
     automations_using_template,
     automations_using_topic,
 )
@@ -55,6 +56,7 @@ __all__ = [
     "automation_stats_backfill",
     "automation_transition_operator",
     "automation_update",
+    "automations_using_form",
     "automations_using_template",
     "automations_using_topic",
     "event_record",

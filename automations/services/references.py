@@ -27,6 +27,19 @@ def automations_using_topic(organization_id: Any, topic_id: Any) -> list[dict[st
     return list(used.values())
 
 
+def automations_using_form(organization_id: Any, form_id: Any) -> list[dict[str, str]]:
+    """Non-draft automations with a condition step on "joined through this sign-up form"."""
+    live = Automation.objects.filter(organization_id=organization_id).exclude(status=DRAFT)
+    ids = (
+        AutomationStep.objects.filter(
+            automation__in=live, step_type=StepType.CONDITION, config__condition__formId=str(form_id)
+        )
+        .values_list("automation_id", flat=True)
+        .distinct()
+    )
+    return [{"kind": "automation", "id": str(pk)} for pk in ids]
+
+
 def automations_using_template(organization_id: Any, template_id: Any) -> list[dict[str, str]]:
     """Automations with an email step that sends the template (any status)."""
     ids = (

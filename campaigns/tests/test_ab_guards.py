@@ -147,3 +147,43 @@ def test_a_winner_declared_during_the_test_walk_mails_everyone_once(
     assert dict(_rows(campaign).values_list("contact_id", "ab_variant")) == expected
     assert LocalMessage.objects.filter(send_id__in=_rows(campaign).values("pk")).count() == 60
     assert send_winner_to_remainder(campaign.pk) == "skipped: campaign is sent"
+
+
+def test_the_admin_editor_refuses_an_automatic_test_without_a_duration(
+    client, django_user_model, org, template, topic
+):
+    """The editor names the duration field (its help text says when it is needed) instead of saving a test
+    that would never decide."""
+    from django.urls import reverse
+
+    from campaigns.abtest import DURATION_REQUIRED
+    from campaigns.models import Campaign
+    from owlat.models import Membership
+
+    user = django_user_model.objects.create_user(username="ann", password="pw", is_staff=True)
+    Membership.objects.create(user=user, organization=org, role="owner")
+    client.force_login(user)
+    url = reverse("admin:campaigns_campaign_add")
+    page = client.get(url)
+    assert b"Required unless the winner is chosen manually" in page.content
+    data = {
+        "name": "April",
+        "email_template": str(template.pk),
+        "sender": "news@acme.test",
+        "from_name": "Acme",
+        "audience_kind": "topic",
+        "audience_topic": str(topic.pk),
+        "archive_enabled": "unknown",
+        "ab_enabled": "on",
+        "ab_test_type": "subject",
+        "ab_variant_b_subject": "B",
+        "ab_split_percentage": "20",
+        "ab_winner_criteria": "open_rate",
+    }
+    r = client.post(url, data)
+    assert r.status_code == 200 and DURATION_REQUIRED.encode() in r.content
+    assert r.context["adminform"].form.errors["ab_test_duration"] == [DURATION_REQUIRED]
+    assert not Campaign.objects.filter(name="April").exists()
+    r = client.post(url, {**data, "ab_test_duration": "2"})
+    assert r.status_code == 302
+    assert Campaign.objects.get(name="April").ab_config()["testDuration"] == 2

@@ -164,7 +164,7 @@ def _recover(campaign_id):
     rows (never on the wire), flag lost hand-offs outcome-unknown, re-drive a stuck walk, reconcile."""
     from campaigns.completion import reconcile_sending_campaigns
     from campaigns.walker import stuck_walks_redrive
-    from delivery.worker import reap_stuck_sends
+    from delivery.reaper import reap_stuck_sends
 
     later = timezone.now() + dt.timedelta(minutes=11)
     report = reap_stuck_sends(apply=True, now=later)

@@ -61,7 +61,7 @@ def test_local_time_mail_leaves_at_each_zones_instant(world, smtp_sink, workers)
     from campaigns.models import Campaign, CampaignSendJob
     from campaigns.services import campaign_schedule
     from campaigns.walker import stuck_walks_redrive
-    from delivery.worker import reap_stuck_sends
+    from delivery.reaper import reap_stuck_sends
 
     now = timezone.now()
     target = (now + dt.timedelta(seconds=70)).replace(second=0, microsecond=0)  # 10 … 70 s ahead

@@ -102,7 +102,7 @@ def test_pause_stops_and_resume_finishes_without_duplicates(world, smtp_sink, wo
 
 def test_cancel_stops_for_good(world, smtp_sink, workers):
     from campaigns.completion import reconcile_sending_campaigns
-    from delivery.worker import reap_stuck_sends
+    from delivery.reaper import reap_stuck_sends
 
     _act(world, "send")
     workers.wait_until(lambda: len(smtp_sink.messages) >= 60, timeout=120, interval=0.05)

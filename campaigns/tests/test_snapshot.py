@@ -98,3 +98,49 @@ def test_a_translation_is_scanned_and_sent_from_the_snapshot(
     row = EmailSend.objects.get(campaign_id=campaign.pk)
     assert row.personalized_subject.startswith("Neu für")
     assert "Hallo" in LocalMessage.objects.get(send_id=row.pk).html
+
+
+def test_the_ab_remainder_hours_later_is_sent_from_the_snapshot(
+    make_campaign, org, topic, template, make_contact
+):
+    """Given a content test whose cohort was mailed, when both templates are edited before the winner is
+    declared, then the remainder is composed from the scanned variant, not from the edited template."""
+    from campaigns.abtest import ab_declare_winner, ab_enable
+    from delivery.models import LocalMessage
+    from templates.models import EmailTemplate
+
+    b = EmailTemplate.objects.create(
+        organization=org, name="B", subject="B news for {{firstName}}", html_content="<p>Variant B body</p>"
+    )
+    for _ in range(30):
+        make_contact(topic=topic)
+    campaign = make_campaign()
+    cfg = {
+        "testType": "content",
+        "variantBTemplateId": str(b.pk),
+        "splitPercentage": 20,
+        "winnerCriteria": "manual",
+    }
+    assert ab_enable(campaign=campaign, config=cfg, actor="u", authority=OWNER).ok
+    _start(campaign, org)
+    drain_queue(max_tasks=5000)
+    campaign.refresh_from_db()
+    assert (campaign.status, campaign.ab_test_status) == ("sending", "testing")
+    tested = set(EmailSend.objects.filter(campaign_id=campaign.pk).values_list("pk", flat=True))
+    assert 0 < len(tested) < 30
+    for t in (template, b):
+        t.subject = "Edited subject"
+        t.html_content = "<p>Edited body</p>"
+        t.save()
+    assert ab_declare_winner(campaign_id=campaign.pk, winner="B", actor="u", authority=OWNER).ok
+    drain_queue(max_tasks=5000)
+    campaign.refresh_from_db()
+    assert campaign.status == "sent"
+    remainder = EmailSend.objects.filter(campaign_id=campaign.pk).exclude(pk__in=tested)
+    assert remainder.count() == 30 - len(tested) and set(remainder.values_list("ab_variant", flat=True)) == {
+        "B"
+    }
+    for row in remainder:
+        assert row.personalized_subject.startswith("B news for")
+        html = LocalMessage.objects.get(send_id=row.pk).html
+        assert "Variant B body" in html and "Edited" not in html

@@ -9,8 +9,9 @@ import pytest
 from django.db import connection
 
 from delivery.models import EmailSend, TransactionalSend
+from delivery.reaper import reap_stuck_sends
 from delivery.services import automation_email_queue
-from delivery.worker import Pacer, dispatch_batch, reap_stuck_sends
+from delivery.worker import Pacer, dispatch_batch
 from testsupport import drain_queue, queued_tasks, race, run_due_retry
 
 

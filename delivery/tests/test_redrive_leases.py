@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from delivery.lifecycle import claim_orphans, lease_orphans, orphan_after, redrive_lease
 from delivery.models import EmailSend, TransactionalSend
-from delivery.worker import reap_stuck_sends
+from delivery.reaper import reap_stuck_sends
 from testsupport import drain_queue, queued_tasks, race
 
 SEND_TASK = "delivery.tasks.send_batch_task"

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django import forms
 from django.contrib import admin
-from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Count, IntegerField, OuterRef, Subquery, Sum
 from django.db.models.functions import Coalesce
@@ -17,15 +15,14 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
 from owlat.admin_tenancy import TenantModelAdmin, TenantStackedInline, TenantTabularInline
-from owlat.forms.languages import LANGUAGES
 from owlat.models import (
-    SignupFieldKind,
     SignupForm,
     SignupFormDay,
     SignupFormField,
     SignupFormText,
     SignupFormTopic,
 )
+from owlat.signup.forms import SignupFormFieldForm, SignupFormSettingsForm, SignupFormTextForm
 
 
 class SignupFormTopicInline(TenantTabularInline):
@@ -38,20 +35,6 @@ class SignupFormTopicInline(TenantTabularInline):
     verbose_name_plural = "Topics offered (several are shown as checkboxes; the visitor picks at least one)"
 
 
-class SignupFormFieldForm(forms.ModelForm):
-    class Meta:
-        model = SignupFormField
-        fields = ("kind", "property", "label", "required", "position")
-
-    def clean(self) -> dict[str, Any]:
-        cleaned = super().clean()
-        if cleaned.get("kind") == SignupFieldKind.PROPERTY and not cleaned.get("property"):
-            self.add_error("property", "Pick the contact property this field fills.")
-        if cleaned.get("kind") != SignupFieldKind.PROPERTY:
-            cleaned["property"] = None
-        return cleaned
-
-
 class SignupFormFieldInline(TenantTabularInline):
     manage_permission = "topics:manage"
     model = SignupFormField
@@ -61,25 +44,7 @@ class SignupFormFieldInline(TenantTabularInline):
     verbose_name_plural = "Fields asked besides the email address (always asked, always required)"
 
 
-class SignupFormTextForm(forms.ModelForm):
-    language = forms.ChoiceField(choices=[("", "—"), *LANGUAGES], help_text="The visitor's language.")
-
-    class Meta:
-        model = SignupFormText
-        fields = (
-            "language",
-            "title",
-            "description",
-            "consent_text",
-            "submit_label",
-            "success_message",
-            "pending_message",
-            "confirmed_message",
-            "success_redirect_url",
-            "pending_redirect_url",
-        )
-
-
+#: the admin builds its forms with its own field callback, in place of the forms' `https_urls`
 _URLS = {models.URLField: {"assume_scheme": "https"}}
 
 
@@ -96,48 +61,11 @@ def _recent_days() -> Any:
     return timezone.now().date() - timezone.timedelta(days=29)
 
 
-class SignupFormAdminForm(forms.ModelForm):
-    class Meta:
-        model = SignupForm
-        fields = (
-            "name",
-            "is_active",
-            "require_double_opt_in",
-            "title",
-            "description",
-            "consent_text",
-            "submit_label",
-            "brand_color",
-            "pending_message",
-            "success_message",
-            "confirmed_message",
-            "pending_redirect_url",
-            "success_redirect_url",
-            "confirmed_redirect_url",
-            "allowed_origins",
-        )
-        widgets = {"brand_color": forms.TextInput(attrs={"type": "color"})}
-
-    def clean_allowed_origins(self) -> str:
-        from urllib.parse import urlsplit
-
-        lines = [line.strip() for line in self.cleaned_data["allowed_origins"].splitlines() if line.strip()]
-        if len(lines) > 50:
-            raise ValidationError("List at most 50 origins.")
-        for line in lines:
-            parts = urlsplit(line)
-            if parts.scheme not in ("http", "https") or not parts.netloc or parts.path not in ("", "/"):
-                raise ValidationError(
-                    f"“{line}” is not an origin: write the scheme and host only, e.g. https://www.example.com."
-                )
-        return "\n".join(lines)
-
-
 @admin.register(SignupForm)
 class SignupFormAdmin(TenantModelAdmin):
     manage_permission = "topics:manage"
     formfield_overrides = _URLS
-    form = SignupFormAdminForm
+    form = SignupFormSettingsForm
     inlines = (SignupFormTopicInline, SignupFormFieldInline, SignupFormTextInline)
     list_display = (
         "name",
@@ -198,6 +126,17 @@ class SignupFormAdmin(TenantModelAdmin):
         )
 
     @admin.display(description="topics", ordering="_topics")
+    def _in_use(self, obj: SignupForm) -> list[dict[str, str]]:
+        from owlat.inuse import form_in_use
+
+        return form_in_use(obj.organization_id, obj.pk)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        """A form a segment or active automation asks about ("joined through this form") is kept."""
+        if obj is not None and self._in_use(obj):
+            return False
+        return super().has_delete_permission(request, obj)
+
     def topic_count(self, obj: SignupForm) -> int:
         return obj._topics
 

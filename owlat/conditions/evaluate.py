@@ -64,6 +64,11 @@ def _property_actual(
     return property_values.get(cond.field, ABSENT)
 
 
+def contact_field_value(contact: Contact, field: str) -> Any:
+    """The value a property condition on `field` compares for `contact` (ABSENT when it has none)."""
+    return _property_actual(PropertyCondition(field=field, operator="is_empty"), contact, None)
+
+
 def evaluate_condition(
     cond: Condition | Mapping[str, Any],
     contact: Contact,

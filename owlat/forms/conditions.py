@@ -1,10 +1,10 @@
 """The condition builder (AUT-34, DOM-09): forms that clean into the canonical condition JSON.
 
 `ConditionForm` edits one condition — a contact property compared with a value, email activity (opened /
-clicked) or topic membership — with the spec's operators. `FiltersForm` edits a segment's filter set: AND/OR and
-a formset of conditions. Both clean through `owlat.conditions.canonicalize_*`, so only what the evaluator accepts
-is ever stored, with exactly the keys stored today (`kind`, `field`, `operator`, `value`, `topicId`; `logic`,
-`conditions`).
+clicked), topic membership or the sign-up form a contact joined through — with the spec's operators.
+`FiltersForm` edits a segment's filter set: AND/OR and a formset of conditions. Both clean through
+`owlat.conditions.canonicalize_*`, so only what the evaluator accepts is ever stored, with exactly the keys stored
+today (`kind`, `field`, `operator`, `value`, `topicId`, `formId`; `logic`, `conditions`).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ KIND_CHOICES = [
     ("contact_property", "Contact property"),
     ("email_activity", "Email activity"),
     ("topic_membership", "Topic membership"),
+    ("signup_form", "Sign-up form"),
 ]
 PROPERTY_OPERATOR_CHOICES = [
     ("equals", "equals"),
@@ -46,6 +47,7 @@ PROPERTY_OPERATOR_CHOICES = [
 ACTIVITY_CHOICES = [("opened", "opened an email"), ("clicked", "clicked a link")]
 ACTIVITY_OPERATOR_CHOICES = [("is_true", "has"), ("is_false", "has not")]
 TOPIC_OPERATOR_CHOICES = [("equals", "is a member of"), ("not_equals", "is not a member of")]
+FORM_OPERATOR_CHOICES = [("equals", "joined through"), ("not_equals", "did not join through")]
 NUMERIC_OPERATORS = {"gt", "lt", "gte", "lte"}
 NO_VALUE_OPERATORS = {"is_empty", "not_empty", "is_true", "is_false"}
 BUILTIN_LABELS = {"email": "Email", "firstName": "First name", "lastName": "Last name", "source": "Source"}
@@ -75,6 +77,12 @@ def topic_queryset(organization_id: Any):
     from owlat.models import Topic
 
     return Topic.objects.filter(organization_id=organization_id).order_by("name")
+
+
+def form_queryset(organization_id: Any):
+    from owlat.models import SignupForm
+
+    return SignupForm.objects.filter(organization_id=organization_id).order_by("name")
 
 
 def _kind_attrs(kind: str) -> dict[str, str]:
@@ -154,6 +162,22 @@ class ConditionForm(forms.Form):
         widget=forms.Select(attrs=_kind_attrs("topic_membership")),
         error_messages={"invalid_choice": "Choose one of this organization's topics."},
     )
+    form_operator = forms.ChoiceField(
+        label="Contact",
+        choices=FORM_OPERATOR_CHOICES,
+        initial="equals",
+        required=False,
+        widget=forms.Select(attrs=_kind_attrs("signup_form")),
+    )
+    signup_form = forms.ModelChoiceField(
+        label="Form",
+        queryset=None,
+        required=False,
+        empty_label="— choose a sign-up form —",
+        widget=forms.Select(attrs=_kind_attrs("signup_form")),
+        help_text="Contacts whose sign-up through this form was confirmed (or needed no confirmation).",
+        error_messages={"invalid_choice": "Choose one of this organization's sign-up forms."},
+    )
 
     def __init__(self, *args: Any, organization_id: Any = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -161,6 +185,7 @@ class ConditionForm(forms.Form):
         keep = self.initial.get("field") if isinstance(self.initial.get("field"), str) else None
         self.fields["field"].choices = property_choices(organization_id, keep=keep)
         self.fields["topic"].queryset = topic_queryset(organization_id)
+        self.fields["signup_form"].queryset = form_queryset(organization_id)
         styled(self)
 
     @staticmethod
@@ -172,6 +197,8 @@ class ConditionForm(forms.Form):
             return {"kind": kind, "activity": condition.get("field"), "activity_operator": operator}
         if kind == "topic_membership":
             return {"kind": kind, "topic": condition.get("topicId"), "topic_operator": operator}
+        if kind == "signup_form":
+            return {"kind": kind, "signup_form": condition.get("formId"), "form_operator": operator}
         value = condition.get("value")
         if isinstance(value, bool):
             value = "true" if value else "false"
@@ -204,6 +231,13 @@ class ConditionForm(forms.Form):
                 "kind": kind,
                 "topicId": str(topic.pk) if topic is not None else "",
                 "operator": self._required("topic_operator", "Choose is or is not a member."),
+            }
+        elif kind == "signup_form":
+            form = self._required("signup_form", "Choose a sign-up form.")
+            condition = {
+                "kind": kind,
+                "formId": str(form.pk) if form is not None else "",
+                "operator": self._required("form_operator", "Choose joined or did not join."),
             }
         elif kind == "contact_property":
             field = self._required("field", "Choose the contact property to test.")

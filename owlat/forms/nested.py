@@ -42,6 +42,10 @@ def _unfold_widget(widget: forms.Widget) -> forms.Widget:
         return uw.UnfoldAdminDecimalFieldWidget(attrs=attrs)
     if kind is forms.TextInput:
         return uw.UnfoldAdminTextInputWidget(attrs=attrs)
+    if kind is forms.EmailInput:
+        return uw.UnfoldAdminEmailInputWidget(attrs=attrs)
+    if kind is forms.Textarea:
+        return uw.UnfoldAdminTextareaWidget(attrs=attrs)
     return widget
 
 

@@ -128,3 +128,21 @@ def test_changelist_counts_submissions_and_conversion(client, owner, settings):
     assert "75%" in page  # 3 of 4 submissions joined
     change = client.get(reverse("admin:owlat_signupform_change", args=[form.pk])).content.decode()
     assert "refused: honeypot" in change
+
+
+def test_a_form_a_segment_asks_about_cannot_be_deleted_in_the_admin(client, owner):
+    from owlat.models import Segment
+
+    form = SignupForm.objects.create(organization=owner, name="Footer")
+    condition = {"kind": "signup_form", "formId": str(form.pk), "operator": "equals"}
+    Segment.objects.create(
+        organization=owner, name="Joined by form", filters={"logic": "AND", "conditions": [condition]}
+    )
+    response = client.post(f"/admin/owlat/signupform/{form.pk}/delete/", {"post": "yes"})
+    assert response.status_code == 403
+    assert SignupForm.objects.filter(pk=form.pk).exists()
+    client.post(
+        "/admin/owlat/signupform/",
+        {"action": "delete_selected", "_selected_action": [str(form.pk)], "post": "yes"},
+    )
+    assert SignupForm.objects.filter(pk=form.pk).exists()

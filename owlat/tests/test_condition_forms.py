@@ -73,6 +73,24 @@ def test_topic_condition_stores_the_topic_id(org):
     }
 
 
+def test_signup_form_condition_stores_the_form_id_and_round_trips(org):
+    from owlat.models import SignupForm
+    from owlat.organizations import organization_create
+
+    form = SignupForm.objects.create(organization=org, name="Footer")
+    data = {"kind": "signup_form", "signup_form": str(form.pk), "form_operator": "not_equals"}
+    config, errors = clean(data, org)
+    assert errors == []
+    assert config == {"kind": "signup_form", "formId": str(form.pk), "operator": "not_equals"}
+    initial = ConditionForm.initial_from_config(config)
+    assert clean({k: str(v) for k, v in initial.items()}, org) == (config, [])
+
+    theirs = SignupForm.objects.create(organization=organization_create(name="Beta"), name="Theirs")
+    _config, errors = clean({**data, "signup_form": str(theirs.pk)}, org)
+    assert errors == ["Form: Choose one of this organization's sign-up forms."]
+    assert clean({**data, "signup_form": ""}, org) == (None, ["Form: Choose a sign-up form."])
+
+
 @pytest.mark.parametrize(
     ("data", "message"),
     [
@@ -138,6 +156,8 @@ def filters_data(logic, rows, total_extra=0):
         "activity": "opened",
         "topic_operator": "equals",
         "topic": "",
+        "form_operator": "equals",
+        "signup_form": "",
     }
     for i, row in enumerate([*rows, *[blank] * total_extra]):
         data.update({f"f-conditions-{i}-{k}": v for k, v in row.items()})

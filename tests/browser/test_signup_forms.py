@@ -100,7 +100,16 @@ def _build_form(page, live_server, second_origin) -> str:
 def test_sign_up_confirm_and_welcome_and_bots_refused(  # noqa: PLR0915 - one story
     site, operator, page, live_server, smtp_sink, second_origin, workers
 ):
-    from owlat.models import Contact, ContactTopic, SignupForm, SignupFormDay, SignupSubmission, Topic
+    from owlat.conditions import filters_queryset
+    from owlat.models import (
+        Contact,
+        ContactTopic,
+        Segment,
+        SignupForm,
+        SignupFormDay,
+        SignupSubmission,
+        Topic,
+    )
 
     org = operator["org"]
     news = Topic.objects.create(organization=org, name="News", require_double_opt_in=True)
@@ -195,3 +204,20 @@ def test_sign_up_confirm_and_welcome_and_bots_refused(  # noqa: PLR0915 - one st
     page.goto(f"{live_server.url}/admin/owlat/signupform/{form.pk}/change/")
     page.locator(".signup-chart").scroll_into_view_if_needed()
     screenshot(page, "signup-06-admin-numbers")
+
+    # the form's contacts as a segment condition, picked from a list (no JSON)
+    page.goto(f"{live_server.url}/admin/owlat/segment/add/")
+    page.fill("input[name=name]", "Joined through the footer form")
+    page.select_option("select[name=filters-conditions-0-kind]", "signup_form")
+    page.select_option("select[name=filters-conditions-0-signup_form]", str(form.pk))
+    page.locator(".owlat-live-count").filter(has_text="1 contact").wait_for(timeout=10_000)
+    screenshot(page, "signup-07-segment-joined-through-form")
+    page.locator("[name=_save]").click()
+    page.wait_for_url(re.compile(r"/admin/owlat/segment/$"))
+    segment = Segment.objects.get(name="Joined through the footer form")
+    assert segment.filters["conditions"] == [
+        {"kind": "signup_form", "formId": str(form.pk), "operator": "equals"}
+    ]
+    assert list(filters_queryset(org.pk, segment.filters).values_list("email", flat=True)) == [
+        "hana@example.com"
+    ]

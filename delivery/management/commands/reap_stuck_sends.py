@@ -2,7 +2,7 @@
 
 from django.core.management.base import BaseCommand
 
-from delivery.worker import reap_stuck_sends
+from delivery.reaper import reap_stuck_sends
 
 
 class Command(BaseCommand):
