@@ -18,21 +18,30 @@ from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
 
 from campaigns import abtest, services
-from campaigns.admin_forms import CampaignForm, ScheduleForm, form_page
+from campaigns.admin_confirm import CONFIRMED_VERBS, campaign_confirmation
+from campaigns.admin_forms import CampaignForm
+from campaigns.admin_pages import CampaignPages
 from campaigns.admin_panels import CampaignPanels
 from campaigns.admin_reports import CampaignReportViews
 from campaigns.models import Campaign
+from owlat.admin_confirm import confirmation_page
 from owlat.admin_tenancy import TenantModelAdmin, get_tenancy
 from owlat.permissions import Authority
 from owlat.sandbox import sandboxed_response
 
 BUTTONS = {
-    "draft": [("send", "Send now"), ("schedule", "Schedule…"), ("duplicate", "Duplicate")],
+    "draft": [
+        ("test-send", "Send test…"),
+        ("send", "Send now…"),
+        ("schedule", "Schedule…"),
+        ("duplicate", "Duplicate"),
+    ],
     "scheduled": [
-        ("send", "Send now"),
+        ("test-send", "Send test…"),
+        ("send", "Send now…"),
         ("schedule", "Reschedule…"),
         ("unschedule", "Unschedule"),
-        ("cancel", "Cancel"),
+        ("cancel", "Cancel…"),
     ],
     "sending": [
         ("pause", "Pause…"),
@@ -41,29 +50,9 @@ BUTTONS = {
         ("winner-B", "Declare B the winner"),
     ],
     "paused": [("resume", "Resume…"), ("cancel", "Cancel the send…")],
-    "sent": [("duplicate", "Duplicate")],
+    "sent": [("test-send", "Send test…"), ("duplicate", "Duplicate")],
     "cancelled": [("duplicate", "Duplicate")],
     "pending_review": [],
-}
-
-
-#: transitions of a send asked for on a confirmation page naming their consequences (GET shows it, POST acts)
-CONFIRM = {
-    "pause": (
-        "Pause this send?",
-        "No more of its {queued} waiting messages are handed to the provider (within a few seconds; messages "
-        "already on the wire complete). Nothing is lost: Resume continues where it stopped.",
-    ),
-    "resume": (
-        "Resume this send?",
-        "Its {queued} waiting messages go out again, and the recipient walk goes on where it stopped. Nobody "
-        "already mailed is mailed again.",
-    ),
-    "cancel": (
-        "Cancel this send for good?",
-        "Its {queued} messages not yet handed to the provider are never sent (they end cancelled); the {sent} "
-        "already sent stay sent. This cannot be undone: a cancelled campaign can only be duplicated.",
-    ),
 }
 
 
@@ -83,7 +72,7 @@ def _manual_test_running(campaign: Campaign) -> bool:
 
 
 @admin.register(Campaign)
-class CampaignAdmin(CampaignPanels, CampaignReportViews, TenantModelAdmin):
+class CampaignAdmin(CampaignPages, CampaignPanels, CampaignReportViews, TenantModelAdmin):
     form = CampaignForm
     manage_permission = "campaigns:manage"
     feature_flag = "campaigns"
@@ -108,6 +97,7 @@ class CampaignAdmin(CampaignPanels, CampaignReportViews, TenantModelAdmin):
         "preview_link",
         "eligible_count",
         "preflight_panel",
+        "review_panel",
         "progress",
         "report",
         "ab_results",
@@ -146,6 +136,8 @@ class CampaignAdmin(CampaignPanels, CampaignReportViews, TenantModelAdmin):
                 )
             )
         sets.append(("Archive", {"fields": ["archive_enabled"]}))
+        if obj is not None and obj.status == "pending_review":
+            sets.insert(1, ("Held for review", {"fields": ["review_panel"]}))
         if obj is not None:
             sets.append(("Pre-flight", {"fields": ["preflight_panel"]}))
             sets.append(("Schedule", {"fields": ["scheduled_at", "sent_at"]}))
@@ -245,11 +237,7 @@ class CampaignAdmin(CampaignPanels, CampaignReportViews, TenantModelAdmin):
                 self.admin_site.admin_view(self.preview_view),
                 name="campaigns_campaign_preview",
             ),
-            path(
-                "<uuid:object_id>/schedule/",
-                self.admin_site.admin_view(self.schedule_view),
-                name="campaigns_campaign_schedule",
-            ),
+            *self.page_urls(),
             path(
                 "<uuid:object_id>/transition/<str:verb>/",
                 self.admin_site.admin_view(self.transition_view),
@@ -316,12 +304,22 @@ class CampaignAdmin(CampaignPanels, CampaignReportViews, TenantModelAdmin):
         return JsonResponse({"count": audience_eligible_count(organization_id, audience)})
 
     def transition_view(self, request: HttpRequest, object_id: Any, verb: str) -> HttpResponse:
-        confirm = CONFIRM.get(verb) if request.method == "GET" else None
-        if request.method != "POST" and confirm is None:
+        """A lifecycle button. An irreversible verb (`CONFIRMED_VERBS`) shows its confirmation page on GET, and
+        on a POST that did not come from that page; only the page's POST (`post=yes`, as Django's own confirmation pages) acts."""
+        if request.method != "POST" and verb not in CONFIRMED_VERBS:
             return HttpResponseNotAllowed(["POST"])
         campaign = self._campaign(request, object_id)
-        if confirm is not None:
-            return self._confirm_page(request, campaign, verb, *confirm)
+        if verb in CONFIRMED_VERBS and (request.method != "POST" or request.POST.get("post") != "yes"):
+            if not self._may_manage(request):
+                raise PermissionDenied
+            return confirmation_page(
+                self,
+                request,
+                campaign,
+                campaign_confirmation(campaign, verb),
+                action_url=reverse("admin:campaigns_campaign_transition", args=[campaign.pk, verb]),
+                back_url=reverse("admin:campaigns_campaign_change", args=[campaign.pk]),
+            )
         actor, authority = self.actor(request), self._authority(request)
         common = {"campaign_id": campaign.pk, "organization_id": campaign.organization_id, "actor": actor}
         if verb == "duplicate":
@@ -345,66 +343,17 @@ class CampaignAdmin(CampaignPanels, CampaignReportViews, TenantModelAdmin):
             messages.error(request, outcome.message or outcome.reason)
         return self._back(campaign)
 
-    def _confirm_page(
-        self, request: HttpRequest, campaign: Campaign, verb: str, title: str, consequence: str
-    ) -> HttpResponse:
-        from django.template.response import TemplateResponse
-
-        from delivery.services import campaign_send_stats
-
-        stats = campaign_send_stats(campaign.pk)
-        counts = {
-            "queued": stats.get("queued", 0),
-            "sent": stats.get("sent", 0),
-            "total": stats.get("total", 0),
-        }
-        context = {
-            **self.admin_site.each_context(request),
-            "title": title,
-            "campaign": campaign,
-            "consequence": consequence.format(**counts),
-            "counts": counts,
-            "action_url": reverse("admin:campaigns_campaign_transition", args=[campaign.pk, verb]),
-            "label": {"pause": "Pause", "resume": "Resume", "cancel": "Cancel the send"}[verb],
-            "opts": self.model._meta,
-        }
-        return TemplateResponse(request, "admin/campaigns/campaign/confirm_transition.html", context)
-
-    def schedule_view(self, request: HttpRequest, object_id: Any) -> HttpResponse:
-        campaign = self._campaign(request, object_id)
-        form = ScheduleForm(request.POST or None, initial={"scheduled_at": campaign.scheduled_at})
-        if request.method == "POST" and form.is_valid():
-            data = form.cleaned_data
-            outcome = services.campaign_schedule(
-                campaign_id=campaign.pk,
-                organization_id=campaign.organization_id,
-                actor=self.actor(request),
-                authority=self._authority(request),
-                scheduled_at=data["scheduled_at"],
-                use_recipient_timezone=data.get("use_recipient_timezone", False),
-                scheduled_hour=data.get("scheduled_hour"),
-                scheduled_minute=data.get("scheduled_minute"),
-            )
-            if outcome.ok:
-                messages.success(request, "Campaign scheduled.")
-                return self._back(campaign)
-            form.add_error(None, outcome.message or outcome.reason)
-        return form_page(self, request, f"Schedule {campaign.name}", form, campaign)
-
     def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
         if obj is not None:
             buttons = []
             for verb, label in BUTTONS.get(obj.status, []):
                 if verb.startswith("winner-") and not _manual_test_running(obj):
                     continue
-                url = (
-                    reverse("admin:campaigns_campaign_schedule", args=[obj.pk])
-                    if verb == "schedule"
-                    else reverse("admin:campaigns_campaign_transition", args=[obj.pk, verb])
-                )
-                buttons.append(
-                    (url, label, verb == "schedule" or (verb in CONFIRM and obj.status != "scheduled"))
-                )
+                if verb in ("schedule", "test-send"):
+                    url = reverse(f"admin:campaigns_campaign_{verb.replace('-', '_')}", args=[obj.pk])
+                else:
+                    url = reverse("admin:campaigns_campaign_transition", args=[obj.pk, verb])
+                buttons.append((url, label, verb in ("schedule", "test-send", *CONFIRMED_VERBS)))
             context["lifecycle_buttons"] = buttons
             context["auto_refresh"] = obj.status == "sending"
         # the editor's live count and the template admin's preview of the template being picked (the campaign's

@@ -98,6 +98,30 @@ class CampaignPanels:
             warnings,
         )
 
+    @admin.display(description="why it waits")
+    def review_panel(self, obj: Campaign) -> str:
+        """Why a campaign is held (the content scan's level, score and each rule that hit) and what happens
+        next; the send does not start until platform staff decide."""
+        from campaigns import review
+
+        if obj.status != "pending_review":
+            return "Not held for review."
+        scan = review.latest_scan(obj)
+        rules = format_html_join(
+            "",
+            "<li><strong>{}</strong> ({}): {}</li>",
+            ((f.get("rule"), f.get("severity"), f.get("description")) for f in (scan.flags if scan else [])),
+        )
+        score = format_html("{} risk, score {}/100", scan.level, scan.score) if scan else "no scan recorded"
+        return format_html(
+            '<div id="review-panel"><p>The content scan held this campaign before any mail went out: {}.</p>'
+            "<ul>{}</ul><p>Platform staff review it in <em>Campaigns held for review</em>: <strong>approve</strong> "
+            "and it starts sending to its audience as it is, or <strong>reject</strong> and it returns to draft "
+            "with their reason, for you to change and send again. Nothing is sent meanwhile.</p></div>",
+            score,
+            rules,
+        )
+
     @admin.display(description="progress")
     def progress(self, obj: Campaign) -> str:
         job = CampaignSendJob.objects.filter(campaign=obj).first()

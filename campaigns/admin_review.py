@@ -6,14 +6,15 @@ from typing import Any
 
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
 from campaigns import review
-from campaigns.admin_forms import RejectForm, form_page
+from campaigns.admin_forms import RejectForm
 from campaigns.models import Campaign, CampaignReview
+from owlat.admin_confirm import Confirmation, confirmation_page, form_page
 from owlat.admin_tenancy import TenantModelAdmin, get_tenancy
 from owlat.permissions import Authority
 from owlat.sandbox import sandboxed_frame, sandboxed_response
@@ -113,9 +114,43 @@ class CampaignReviewAdmin(TenantModelAdmin):
             return sandboxed_response("")
         return sandboxed_response(scan_input(campaign, campaign.email_template)[1])
 
-    @admin.action(description="Approve the selected campaigns (send them)")
-    def approve_selected(self, request: HttpRequest, queryset: Any) -> None:
-        for campaign in queryset:
+    def _approval(self, campaigns: list[Campaign]) -> Confirmation:
+        from campaigns.audience import audience_eligible_count
+
+        counts = [(c, audience_eligible_count(c.organization_id, c.audience)) for c in campaigns]
+        total = sum(n for _, n in counts)
+        return Confirmation(
+            title="Approve and send?"
+            if len(campaigns) == 1
+            else f"Approve and send {len(campaigns)} campaigns?",
+            label=f"Approve and send to {total} recipients",
+            consequences=[
+                "Each campaign starts sending at once to its eligible recipients, with the content that was "
+                "scanned; its organization is told it was approved.",
+                "Mail handed to the provider cannot be recalled.",
+            ],
+            facts=[(f"{c.name} ({c.organization})", f"{n} recipients") for c, n in counts],
+        )
+
+    @admin.action(description="Approve the selected campaigns (send them)…")
+    def approve_selected(self, request: HttpRequest, queryset: Any) -> HttpResponse | None:
+        """Django's intermediate-page pattern: the action first answers the confirmation page listing each
+        campaign and its recipients; that page's POST (`post=yes`, as Django's own confirmation pages) approves them."""
+        campaigns = list(queryset)
+        if request.POST.get("post") != "yes":
+            hidden = [("action", "approve_selected")]
+            hidden += [(admin.helpers.ACTION_CHECKBOX_NAME, str(c.pk)) for c in campaigns]
+            changelist = reverse("admin:campaigns_campaignreview_changelist")
+            return confirmation_page(
+                self,
+                request,
+                "Review queue",
+                self._approval(campaigns),
+                action_url=changelist,
+                back_url=changelist,
+                hidden=hidden,
+            )
+        for campaign in campaigns:
             outcome = review.review_approve(
                 campaign_id=campaign.pk, actor=self.actor(request), authority=self._authority(request)
             )
@@ -123,6 +158,7 @@ class CampaignReviewAdmin(TenantModelAdmin):
             self.message_user(
                 request, f'"{campaign.name}": {"approved" if outcome.ok else outcome.message}', level
             )
+        return None
 
     def get_urls(self):
         return [
@@ -145,8 +181,17 @@ class CampaignReviewAdmin(TenantModelAdmin):
         campaign = get_object_or_404(Campaign, pk=object_id)
         changelist = reverse("admin:campaigns_campaignreview_changelist")
         if decision == "approve":
-            if request.method != "POST":
-                return HttpResponseNotAllowed(["POST"])
+            if request.method != "POST" or request.POST.get("post") != "yes":
+                return confirmation_page(
+                    self,
+                    request,
+                    campaign,
+                    self._approval([campaign]),
+                    action_url=reverse(
+                        "admin:campaigns_campaignreview_decide", args=[campaign.pk, "approve"]
+                    ),
+                    back_url=reverse("admin:campaigns_campaignreview_change", args=[campaign.pk]),
+                )
             outcome = review.review_approve(
                 campaign_id=campaign.pk, actor=self.actor(request), authority=self._authority(request)
             )
@@ -168,7 +213,15 @@ class CampaignReviewAdmin(TenantModelAdmin):
                 messages.success(request, "Rejected: the campaign is back in draft with the reason.")
                 return HttpResponseRedirect(changelist)
             form.add_error(None, outcome.message)
-        return form_page(self, request, f"Reject {campaign.name}", form, campaign)
+        return form_page(
+            self,
+            request,
+            campaign,
+            title="Reject the campaign",
+            form=form,
+            submit="Reject",
+            back_url=reverse("admin:campaigns_campaignreview_change", args=[campaign.pk]),
+        )
 
     def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
         if obj is not None:

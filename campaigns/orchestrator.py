@@ -257,6 +257,7 @@ def send_winner_to_remainder(campaign_id: Any, *, now: dt.datetime | None = None
     winner; a winner declared while the test cohort is still walked takes effect when that walk ends (the walk's
     last page runs this again). Idempotent: a second run for the same winner finds the `ab_winner` job."""
     from campaigns.audience import audience_frozen
+    from campaigns.sender import campaign_sender
 
     now = now or timezone.now()
     with transaction.atomic():
@@ -268,7 +269,7 @@ def send_winner_to_remainder(campaign_id: Any, *, now: dt.datetime | None = None
             return f"skipped: campaign is {campaign.status}"
         if not campaign.is_ab_test or not campaign.ab_winner or campaign.ab_test_status != WINNER_SELECTED:
             return "skipped: no A/B winner"
-        if not (campaign.email_template_id and campaign.from_email and campaign.audience and cfg):
+        if not (campaign.email_template_id and campaign_sender(campaign).email and campaign.audience and cfg):
             return "skipped: campaign incomplete"
         job = CampaignSendJob.objects.select_for_update().filter(campaign=campaign).first()
         if job is None or job.variant_mode == VariantMode.PLAIN:

@@ -99,6 +99,7 @@ def validate_ready_to_send(
 ) -> PreflightResult:
     """CMP-21 checks 1–9 in order, without side effects. The orchestrator passes `check_capacity=False`
     (CMP-24: the capacity check, #9, is skipped at fire time; see `campaigns.capacity`)."""
+    from campaigns.sender import campaign_sender
     from delivery.providers import delivery_configured
     from delivery.services import sender_domain_problem
     from owlat.domains.signing import dkim_warning, installation_signs
@@ -112,10 +113,10 @@ def validate_ready_to_send(
         return _fail("no_template", MESSAGES["no_template"], warnings)
     if not isinstance(campaign.audience, dict) or campaign.audience.get("kind") not in ("topic", "segment"):
         return _fail("no_audience", MESSAGES["no_audience"], warnings)
-    from_email = (campaign.from_email or "").strip()
+    org_settings = organization_settings(campaign.organization_id)
+    from_email = campaign_sender(campaign, settings_row=org_settings).email
     if not from_email:
         return _fail("no_from_email", MESSAGES["no_from_email"], warnings)
-    org_settings = organization_settings(campaign.organization_id)
     abuse = org_settings.abuse_status
     if abuse in (AbuseStatus.SUSPENDED, AbuseStatus.BANNED):
         return _fail("sending_not_allowed", MESSAGES[abuse], warnings)

@@ -169,6 +169,7 @@ def _bucket(
 
 def _send_context(campaign: Campaign) -> Any:
     from campaigns.archive import archive_public_url
+    from campaigns.sender import campaign_sender
     from delivery.services import CampaignSendContext
     from owlat.models import Topic
 
@@ -178,9 +179,10 @@ def _send_context(campaign: Campaign) -> Any:
         topic = Topic.objects.filter(pk=audience.get("topicId")).values("pk", "name").first()
         if topic:
             topic_id, topic_name = str(topic["pk"]), topic["name"]
+    sender = campaign_sender(campaign)
     return CampaignSendContext(
-        from_email=campaign.from_email or "",
-        from_name=campaign.from_name or "",
+        from_email=sender.email,
+        from_name=sender.name,
         reply_to=campaign.reply_to or "",
         topic_id=topic_id,
         topic_name=topic_name or "",

@@ -56,6 +56,8 @@ SPECTACULAR_SETTINGS = {
         "TemplateTypeEnum": "templates.models.TemplateType",
         "AuthResultEnum": "inbox.receive.AUTH_RESULTS",
         "RelabelCategoryEnum": "inbox.configuration.RELABEL_CATEGORIES",
+        # an A/B variant, wherever a request names one (a winner, a filter, a test send)
+        "AbVariantEnum": ["A", "B"],
         "SignupFieldKindEnum": ["first_name", "last_name", "language", "property"],
     },
 }

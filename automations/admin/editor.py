@@ -18,6 +18,7 @@ from django.urls import NoReverseMatch, path, reverse
 from django.utils.html import format_html, format_html_join
 
 from automations import services
+from automations.admin.confirm import CONFIRMED_VERBS, automation_confirmation
 from automations.admin.simulate import simulate_view
 from automations.admin_forms.display import step_summary
 from automations.admin_forms.editor import AutomationForm, StepForm, StepFormSet
@@ -29,13 +30,14 @@ from automations.models import (
     AutomationStep,
     StepType,
 )
+from owlat.admin_confirm import confirmation_page
 from owlat.admin_tenancy import TenantModelAdmin, TenantTabularInline, get_tenancy
 from owlat.permissions import Authority
 
 LIFECYCLE_BUTTONS = {
-    AutomationStatus.DRAFT: [("activate", "Activate")],
-    AutomationStatus.ACTIVE: [("pause", "Pause")],
-    AutomationStatus.PAUSED: [("resume", "Resume"), ("revert-to-draft", "Revert to draft")],
+    AutomationStatus.DRAFT: [("activate", "Activate…")],
+    AutomationStatus.ACTIVE: [("pause", "Pause…")],
+    AutomationStatus.PAUSED: [("resume", "Resume…"), ("revert-to-draft", "Revert to draft")],
 }
 
 
@@ -426,11 +428,24 @@ class AutomationAdmin(TenantModelAdmin):
         ]
 
     def transition_view(self, request: HttpRequest, object_id: Any, verb: str):
-        if request.method != "POST":
+        """A lifecycle button; Activate, Pause and Resume show their confirmation page (GET, or a POST not
+        from that page) and act only on that page's POST (`post=yes`, as Django's own confirmation pages)."""
+        if request.method != "POST" and verb not in CONFIRMED_VERBS:
             return HttpResponseNotAllowed(["POST"])
         automation = get_object_or_404(self.get_queryset(request), pk=object_id)
         if verb not in PUBLIC_ACTIONS or not self.has_view_permission(request, automation):
             raise PermissionDenied
+        if verb in CONFIRMED_VERBS and (request.method != "POST" or request.POST.get("post") != "yes"):
+            if not self.has_change_permission(request, automation):
+                raise PermissionDenied
+            return confirmation_page(
+                self,
+                request,
+                automation,
+                automation_confirmation(automation, verb),
+                action_url=reverse("admin:automations_automation_transition", args=[automation.pk, verb]),
+                back_url=reverse("admin:automations_automation_change", args=[automation.pk]),
+            )
         tenancy = get_tenancy(request)
         outcome = PUBLIC_ACTIONS[verb](
             automation_id=automation.pk,
@@ -450,9 +465,10 @@ class AutomationAdmin(TenantModelAdmin):
     def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
         if obj is not None:
             context["lifecycle_buttons"] = [
-                (reverse("admin:automations_automation_transition", args=[obj.pk, verb]), label)
+                (reverse("admin:automations_automation_transition", args=[obj.pk, verb]), label, verb)
                 for verb, label in LIFECYCLE_BUTTONS.get(obj.status, [])
             ]
+            context["confirmed_verbs"] = CONFIRMED_VERBS
             context["simulate_url"] = reverse("admin:automations_automation_simulate", args=[obj.pk])
         return super().render_change_form(
             request, context, add=add, change=change, form_url=form_url, obj=obj

@@ -85,24 +85,37 @@ def test_lifecycle_buttons_call_the_lifecycle_and_show_its_message(
     change = reverse("admin:automations_automation_change", args=[automation.pk])
     html = client.get(change).content.decode()
     activate = reverse("admin:automations_automation_transition", args=[automation.pk, "activate"])
-    assert activate in html
-    r = client.post(activate, follow=True)
+    assert f'href="{activate}"' in html  # a link to the confirmation page, not a form that acts
+    page = client.get(activate).content.decode()
+    assert "Activate this automation?" in page and "each time a contact is created" in page
+    automation.refresh_from_db()
+    assert automation.status == "draft"  # GET never acts
+    assert "Activate this automation?" in client.post(activate).content.decode()  # nor a bare POST
+    r = client.post(activate, {"post": "yes"}, follow=True)
     assert "Automation must have at least one step to be activated" in r.content.decode()
     AutomationStep.objects.create(
         organization=org, automation=automation, step_index=0, step_type="delay", config=DELAY_1H[1]
     )
-    r = client.post(activate, follow=True)
+    r = client.post(activate, {"post": "yes"}, follow=True)
     assert "Automation is now active." in r.content.decode()
     automation.refresh_from_db()
     assert automation.status == "active"
-    assert client.get(activate).status_code == 405
+    pause = client.get(reverse("admin:automations_automation_transition", args=[automation.pk, "pause"]))
+    assert (
+        "Pause this automation?" in pause.content.decode()
+        and "runs in progress end" in pause.content.decode()
+    )
+    revert = reverse("admin:automations_automation_transition", args=[automation.pk, "revert-to-draft"])
+    assert client.get(revert).status_code == 405
 
 
 def test_editors_get_the_permission_message(client, django_user_model, org, make_automation):
     login(client, django_user_model, org, role="editor")
     automation = make_automation([DELAY_1H])
     r = client.post(
-        reverse("admin:automations_automation_transition", args=[automation.pk, "activate"]), follow=True
+        reverse("admin:automations_automation_transition", args=[automation.pk, "activate"]),
+        {"post": "yes"},
+        follow=True,
     )
     assert "Only owners and admins can activate automations" in r.content.decode()
     automation.refresh_from_db()

@@ -419,3 +419,31 @@ class CampaignSendSerializer(SendProgressSerializer):
     openCount = serializers.IntegerField(source="open_count")
     clickedLinks = ClickedLinksField(source="clicked_links")
     providerMessageId = serializers.CharField(source="provider_message_id", allow_null=True)
+
+
+class TestSendSerializer(InputSerializer):
+    """A campaign test send: who receives it, and which variant and language."""
+
+    to = serializers.ListField(
+        child=EmailAddressField(),
+        min_length=1,
+        max_length=5,
+        error_messages={"required": "to is required"},
+        help_text="1 to 5 email addresses. Each receives the campaign as it would go, marked as a test.",
+    )
+    variant = serializers.ChoiceField(
+        choices=["A", "B"], required=False, help_text="For an A/B test, the variant to send (default A)."
+    )
+    language = StringField(
+        required=False,
+        max_length=35,
+        help_text="The template language to send (default: the template's default language).",
+    )
+
+
+class TestSendResultSerializer(serializers.Serializer):
+    """The queued test messages."""
+
+    recipients = serializers.ListField(child=serializers.CharField(), help_text="The addresses queued.")
+    fromEmail = serializers.CharField(help_text="The sender the test (and the campaign) goes out from.")
+    fromName = serializers.CharField(allow_blank=True)

@@ -8,6 +8,7 @@ ID = "campaigns/<id:campaign_id>"
 
 urlpatterns = [
     path("campaigns", v.CampaignListView.as_view(), name="api-campaigns"),
+    path(f"{ID}/test-send", v.CampaignTestSendView.as_view(), name="api-campaign-test-send"),
     path(f"{ID}/duplicate", v.CampaignDuplicateView.as_view(), name="api-campaign-duplicate"),
     *[
         path(f"{ID}/{verb}", v.transition_view(verb).as_view(), name=f"api-campaign-{verb}")

@@ -25,6 +25,8 @@ from campaigns.api.serializers import (
     PreflightSerializer,
     ScheduleSerializer,
     SendListQuerySerializer,
+    TestSendResultSerializer,
+    TestSendSerializer,
     campaign_stats,
 )
 from campaigns.models import Campaign, CampaignStatus
@@ -195,6 +197,35 @@ class CampaignDuplicateView(CampaignsView):
             authority=self.authority,
         )
         return self.created(CampaignSerializer(copy).data)
+
+
+@extend_schema(tags=["Campaigns"], parameters=[CAMPAIGN_ID])
+class CampaignTestSendView(CampaignsView):
+    required_scopes = {"POST": "campaigns:write"}
+
+    @extend_schema(
+        operation_id="campaigns_test_send",
+        summary="Send a test of a campaign",
+        description="The campaign as it would go — subject (marked `[Test]`), sender with display name, "
+        "template, variant and language — to up to 5 addresses. A test is not tracked, creates no campaign "
+        "send row and is in no contact's history; any status. 422 `no_template` without a template. Scope "
+        "`campaigns:write`.",
+        request=TestSendSerializer,
+        responses={202: envelope(TestSendResultSerializer, "TestSend"), **errors(400, 404, 422)},
+    )
+    def post(self, request: Request, campaign_id: str) -> Response:
+        from campaigns.sender import campaign_sender
+        from campaigns.testsend import campaign_test_send
+
+        campaign = self.get_campaign(campaign_id)
+        fields = validated(TestSendSerializer, request.data)
+        sends = _call(campaign_test_send, campaign=campaign, authority=self.authority, **fields)
+        sender = campaign_sender(campaign)
+        return self.accepted(
+            TestSendResultSerializer(
+                {"recipients": [s.email for s in sends], "fromEmail": sender.email, "fromName": sender.name}
+            ).data
+        )
 
 
 # --- transitions (API-29) ---------------------------------------------------------------------------------------

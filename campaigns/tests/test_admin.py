@@ -67,9 +67,17 @@ def test_change_page_panels_and_buttons(client, django_user_model, org, make_cam
     preview = client.get(reverse("admin:campaigns_campaign_preview", args=[campaign.pk]))
     assert b"Hello Jane" in preview.content
     # a refused transition shows the lifecycle's message
-    r = client.post(reverse("admin:campaigns_campaign_transition", args=[campaign.pk, "cancel"]), follow=True)
+    r = client.post(
+        reverse("admin:campaigns_campaign_transition", args=[campaign.pk, "cancel"]),
+        {"post": "yes"},
+        follow=True,
+    )
     assert b"Only scheduled, sending or paused campaigns can be cancelled" in r.content
-    r = client.post(reverse("admin:campaigns_campaign_transition", args=[campaign.pk, "send"]), follow=True)
+    r = client.post(
+        reverse("admin:campaigns_campaign_transition", args=[campaign.pk, "send"]),
+        {"post": "yes"},
+        follow=True,
+    )
     campaign.refresh_from_db()
     assert campaign.status == "sending"
     assert b"progress" in r.content.lower() and b"results" in r.content.lower()
@@ -125,7 +133,11 @@ def test_review_queue_is_platform_staff_only(
     held.refresh_from_db()
     assert held.status == "draft" and held.content_block_reason == "Rejected in review: Shortened links"
     # a second decision on a campaign no longer held changes nothing
-    r = client.post(reverse("admin:campaigns_campaignreview_decide", args=[held.pk, "approve"]), follow=True)
+    r = client.post(
+        reverse("admin:campaigns_campaignreview_decide", args=[held.pk, "approve"]),
+        {"post": "yes"},
+        follow=True,
+    )
     assert b"not pending review" in r.content
 
 
@@ -291,3 +303,193 @@ def test_the_five_second_reload_of_a_sending_campaign_runs_no_row_aggregation(
     first = row_aggregations()
     assert first  # the first view computes the buckets and the hourly chart
     assert row_aggregations() == []  # the reload 5 s later reads them from the cache
+
+
+def test_the_chosen_sender_is_shown_again_after_save(client, django_user_model, org, make_campaign):
+    login(client, django_user_model, org)
+    campaign = make_campaign(from_email="news@acme.test")
+    page = client.get(reverse("admin:campaigns_campaign_change", args=[campaign.pk]))
+    form = page.context_data["adminform"].form
+    assert form.initial["sender"] == "news@acme.test"
+    assert "default sender" in form.fields["sender"].help_text
+    other = make_campaign(from_email=None)
+    form = (
+        client.get(reverse("admin:campaigns_campaign_change", args=[other.pk])).context_data["adminform"].form
+    )
+    assert form.initial["sender"] == ""
+    assert (
+        b"Ready to send." in client.get(reverse("admin:campaigns_campaign_change", args=[other.pk])).content
+    )
+
+
+def _set_zone(org, zone):
+    from owlat.models import OrganizationSettings
+
+    OrganizationSettings.objects.filter(organization=org).update(timezone=zone)
+
+
+def test_schedule_reads_and_shows_the_time_on_the_organizations_clock(
+    client, django_user_model, org, make_campaign
+):
+    import datetime as dt
+
+    _set_zone(org, "Europe/Berlin")
+    login(client, django_user_model, org)
+    campaign = make_campaign()
+    url = reverse("admin:campaigns_campaign_schedule", args=[campaign.pk])
+    page = client.get(url)
+    assert b"Send at (Europe/Berlin)" in page.content and b'type="datetime-local"' in page.content
+    # the browser picker's value is wall-clock time in the organization's zone: 09:00 Berlin = 08:00 UTC
+    r = client.post(url, {"scheduled_at": "2099-01-15T09:00"})
+    assert r.status_code == 302, r.content[:2000]
+    campaign.refresh_from_db()
+    assert campaign.scheduled_at == dt.datetime(2099, 1, 15, 8, 0, tzinfo=dt.UTC)
+    # shown back in that zone, and a changed zone is honoured
+    shown = client.get(url).content.decode()
+    assert 'value="2099-01-15T09:00"' in shown, shown[
+        shown.find("datetime-local") - 200 : shown.find("datetime-local") + 300
+    ]
+    r = client.post(url, {"scheduled_at": "2099-01-15 09:00", "time_zone": "America/New_York"})
+    campaign.refresh_from_db()
+    assert campaign.scheduled_at == dt.datetime(2099, 1, 15, 14, 0, tzinfo=dt.UTC)
+    # an ISO value with an offset keeps it; a bad value gets one clear error
+    client.post(url, {"scheduled_at": "2099-01-15T09:00+00:00"})
+    campaign.refresh_from_db()
+    assert campaign.scheduled_at == dt.datetime(2099, 1, 15, 9, 0, tzinfo=dt.UTC)
+    r = client.post(url, {"scheduled_at": "tomorrow"})
+    assert r.content.count(b"Enter a date and time, e.g. 2026-12-04 09:00.") == 1
+
+
+def test_irreversible_buttons_confirm_first_and_get_never_acts(
+    client, django_user_model, org, make_campaign, topic, make_contact
+):
+    login(client, django_user_model, org)
+    make_contact(topic=topic)
+    make_contact(topic=topic)
+    campaign = make_campaign()
+    change = client.get(reverse("admin:campaigns_campaign_change", args=[campaign.pk])).content.decode()
+    send_url = reverse("admin:campaigns_campaign_transition", args=[campaign.pk, "send"])
+    assert f'href="{send_url}"' in change  # a link to the confirmation, not a form that acts
+    page = client.get(send_url)
+    assert page.status_code == 200
+    body = page.content.decode()
+    assert "Send this campaign now?" in body and "goes to the 2 eligible recipients" in body
+    assert "Send to 2 recipients" in body and "Back, change nothing" in body and "csrfmiddlewaretoken" in body
+    campaign.refresh_from_db()
+    assert campaign.status == "draft"
+    # a POST that did not come from the page shows it too
+    assert b"Send this campaign now?" in client.post(send_url).content
+    campaign.refresh_from_db()
+    assert campaign.status == "draft"
+    client.post(send_url, {"post": "yes"})
+    campaign.refresh_from_db()
+    assert campaign.status == "sending"
+
+
+def test_cancel_of_a_scheduled_campaign_names_when_it_would_have_gone(
+    client, django_user_model, org, make_campaign
+):
+    import datetime as dt
+
+    from campaigns.services import campaign_schedule
+
+    _set_zone(org, "Europe/Berlin")
+    login(client, django_user_model, org)
+    campaign = make_campaign()
+    at = dt.datetime(2099, 3, 1, 8, 0, tzinfo=dt.UTC)
+    assert campaign_schedule(
+        campaign_id=campaign.pk, organization_id=org.pk, actor="u", authority=SYSTEM, scheduled_at=at
+    ).ok
+    page = client.get(reverse("admin:campaigns_campaign_transition", args=[campaign.pk, "cancel"]))
+    assert b"It will not be sent at 2099-03-01 09:00 (Europe/Berlin)" in page.content
+    assert b"cannot be undone" in page.content
+
+
+def test_a_test_send_from_the_admin_goes_to_the_operator_by_default(
+    client, django_user_model, org, make_campaign
+):
+    from delivery.models import EmailSend, TransactionalSend
+
+    user = login(client, django_user_model, org)
+    user.email = "ann@acme.test"
+    user.save()
+    campaign = make_campaign(subject="Hello")
+    url = reverse("admin:campaigns_campaign_test_send", args=[campaign.pk])
+    page = client.get(url)
+    assert page.status_code == 200 and b'value="ann@acme.test"' in page.content
+    assert b"Acme News &lt;news@acme.test&gt;" in page.content
+    r = client.post(url, {"to": ", ".join(f"p{i}@example.com" for i in range(6))})
+    assert r.status_code == 200 and b"At most 5 addresses" in r.content
+    r = client.post(url, {"to": "ann@acme.test, qa@example.com"})
+    assert r.status_code == 302
+    assert sorted(TransactionalSend.objects.filter(kind="test").values_list("email", flat=True)) == [
+        "ann@acme.test",
+        "qa@example.com",
+    ]
+    assert not EmailSend.objects.filter(campaign_id=campaign.pk).exists()
+
+
+def test_approve_in_review_confirms_first(
+    client, django_user_model, org, make_campaign, template, topic, make_contact
+):
+    from campaigns.services import campaign_send_now
+    from testsupport.queue import drain_queue
+
+    template.html_content = '<p>Hi</p><a href="https://bit.ly/x">Go</a>'
+    template.subject = "HELLO THERE!!!"
+    template.save()
+    make_contact(topic=topic)
+    held = make_campaign()
+    campaign_send_now(authority=SYSTEM, campaign_id=held.pk, organization_id=org.pk, actor="u")
+    drain_queue(max_tasks=100)
+    # the organization's owner reads why it waits and what happens next
+    login(client, django_user_model, org)
+    owner_page = client.get(reverse("admin:campaigns_campaign_change", args=[held.pk])).content.decode()
+    assert "The content scan held this campaign before any mail went out" in owner_page
+    assert (
+        "url_shorteners" in owner_page and "score" in owner_page and "Platform staff review it" in owner_page
+    )
+    login(client, django_user_model, org, username="staff", superuser=True)
+    approve = reverse("admin:campaigns_campaignreview_decide", args=[held.pk, "approve"])
+    page = client.get(approve).content.decode()
+    assert "Approve and send?" in page and "1 recipients" in page
+    changelist = reverse("admin:campaigns_campaignreview_changelist")
+    bulk = client.post(changelist, {"action": "approve_selected", "_selected_action": [str(held.pk)]})
+    assert bulk.status_code == 200 and "Approve and send to 1 recipients" in bulk.content.decode()
+    held.refresh_from_db()
+    assert held.status == "pending_review"  # neither the page nor the action's first step acted
+    client.post(changelist, {"action": "approve_selected", "_selected_action": [str(held.pk)], "post": "yes"})
+    held.refresh_from_db()
+    assert held.status == "sending"
+
+
+def test_local_time_sending_names_the_first_and_last_instants(
+    client, django_user_model, org, make_campaign, topic, make_contact
+):
+    import datetime as dt
+
+    from campaigns.services import campaign_schedule
+
+    _set_zone(org, "Europe/Berlin")
+    make_contact(topic=topic, timezone="Asia/Tokyo")
+    make_contact(topic=topic, timezone="America/New_York")
+    make_contact(topic=topic)  # no zone: the organization's
+    login(client, django_user_model, org)
+    campaign = make_campaign()
+    at = dt.datetime(2099, 2, 28, 23, 0, tzinfo=dt.UTC)  # 08:00 in Tokyo, 18:00 the day before in New York
+    assert campaign_schedule(
+        campaign_id=campaign.pk,
+        organization_id=org.pk,
+        actor="u",
+        authority=SYSTEM,
+        scheduled_at=at,
+        use_recipient_timezone=True,
+        scheduled_hour=9,
+        scheduled_minute=0,
+    ).ok
+    page = client.get(reverse("admin:campaigns_campaign_schedule", args=[campaign.pk])).content.decode()
+    # 09:00 Tokyo = 01:00 Berlin on 1 March; 09:00 New York = 15:00 Berlin
+    assert (
+        "3 time zones get it from 2099-03-01 01:00 (Europe/Berlin) (first: Asia/Tokyo) to "
+        "2099-03-01 15:00 (Europe/Berlin) (last: America/New_York)"
+    ) in page, page[page.find("Now scheduled") : page.find("Now scheduled") + 400]

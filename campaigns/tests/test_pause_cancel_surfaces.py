@@ -109,18 +109,20 @@ def test_the_admin_confirmation_shows_the_counts_and_the_post_acts(
     page = client.get(url("pause")).content.decode()
     assert "No more of its 10 waiting messages" in page
     assert Campaign.objects.get(pk=walking.pk).status == "sending"
-    assert client.post(url("pause")).status_code == 302
+    assert client.post(url("pause")).status_code == 200  # a POST not from the page shows the page
+    assert Campaign.objects.get(pk=walking.pk).status == "sending"
+    assert client.post(url("pause"), {"post": "yes"}).status_code == 302
     assert Campaign.objects.get(pk=walking.pk).status == "paused"
     drain_queue(max_tasks=5000)
     assert "Its 10 waiting messages go out again" in client.get(url("resume")).content.decode()
-    assert client.post(url("resume")).status_code == 302
+    assert client.post(url("resume"), {"post": "yes"}).status_code == 302
     drain_queue(max_tasks=2)  # one pool job and the walk's next hop
     sent = _rows(walking).filter(status="sent").count()
     queued = _rows(walking).filter(status="queued").count()
     page = client.get(url("cancel")).content.decode()
     assert f"Its {queued} messages not yet handed to the provider are never sent" in page
     assert f"the {sent} already sent stay sent" in page
-    assert client.post(url("cancel")).status_code == 302
+    assert client.post(url("cancel"), {"post": "yes"}).status_code == 302
     drain_queue(max_tasks=5000)
     assert Campaign.objects.get(pk=walking.pk).status == "cancelled"
     assert _rows(walking).filter(status="cancelled").count() >= queued

@@ -28,9 +28,25 @@ def test_no_audience(make_campaign):
     assert (r.reason, r.message) == ("no_audience", "Campaign must have an audience configured")
 
 
-def test_no_from_email(make_campaign):
+def _no_default_sender(org):
+    from owlat.models import OrganizationSettings
+
+    OrganizationSettings.objects.filter(organization=org).update(default_from_email="", default_from_name="")
+
+
+def test_no_from_email(make_campaign, org):
+    _no_default_sender(org)
     r = validate_ready_to_send(make_campaign(from_email=None))
     assert (r.reason, r.message) == ("no_from_email", "Campaign must have a from email address")
+
+
+def test_a_campaign_naming_no_sender_uses_the_organizations_default(make_campaign, org):
+    from campaigns.sender import campaign_sender
+
+    campaign = make_campaign(from_email=None, from_name=None)
+    assert validate_ready_to_send(campaign).ready
+    sender = campaign_sender(campaign)
+    assert (sender.email, sender.name) == ("news@acme.test", "Acme News")
 
 
 @pytest.mark.parametrize(("status", "word"), [("suspended", "suspended"), ("banned", "permanently disabled")])
@@ -93,9 +109,13 @@ def test_first_failing_check_wins(make_campaign, settings):
 def test_wrappers_refuse_with_the_preflight_reason(make_campaign, org):
     from campaigns.services import campaign_schedule, campaign_send_now
 
+    _no_default_sender(org)
     campaign = make_campaign(from_email=None)
     out = campaign_send_now(authority=SYSTEM, campaign_id=campaign.pk, organization_id=org.pk, actor="u")
     assert not out.ok and out.reason == "no_from_email"
+    from owlat.models import OrganizationSettings
+
+    OrganizationSettings.objects.filter(organization=org).update(default_from_email="news@acme.test")
     out = campaign_schedule(
         authority=SYSTEM,
         campaign_id=make_campaign().pk,

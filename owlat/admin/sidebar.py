@@ -74,12 +74,15 @@ GROUPS: list[tuple[str, list[Entry]]] = [
         [
             Entry("campaigns.campaign", "Campaigns", "campaign"),
             Entry("delivery.emailsend", "Campaign sends", "send"),
+            # both queues' models are named "review queue": the sidebar says whose
+            Entry("campaigns.campaignreview", "Campaigns held for review", "gpp_maybe"),
         ],
     ),
     (
         "Inbox",
         [
             Entry("delivery.transactionalsend", "Agent replies", "reply", "kind__exact=agent_reply"),
+            Entry("inbox.reviewqueuemessage", "Replies to review", "rate_review"),
         ],
     ),
     (

@@ -138,3 +138,11 @@ def test_sidebar_skips_models_that_are_not_registered(rf, root, monkeypatch):
     request.session = {}
     titles = [item["title"] for g in sidebar.navigation(request) for item in g["items"]]
     assert "Ghost" not in titles
+
+
+def test_no_two_sidebar_entries_share_a_name(client, root):
+    client.force_login(root)
+    navigation = client.get(reverse("admin:index")).context["sidebar_navigation"]
+    titles = [item["title"] for g in navigation for item in g["items"]]
+    assert len(titles) == len(set(titles)), sorted(t for t in titles if titles.count(t) > 1)
+    assert {"Campaigns held for review", "Replies to review"} <= set(titles)

@@ -69,7 +69,10 @@ def test_compose_check_send_and_read_the_report(page, live_server, operator, aud
     assert "Ready to send." in body and "3" in page.inner_text("#eligible-count")
     screenshot(page, "campaign-preflight")
 
-    page.click("button:has-text('Send now')")
+    page.click("a:has-text('Send now…')")
+    page.wait_for_load_state()
+    assert "goes to the 3 eligible recipients" in page.inner_text("#confirm-consequences")
+    page.click("#confirm-action button[name=confirm]")
     page.wait_for_load_state()
     campaign.refresh_from_db()
     assert campaign.status == "sending"

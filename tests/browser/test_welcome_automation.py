@@ -84,7 +84,13 @@ def test_build_activate_and_receive_a_welcome_automation(page, live_server, oper
     assert automation.trigger_type == "contact_created" and automation.trigger_config is None
     screenshot(page, "06-automation-saved")
 
-    page.locator("form[action*='/transition/activate/'] button").click()
+    page.locator("a[href*='/transition/activate/']").click()
+    page.wait_for_load_state()
+    assert "Activate this automation?" in page.inner_text("body")
+    automation.refresh_from_db()
+    assert automation.status == "draft"
+    screenshot(page, "06b-automation-activate-confirm")
+    page.click("#confirm-action button[name=confirm]")
     page.wait_for_load_state()
     automation.refresh_from_db()
     assert automation.status == "active"
