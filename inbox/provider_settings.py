@@ -1,20 +1,19 @@
 """Per-organization model provider settings (AGT-28 [orig]): resolution for `inbox.llm` and key encryption.
 
 An organization's `LlmProviderSetting` overrides the environment's provider for that organization's calls.
-The API key is encrypted with Fernet (the `cryptography` package) under a key derived from `SECRET_KEY`
-(`SECRET_KEY_FALLBACKS` still decrypt, so a rotated secret keeps stored keys readable). Model routing stays
+The API key (and an IMAP mailbox's password) is encrypted through `owlat.encryption` under the inbox's own
+purpose (`SECRET_KEY_FALLBACKS` still decrypt, so a rotated secret keeps stored keys readable). Model routing stays
 system-wide (AGT-29): only provider, base URL and key are per organization."""
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import time
 from dataclasses import dataclass
 from typing import Any
 
-from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from django.conf import settings
+
+from owlat.encryption import Purpose, Undecryptable, decrypt, encrypt
 
 PROVIDER_BASE_URLS = {
     "openai": None,  # the client's default
@@ -37,25 +36,26 @@ class ProviderConfig:
         return bool(self.provider) and (bool(self.api_key) or self.provider == "ollama")
 
 
-def _fernet() -> MultiFernet:
-    secrets = [settings.SECRET_KEY, *getattr(settings, "SECRET_KEY_FALLBACKS", [])]
-    keys = [
-        Fernet(base64.urlsafe_b64encode(hashlib.sha256(f"owlat.inbox.llm-key:{s}".encode()).digest()))
-        for s in secrets
-    ]
-    return MultiFernet(keys)
+#: the inbox's secrets (model provider API keys, mailbox passwords); tokens written before `owlat.encryption`
+#: (sha256-derived keys) still decrypt
+SECRETS = Purpose(
+    salt=b"owlat-inbox-llm-key",
+    info=b"inbox.provider_settings:v1",
+    legacy_sha256_prefix="owlat.inbox.llm-key:",
+)
 
 
 def encrypt_key(plain: str) -> str:
-    return _fernet().encrypt(plain.encode()).decode() if plain else ""
+    return encrypt(SECRETS, plain.encode()) if plain else ""
 
 
 def decrypt_key(token: str) -> str:
+    """The plain secret, or "" when none is stored or no configured `SECRET_KEY` decrypts it."""
     if not token:
         return ""
     try:
-        return _fernet().decrypt(token.encode()).decode()
-    except InvalidToken:
+        return decrypt(SECRETS, token).decode()
+    except Undecryptable:
         return ""
 
 

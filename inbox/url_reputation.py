@@ -1,7 +1,7 @@
 """URL reputation for the security scan (AGT-13 layer 5): Google Safe Browsing Lookup API v4.
 
 Active only with `GOOGLE_SAFE_BROWSING_API_KEY`. Every request goes through `owlat.outbound` (the outbound-HTTP
-guard; `SAFE_BROWSING_URL` defaults to Google's public endpoint — an operator who points it at a private proxy
+guard; `GOOGLE_SAFE_BROWSING_URL` defaults to Google's public endpoint — an operator who points it at a private proxy
 lists that host in `OUTBOUND_ALLOWED_HOSTS`). Verdicts are cached per URL (`SAFE_BROWSING_CACHE_SECONDS`,
 default 30 minutes) in Django's cache. Fails open: a timeout, an HTTP error or a refused connection flags
 nothing (logged) — the scan never blocks on it."""
@@ -64,7 +64,7 @@ def _lookup(urls: list[str]) -> set[str]:
     }
     with outbound.requests_session() as session:
         response = session.post(
-            settings.SAFE_BROWSING_URL,
+            settings.GOOGLE_SAFE_BROWSING_URL,
             params={"key": settings.GOOGLE_SAFE_BROWSING_API_KEY},
             json=body,
             timeout=settings.SAFE_BROWSING_TIMEOUT_SECONDS,

@@ -425,10 +425,6 @@ LLM_MODEL_FAST = env.str("LLM_MODEL_FAST", default="")
 LLM_MODEL_CAPABLE = env.str("LLM_MODEL_CAPABLE", default="")
 LLM_TIMEOUT_SECONDS = env.float("LLM_TIMEOUT_SECONDS", default=60.0)
 # AGT-13 layer 5: URL reputation through Google Safe Browsing (off without a key; fails open).
-GOOGLE_SAFE_BROWSING_API_KEY = env.str("GOOGLE_SAFE_BROWSING_API_KEY", default="")
-SAFE_BROWSING_URL = env.str(
-    "SAFE_BROWSING_URL", default="https://safebrowsing.googleapis.com/v4/threatMatches:find"
-)
 SAFE_BROWSING_TIMEOUT_SECONDS = env.float("SAFE_BROWSING_TIMEOUT_SECONDS", default=5.0)
 SAFE_BROWSING_CACHE_SECONDS = env.int("SAFE_BROWSING_CACHE_SECONDS", default=1800)
 # The queue of the inbox pipeline's tasks (inbox/queues.py): "inbox" (its own cluster) or "default".

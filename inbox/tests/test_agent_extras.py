@@ -65,7 +65,7 @@ def test_other_threads_are_not_coalesced(ai_org, llm_server, receive, run_pipeli
 def safe_browsing(settings, http_receiver):
     cache.clear()
     settings.GOOGLE_SAFE_BROWSING_API_KEY = "sb-key"
-    settings.SAFE_BROWSING_URL = f"{http_receiver.url}/v4/threatMatches:find"
+    settings.GOOGLE_SAFE_BROWSING_URL = f"{http_receiver.url}/v4/threatMatches:find"
     settings.OUTBOUND_ALLOWED_HOSTS = [f"127.0.0.1:{http_receiver.port}"]
 
     def answer(req):

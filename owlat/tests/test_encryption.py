@@ -65,3 +65,21 @@ def test_a_legacy_sha256_derivation_still_decrypts_and_new_tokens_use_hkdf(setti
     assert decrypt(purpose, new) == b"sk-1"
     with pytest.raises(Exception):  # noqa: B017, PT011 — cryptography's InvalidToken
         legacy.decrypt(new.encode())
+
+
+def test_inbox_secrets_written_before_the_helper_still_decrypt(settings):
+    import base64
+    import hashlib
+
+    from cryptography.fernet import Fernet
+
+    from inbox.provider_settings import decrypt_key, encrypt_key
+
+    old = Fernet(
+        base64.urlsafe_b64encode(
+            hashlib.sha256(f"owlat.inbox.llm-key:{settings.SECRET_KEY}".encode()).digest()
+        )
+    ).encrypt(b"sk-old")
+    assert decrypt_key(old.decode()) == "sk-old"
+    assert decrypt_key(encrypt_key("sk-new")) == "sk-new"
+    assert decrypt_key("not-a-token") == ""
