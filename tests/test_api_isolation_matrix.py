@@ -95,6 +95,7 @@ EXPECTED_SCOPES: dict[tuple[str, str], str] = {
     ("api/v1/campaigns/<id:campaign_id>/ab-test/enable", "POST"): "campaigns:write",
     ("api/v1/campaigns/<id:campaign_id>/ab-test/disable", "POST"): "campaigns:write",
     ("api/v1/campaigns/<id:campaign_id>/ab-test/declare-winner", "POST"): "campaigns:send",
+    ("api/v1/campaigns/<id:campaign_id>/test-send", "POST"): "campaigns:write",
     ("api/v1/campaigns/<id:campaign_id>/preflight", "GET"): "campaigns:read",
     ("api/v1/campaigns/<id:campaign_id>/stats", "GET"): "campaigns:read",
     ("api/v1/campaigns/<id:campaign_id>/sends", "GET"): "campaigns:read",

@@ -42,7 +42,8 @@ def _lifecycles() -> dict[str, str]:
         cls = todo.pop()
         todo += cls.__subclasses__()
         model = getattr(cls, "model", None)
-        if model is None:
+        test_only = ".tests." in cls.__module__ or cls.__module__.startswith(("tests.", "testsupport."))
+        if model is None or test_only:  # a test's throwaway lifecycle (imported when the whole suite runs)
             continue
         module = cls.__module__.replace(".", "/") + ".py"
         for m in apps.get_models():

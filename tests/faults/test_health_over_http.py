@@ -49,7 +49,7 @@ def test_health_over_http_tells_a_stalled_or_silent_cluster_from_a_healthy_one(s
             30,
             message=lambda: f"health never ok: {health(url)}",
         )
-        assert statuses(body) == {"default": "ok", "transactional": "ok", "campaign": "ok"}
+        assert statuses(body) == {"default": "ok", "transactional": "ok", "campaign": "ok", "inbox": "ok"}
         assert all(q["clusterHeartbeatAgeSeconds"] is not None for q in body["queues"])
 
         # stalled: the transactional cluster's processes are frozen, its supervisor still beats
