@@ -218,10 +218,13 @@ def _records(text: Iterable[str]) -> Iterator[tuple[int, list[str]]]:
         yield start, values
 
 
-def contact_import_validate(text: Iterable[str], *, max_rows: int | None = None) -> Validation:
+def contact_import_validate(
+    text: Iterable[str], *, max_rows: int | None = None, mapping: list[str] | None = None
+) -> Validation:
     """Read every record and validate it. Raises ImportFileError when the file as a whole is unusable, or has
     more than `max_rows` records after the header (None: no limit) — raised on the first record over the
-    limit, before anything is imported."""
+    limit, before anything is imported. `mapping` (one target per column, "" to ignore it; see
+    `owlat.import_columns.map_targets`) replaces what the header names."""
     records = _records(text)
     try:
         first = next(records, None)
@@ -230,7 +233,12 @@ def contact_import_validate(text: Iterable[str], *, max_rows: int | None = None)
         _, header = first
         if any("\x00" in name for name in header):
             raise ImportFileError("The header contains a NUL byte.")
-        field_columns, property_columns = _map_header(header)
+        if mapping is None:
+            field_columns, property_columns = _map_header(header)
+        else:
+            from owlat.import_columns import map_targets
+
+            field_columns, property_columns = map_targets(header, mapping)
         result = Validation(property_columns=list(property_columns.values()))
         seen_emails: dict[str, int] = {}
         for line, values in records:

@@ -2,7 +2,7 @@
 # `make run`: install into .venv, migrate the database (embedded SQLite under var/ unless DATABASE_URL is set),
 # sync periodic schedules, bootstrap the demo organization, print the admin login and API key, then start the
 # web server (gunicorn, one process, WEB_THREADS threads), one django-q2 cluster per queue with one worker each
-# (Q_WORKERS …; all three under one supervisor process) and the due-task dispatcher in the foreground (Ctrl-C stops
+# (Q_WORKERS …; all four under one supervisor process) and the due-task dispatcher in the foreground (Ctrl-C stops
 # all).
 set -euo pipefail
 cd "$(dirname "$0")/.."

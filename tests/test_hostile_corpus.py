@@ -12,7 +12,6 @@ import json
 from urllib.parse import quote
 
 import pytest
-from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
 
@@ -126,10 +125,9 @@ def test_public_pages_answer_4xx_never_500(template, value):
 
 
 def _import(client, text: str):
-    upload = SimpleUploadedFile(
-        "contacts.csv", text.encode("utf-8", "surrogatepass"), content_type="text/csv"
-    )
-    return client.post(reverse("admin:owlat_contact_import"), {"file": upload, "mode": "upsert"})
+    from testsupport.imports import import_csv
+
+    return import_csv(client, text)
 
 
 @pytest.fixture

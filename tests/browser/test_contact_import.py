@@ -1,4 +1,5 @@
-"""Import a CSV with one bad row in the browser and read the error (the good rows are imported)."""
+"""Import a CSV with one bad row in the browser: see its first rows and the column mapping, import, and read the
+error (the good rows are imported)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,20 @@ def test_import_a_csv_with_one_bad_row_and_read_the_error(page, live_server, ope
     page.goto(f"{live_server.url}/admin/owlat/contact/")
     page.click("text=Import CSV")
     page.set_input_files("#id_file", str(csv_file))
+    page.click(".owlat-submit")
+    page.wait_for_load_state()
+    # the mapping step: the first rows under each column, what each column is read as
+    preview = page.get_by_test_id("import-preview")
+    assert "not-an-address" in preview.inner_text()
+    assert preview.locator("tbody tr").first.locator("td").all_inner_texts() == [
+        "ada@example.com",
+        "Ada",
+        "Lovelace",
+    ]
+    assert page.locator("select[name=column_0]").input_value() == "email"
+    assert page.locator("select[name=column_2]").input_value() == "last_name"
+    assert not Contact.objects.filter(organization=operator["org"]).exists()
+    screenshot(page, "10-import-csv-mapping")
     page.click(".owlat-submit")
     page.wait_for_load_state()
     errors = page.locator(".owlat-import-errors li")
