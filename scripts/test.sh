@@ -99,6 +99,9 @@ SQLITE_E2E=(
   tests/browser/test_signup_forms.py
   tests/browser/test_bounce_screens.py
   tests/browser/test_automation_simulate.py
+  tests/browser/test_campaign_operator.py
+  tests/browser/test_campaign_reports.py
+  campaigns/tests/test_e2e_testsend.py
 )
 if [ $# -eq 0 ] || [ "${OWLAT_SQLITE_E2E:-}" = "1" ]; then
   echo "== smoke, end-to-end and browser tests on SQLite"
