@@ -326,6 +326,10 @@ class CampaignStatsSerializer(serializers.Serializer):
     hardBounced = serializers.IntegerField()
     softBounced = serializers.IntegerField()
     unsubscribed = serializers.IntegerField()
+    queued = serializers.IntegerField(help_text="Waiting to be sent (a paused campaign's rows wait here).")
+    cancelled = serializers.IntegerField(
+        help_text="Never sent: the campaign was cancelled before they went out."
+    )
     deliveryRate = serializers.FloatField(help_text="Delivered over sent.")
     openRate = serializers.FloatField(
         allow_null=True,
@@ -383,6 +387,8 @@ STAT_KEYS = {
     "hardBounced": "hard_bounced",
     "softBounced": "soft_bounced",
     "unsubscribed": "unsubscribed",
+    "queued": "queued",
+    "cancelled": "cancelled",
 }
 
 

@@ -78,9 +78,12 @@ def test_pause_resume_and_cancel_through_the_api(walking, org):
 
 
 def test_cancel_of_a_paused_campaign_through_the_api(walking, org):
-    api_key, raw = make_key(org, ["campaigns:send"])
+    api_key, raw = make_key(org, ["campaigns:send", "campaigns:read"])
     api = ApiClient(raw)
     assert api.post(f"/campaigns/{walking.pk}/pause").status_code == 200
+    stats = api.get(f"/campaigns/{walking.pk}/stats").json()["data"]
+    assert (stats["queued"], stats["cancelled"]) == (10, 0)
+    refill_bucket(api_key)
     refill_bucket(api_key)
     r = api.post(f"/campaigns/{walking.pk}/cancel")
     assert r.status_code == 200 and r.json()["transition"] == {
@@ -91,6 +94,9 @@ def test_cancel_of_a_paused_campaign_through_the_api(walking, org):
     drain_queue(max_tasks=5000)
     assert _rows(walking).count() == 10 and _statuses(walking) == {"cancelled"}
     assert not LocalMessage.objects.exists()
+    refill_bucket(api_key)
+    stats = api.get(f"/campaigns/{walking.pk}/stats").json()["data"]
+    assert (stats["queued"], stats["cancelled"], stats["sent"]) == (0, 10, 0)
 
 
 def test_the_admin_confirmation_shows_the_counts_and_the_post_acts(
