@@ -80,8 +80,11 @@ def map_targets(header: list[str], mapping: list[str]) -> tuple[dict[int, str], 
 MAX_IGNORED_COLUMNS = 50
 
 
-def preview_records(text: Iterable[str], *, rows: int = 5) -> tuple[list[str], list[list[str]]]:
-    """The header and the first `rows` records, for the mapping form. Raises ImportFileError."""
+def preview_records(
+    text: Iterable[str], *, rows: int = 5, max_rows: int | None = None
+) -> tuple[list[str], list[list[str]]]:
+    """The header and the first `rows` records, for the mapping form. Raises ImportFileError, also when the file
+    has more than `max_rows` records (so an over-long file is refused at its upload, before the mapping)."""
     from owlat.limits import CONTACT_PROPERTIES
 
     records = _records(text)
@@ -96,6 +99,11 @@ def preview_records(text: Iterable[str], *, rows: int = 5) -> tuple[list[str], l
         if any("\x00" in name for name in header):
             raise ImportFileError("The header contains a NUL byte.")
         sample = [values for _line, values in itertools.islice(records, rows)]
+        if max_rows is not None and len(sample) + sum(1 for _ in records) > max_rows:
+            raise ImportFileError(
+                f"The file has more than {max_rows} rows (IMPORT_MAX_ROWS): split it into smaller files, or ask "
+                "the installation's operator to run manage.py import_contacts."
+            )
     except csv.Error as exc:
         raise ImportFileError(f"The file is not valid CSV: {exc}") from None
     return header, sample

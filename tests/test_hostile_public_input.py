@@ -185,29 +185,35 @@ def test_an_import_over_the_size_limit_is_refused_by_its_declared_length(importe
 
 def test_an_import_over_the_row_limit_is_refused_before_any_row_is_imported(importer, settings):
     settings.IMPORT_MAX_ROWS = 3
+    from testsupport.imports import import_csv
+
     csv_text = "email\n" + "".join(f"user{i}@example.com\n" for i in range(4))
-    html = importer.post(IMPORT_URL, {"file": _upload(csv_text), "mode": "upsert"}).content.decode()
+    html = import_csv(importer, csv_text).content.decode()
     assert "more than 3 rows (IMPORT_MAX_ROWS)" in html
     assert not Contact.objects.exists()
     csv_text = "email\n" + "".join(f"user{i}@example.com\n" for i in range(3))
-    assert (
-        "3 created"
-        in importer.post(IMPORT_URL, {"file": _upload(csv_text), "mode": "upsert"}).content.decode()
-    )
+    assert "3 created" in import_csv(importer, csv_text).content.decode()
 
 
 def test_an_import_with_more_property_columns_than_a_contact_may_have_is_refused(importer, settings):
     settings.CONTACT_PROPERTIES_MAX_KEYS = 2
+    from testsupport.imports import import_csv
+
     csv_text = "email,a,b,c\nada@example.com,1,2,3\n"
-    html = importer.post(IMPORT_URL, {"file": _upload(csv_text), "mode": "upsert"}).content.decode()
-    assert "3 custom property columns; a contact can have at most 2 (CONTACT_PROPERTIES_MAX_KEYS)" in html
+    html = import_csv(importer, csv_text).content.decode()
+    assert (
+        "3 columns are read as custom properties; a contact can have at most 2 (CONTACT_PROPERTIES_MAX_KEYS)"
+        in html
+    )
     assert not Contact.objects.exists()
 
 
 def test_an_import_row_whose_properties_are_too_large_is_listed_not_imported(importer, settings):
     settings.CONTACT_PROPERTIES_MAX_BYTES = 100
+    from testsupport.imports import import_csv
+
     csv_text = f"email,bio\nada@example.com,{'x' * 200}\ngrace@example.com,short\n"
-    html = importer.post(IMPORT_URL, {"file": _upload(csv_text), "mode": "upsert"}).content.decode()
+    html = import_csv(importer, csv_text).content.decode()
     assert "Line 2: custom properties are too large" in html and "(at most 100)" in html
     assert list(Contact.objects.values_list("email", flat=True)) == ["grace@example.com"]
 

@@ -156,7 +156,7 @@ def contact_import_view(model_admin: Any, request: HttpRequest) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         lines = form.cleaned_data["file"]
         try:
-            header, sample = preview_records(lines)
+            header, sample = preview_records(lines, max_rows=settings.IMPORT_MAX_ROWS)
         except ImportFileError as exc:
             form.add_error("file", str(exc))
         else:
