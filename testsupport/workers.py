@@ -140,7 +140,7 @@ class WorkerSet:
             self._logs[name] = log
             self.procs[name] = spawn_manage(args, {**self.env, **extra}, log)
 
-    def wait_ready(self, *names: str, since: dt.datetime, timeout: float = 30.0) -> None:
+    def wait_ready(self, *names: str, since: dt.datetime, timeout: float = 60.0) -> None:
         """Wait until each named process proved it works (a heartbeat row newer than `since`)."""
         from owlat.models import WorkerHeartbeat
 
