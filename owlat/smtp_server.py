@@ -12,6 +12,7 @@ start, banner, wait for SIGINT/SIGTERM, stop.
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import logging
 import signal
@@ -32,7 +33,7 @@ logger = logging.getLogger(__name__)
 TEMPORARY_FAILURE = "451 4.3.0 Temporary failure, try again later"
 
 
-class MailIntake:
+class MailIntake(abc.ABC):
     """What an intake does with a session; subclasses override both callbacks (called in a worker thread)."""
 
     #: the name in the greeting and the logs, e.g. "owlat-bounces"
@@ -42,9 +43,9 @@ class MailIntake:
         """None accepts `address`; else the refusal line (e.g. "550 5.1.1 …"). May set state on `envelope`."""
         return None
 
+    @abc.abstractmethod
     def deliver(self, envelope: Any, raw: bytes) -> str:
         """Store the message; the reply line ("250 …", "550 …", "451 …")."""
-        raise NotImplementedError
 
 
 def _in_thread(func: Any, *args: Any) -> Any:
@@ -133,8 +134,8 @@ class IntakeCommand(BaseCommand):
         parser.add_argument("--lmtp", action="store_true", help="speak LMTP instead of SMTP")
 
     def build_intake(self) -> tuple[MailIntake, int]:
-        """The intake and its largest accepted message in bytes."""
-        raise NotImplementedError
+        """The intake and its largest accepted message in bytes; each command (bounces, inbox) defines it."""
+        raise CommandError(f"{type(self).__name__} names no mail intake (build_intake)")
 
     def banner_detail(self) -> str:
         return ""
