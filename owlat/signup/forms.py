@@ -11,6 +11,7 @@ from django.db import models
 
 from owlat.forms.languages import LANGUAGES
 from owlat.models import SignupFieldKind, SignupForm, SignupFormField, SignupFormText
+from owlat.signup.services import TEXT_FIELDS
 
 MAX_ORIGINS = 50
 
@@ -82,15 +83,4 @@ class SignupFormTextForm(forms.ModelForm):
     class Meta:
         model = SignupFormText
         formfield_callback = https_urls
-        fields = (
-            "language",
-            "title",
-            "description",
-            "consent_text",
-            "submit_label",
-            "success_message",
-            "pending_message",
-            "confirmed_message",
-            "success_redirect_url",
-            "pending_redirect_url",
-        )
+        fields = ("language", *TEXT_FIELDS)
