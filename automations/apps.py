@@ -41,3 +41,8 @@ class AutomationsConfig(AppConfig):
         from owlat.registry import register_sweep
 
         register_sweep("automations.abandoned_step_runs", abandoned_step_runs_sweep)
+        from automations.timeline import run_rows, step_run_rows
+        from owlat.timeline import register_timeline_source
+
+        register_timeline_source("automation_runs", run_rows)
+        register_timeline_source("automation_step_runs", step_run_rows)

@@ -40,3 +40,9 @@ class DeliveryConfig(AppConfig):
         from owlat.registry import register_campaign_sends_source
 
         register_campaign_sends_source(campaign_activity_rows)  # received / opened / clicked campaign X
+        from delivery.timeline import campaign_send_rows, other_send_rows
+        from owlat.timeline import register_timeline_source
+
+        # the send rows say more than the `email_sent` activity
+        register_timeline_source("campaign_sends", campaign_send_rows, supersedes=("email_sent",))
+        register_timeline_source("other_sends", other_send_rows, supersedes=("email_sent",))

@@ -6,6 +6,10 @@ class InboxConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from inbox.timeline import inbound_rows
+        from owlat.timeline import register_timeline_source
+
+        register_timeline_source("inbound_messages", inbound_rows, supersedes=("inbound_received",))
         from delivery.lifecycle import register_completion_handler
         from inbox.sending import agent_reply_completed
 

@@ -21,6 +21,7 @@ ACTIVITY_TYPES = (
     "topic_unsubscribed",
     "doi_attested",
     "event_received",
+    "imported",
 )
 _CONTACT_FLAGS = {"email_opened": "has_opened", "email_clicked": "has_clicked"}
 

@@ -343,7 +343,9 @@ def _import_row(
     topic: Topic | None,
     skip_doi: bool,
     summary: ImportSummary,
+    file_name: str = "",
 ) -> None:
+    from owlat.activities import activity_record
     from owlat.contacts import contact_find_or_create, live_contacts
 
     before = None
@@ -362,10 +364,19 @@ def _import_row(
     )
     if created:
         summary.created += 1
+        outcome = "created"
     elif before is not None and _snapshot(contact) != before:
         summary.updated += 1
+        outcome = "updated"
     else:
         summary.unchanged += 1
+        outcome = "unchanged"
+    activity_record(  # the contact's timeline says which import touched it and how
+        organization_id=organization_id,
+        contact_id=contact.pk,
+        activity_type="imported",
+        metadata={"fileName": file_name[:200], "outcome": outcome, "mode": mode},
+    )
     if topic is not None:
         from owlat.topics import ALREADY_MEMBER, topic_subscribe
 
@@ -451,6 +462,7 @@ def _run_batches(
                     topic=plan.topic,
                     skip_doi=plan.skip_doi,
                     summary=counts,
+                    file_name=plan.file_name,
                 )
         summary.created += counts.created
         summary.updated += counts.updated

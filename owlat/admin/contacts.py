@@ -4,6 +4,7 @@ The contact form and inlines are in `contact_forms`, the list's filters in `cont
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib import admin, messages
 from django.db.models import Count, OuterRef, Subquery
@@ -16,11 +17,9 @@ from owlat.admin.contact_forms import ContactForm, ContactPropertyValueInline, C
 from owlat.admin.pagination import EstimatedCountMixin
 from owlat.admin.service_writes import adopt_written_row, clear_formset_changes
 from owlat.admin_tenancy import TenantModelAdmin, get_tenancy
-from owlat.models import Contact, ContactProperty, ContactPropertyValue, ContactSource, ContactTopic, Event
+from owlat.models import Contact, ContactProperty, ContactPropertyValue, ContactSource, ContactTopic
 
 # --- contacts ----------------------------------------------------------------------------------------------
-
-TIMELINE_LIMIT = 50
 
 
 @admin.register(Contact)
@@ -266,23 +265,42 @@ class ContactAdmin(EstimatedCountMixin, TenantModelAdmin):
             count += 1
         self.message_user(request, f"Erased {count} contact(s).", messages.SUCCESS)
 
-    # -- the timeline section of the change view
+    # -- the timeline at the top of the change view, the apps' sections below the form
     def change_view(self, request: HttpRequest, object_id: str, form_url: str = "", extra_context=None):
-        from owlat.admin.contact_timeline import contact_sections, timeline_rows
+        from owlat.admin.contact_timeline import contact_sections
 
         extra_context = dict(extra_context or {})
         obj = self.get_object(request, object_id)
         if obj is not None:
-            extra_context["timeline"] = timeline_rows(obj, TIMELINE_LIMIT)
+            extra_context.update(self._timeline_context(request, obj))
             extra_context["contact_sections"] = contact_sections(request, obj)
-            extra_context["events"] = [
-                {
-                    "event": event,
-                    "properties": ", ".join(f"{k}: {v}" for k, v in (event.properties or {}).items()),
-                }
-                for event in Event.objects.filter(contact=obj).order_by("-created_at")[:TIMELINE_LIMIT]
-            ]
         return super().change_view(request, object_id, form_url, extra_context)
+
+    def _timeline_context(self, request: HttpRequest, contact: Contact) -> dict[str, Any]:
+        """One page of `owlat.timeline` (newest first); `?timeline_page=N` opens the older rows."""
+        from owlat.timeline import MAX_PAGES, contact_timeline
+
+        raw = request.GET.get("timeline_page", "")[:8]
+        number = 1
+        if raw:
+            if raw.isdigit() and 1 <= int(raw) <= MAX_PAGES:
+                number = int(raw)
+            else:
+                messages.warning(
+                    request,
+                    f"timeline_page: “{raw}” is not a page from 1 to {MAX_PAGES}; showing the newest rows.",
+                )
+        page = contact_timeline(contact, page=number)
+
+        def link(n: int) -> str:
+            return "?" + urlencode({"timeline_page": n}) + "#contact-timeline"
+
+        return {
+            "timeline": page.rows,
+            "timeline_page": page.number,
+            "timeline_more": link(page.number + 1) if page.has_older else "",
+            "timeline_newer": link(page.number - 1) if page.number > 1 else "",
+        }
 
 
 @admin.register(ContactProperty)
