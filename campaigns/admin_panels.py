@@ -107,11 +107,9 @@ class CampaignPanels:
         if obj.status != "pending_review":
             return "Not held for review."
         scan = review.latest_scan(obj)
-        rules = format_html_join(
-            "",
-            "<li><strong>{}</strong> ({}): {}</li>",
-            ((f.get("rule"), f.get("severity"), f.get("description")) for f in (scan.flags if scan else [])),
-        )
+        from campaigns.admin_review import scan_flag_items
+
+        rules = scan_flag_items(scan.flags if scan else [])
         score = format_html("{} risk, score {}/100", scan.level, scan.score) if scan else "no scan recorded"
         return format_html(
             '<div id="review-panel"><p>The content scan held this campaign before any mail went out: {}.</p>'

@@ -19,6 +19,34 @@ from owlat.admin_tenancy import TenantModelAdmin, get_tenancy
 from owlat.permissions import Authority
 from owlat.sandbox import sandboxed_frame, sandboxed_response
 
+
+def scan_flag_items(flags: list[dict[str, Any]]) -> str:
+    """`<li>` per rule that hit: the rule, its severity, what it found and the offending text with the match marked
+    (flags stored before excerpts were kept show without one)."""
+    items = []
+    for flag in flags:
+        excerpt, match = str(flag.get("excerpt") or ""), str(flag.get("match") or "")
+        quoted = ""
+        if excerpt:
+            head, found, tail = excerpt.partition(match) if match else (excerpt, "", "")
+            quoted = format_html(
+                '<br><q class="scan-excerpt text-font-subtle-light">{}<mark>{}</mark>{}</q>',
+                head,
+                found,
+                tail,
+            )
+        items.append(
+            format_html(
+                "<li><strong>{}</strong> ({}): {}{}</li>",
+                flag.get("rule"),
+                flag.get("severity"),
+                flag.get("description"),
+                quoted,
+            )
+        )
+    return format_html_join("", "{}", ((item,) for item in items))
+
+
 # --- the review queue (CMP-12): platform staff only ---------------------------------------------------------------
 
 
@@ -26,7 +54,7 @@ from owlat.sandbox import sandboxed_frame, sandboxed_response
 class CampaignReviewAdmin(TenantModelAdmin):
     platform_only = True
     read_only = False
-    list_display = ("name", "organization", "scan_level", "scan_score", "updated_at")
+    list_display = ("name", "organization", "scan_level", "scan_score", "scan_hits", "updated_at")
     readonly_fields = (
         "name",
         "organization",
@@ -41,7 +69,7 @@ class CampaignReviewAdmin(TenantModelAdmin):
     actions = ["approve_selected"]
 
     def get_queryset(self, request: HttpRequest):
-        from django.db.models import OuterRef, Subquery
+        from django.db.models import JSONField, OuterRef, Subquery
 
         from campaigns.models import ContentScanResult
 
@@ -54,6 +82,7 @@ class CampaignReviewAdmin(TenantModelAdmin):
             .annotate(
                 _scan_level=Subquery(latest.values("level")[:1]),
                 _scan_score=Subquery(latest.values("score")[:1]),
+                _scan_flags=Subquery(latest.values("flags")[:1], output_field=JSONField()),
             )
         )
 
@@ -80,16 +109,31 @@ class CampaignReviewAdmin(TenantModelAdmin):
         score = getattr(obj, "_scan_score", None)
         return f"{score}/100" if score is not None else "—"
 
+    @admin.display(description="what hit")
+    def scan_hits(self, obj: Campaign) -> str:
+        """Each rule that hit with the offending text, short enough for the list."""
+        flags = getattr(obj, "_scan_flags", None) or []
+        if not isinstance(flags, list) or not flags:
+            return "—"
+        return format_html_join(
+            "",
+            "<div><strong>{}</strong>{}</div>",
+            (
+                (
+                    f.get("rule"),
+                    format_html(": “<mark>{}</mark>”", str(f["match"])[:80]) if f.get("match") else "",
+                )
+                for f in flags[:5]
+                if isinstance(f, dict)
+            ),
+        )
+
     @admin.display(description="matched rules")
     def scan_flags(self, obj: Campaign) -> str:
         scan = review.latest_scan(obj)
         if not scan:
             return "—"
-        return format_html_join(
-            "",
-            "<li>[{}] {}: {}</li>",
-            ((f.get("severity"), f.get("rule"), f.get("description")) for f in scan.flags),
-        )
+        return format_html('<ul id="scan-flags">{}</ul>', scan_flag_items(scan.flags))
 
     @admin.display(description="rendered content")
     def rendered(self, obj: Campaign) -> str:

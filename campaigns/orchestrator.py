@@ -9,6 +9,7 @@ campaign's row lock, which is also where a duplicated run finds the job and skip
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import logging
 from typing import Any
@@ -77,7 +78,7 @@ def campaign_scan(campaign: Campaign, template: Any) -> tuple[Any, str, list[Any
         worst = max(worst, result.score)
         if len(entries) > 1:
             label = f"Variant {entry.variant} ({entry.sources.language}): "
-            flags.extend(type(f)(f.rule, f.severity, label + f.description) for f in result.flags)
+            flags.extend(dataclasses.replace(f, description=label + f.description) for f in result.flags)
         else:
             flags.extend(result.flags)
     url_flags = safe_browsing_flags(list({link.href: link for link in links}.values()))

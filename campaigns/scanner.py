@@ -107,14 +107,40 @@ _TAG = re.compile(r"<[^>]+>")
 _DOMAIN_IN_TEXT = re.compile(r"\b((?:[a-z0-9-]+\.)+[a-z]{2,})\b", re.I)
 
 
+#: characters of context kept on each side of the offending text
+EXCERPT_CONTEXT = 40
+
+
 @dataclass(frozen=True)
 class Flag:
     rule: str
     severity: str
     description: str
+    #: the offending text as the reviewer reads it: `match` inside `excerpt` (some context around it)
+    excerpt: str = ""
+    match: str = ""
 
     def as_dict(self) -> dict[str, str]:
-        return {"rule": self.rule, "severity": self.severity, "description": self.description}
+        found = {"rule": self.rule, "severity": self.severity, "description": self.description}
+        if self.excerpt:
+            found.update(excerpt=self.excerpt, match=self.match)
+        return found
+
+
+def excerpt_at(text: str, start: int, end: int) -> tuple[str, str]:
+    """(`…context match context…`, `match`) for `text[start:end]`, on one line."""
+    before = max(0, start - EXCERPT_CONTEXT)
+    after = min(len(text), end + EXCERPT_CONTEXT)
+    snippet = ("…" if before else "") + text[before:after] + ("…" if after < len(text) else "")
+    return " ".join(snippet.split()), " ".join(text[start:end].split())
+
+
+def excerpt_of(text: str, needle: str) -> tuple[str, str]:
+    """The first occurrence of `needle` in `text` (case-insensitive) with its context; the needle alone if absent."""
+    at = text.lower().find(needle.lower())
+    if at < 0:
+        return needle[:200], needle[:200]
+    return excerpt_at(text, at, at + len(needle))
 
 
 @dataclass
@@ -152,22 +178,27 @@ def content_fingerprint(subject: str, html: str) -> str:
 
 
 def _spam_keywords(subject: str, text: str, links: list[Link]) -> list[Flag]:
-    haystack = f"{subject}\n{text}".lower()
+    original = f"{subject}\n{text}"
+    haystack = original.lower()
     flags: list[Flag] = []
     weak_total = 0
     weak_hits: list[str] = []
     for phrase, weight in SPAM_KEYWORDS.items():
         if phrase not in haystack:
             continue
-        if weight >= 5:
-            flags.append(Flag("spam_keywords", "high", f'Spam phrase "{phrase}"'))
-        elif weight >= 3:
-            flags.append(Flag("spam_keywords", "medium", f'Spam phrase "{phrase}"'))
+        if weight >= 3:
+            severity = "high" if weight >= 5 else "medium"
+            flags.append(
+                Flag("spam_keywords", severity, f'Spam phrase "{phrase}"', *excerpt_of(original, phrase))
+            )
         else:
             weak_total += weight
             weak_hits.append(phrase)
     if weak_total >= 8:
-        flags.append(Flag("spam_keywords", "medium", "Several spam phrases: " + ", ".join(weak_hits)))
+        excerpt, match = excerpt_of(original, weak_hits[0])
+        flags.append(
+            Flag("spam_keywords", "medium", "Several spam phrases: " + ", ".join(weak_hits), excerpt, match)
+        )
     return flags
 
 
@@ -199,30 +230,54 @@ def _phishing_urls(subject: str, text: str, links: list[Link]) -> list[Flag]:
         href = link.href.strip()
         lower = href.lower()
         if lower.startswith(("javascript:", "data:")):
-            flags.append(Flag("phishing_urls", "high", f"Script or data link: {href[:60]}"))
+            flags.append(
+                Flag("phishing_urls", "high", f"Script or data link: {href[:60]}", *_link_excerpt(link))
+            )
             continue
         host = _host(href)
         if not host:
             continue
         brand = _is_typosquat(host)
         if brand:
-            flags.append(Flag("phishing_urls", "high", f"Look-alike of {brand}: {host}"))
+            flags.append(
+                Flag("phishing_urls", "high", f"Look-alike of {brand}: {host}", *_link_excerpt(link))
+            )
         tld = host.rsplit(".", 1)[-1]
         if tld in SUSPICIOUS_TLDS:
-            flags.append(Flag("phishing_urls", "high", f"Suspicious top-level domain: {host}"))
+            flags.append(
+                Flag("phishing_urls", "high", f"Suspicious top-level domain: {host}", *_link_excerpt(link))
+            )
         shown = _DOMAIN_IN_TEXT.search(link.text or "")
         if shown:
             shown_host = shown.group(1).lower().removeprefix("www.")
             if shown_host != host.removeprefix("www.") and not host.endswith("." + shown_host):
                 flags.append(
-                    Flag("phishing_urls", "high", f"Link text shows {shown_host} but points to {host}")
+                    Flag(
+                        "phishing_urls",
+                        "high",
+                        f"Link text shows {shown_host} but points to {host}",
+                        *_link_excerpt(link),
+                    )
                 )
     return flags
 
 
+def _link_excerpt(link: Link) -> tuple[str, str]:
+    """A link as the reviewer reads it: its text and where it points."""
+    href = link.href.strip()[:200]
+    shown = " ".join(_TAG.sub(" ", link.text or "").split())[:120]
+    return (f"{shown} → {href}" if shown else href), href
+
+
 def _url_shorteners(subject: str, text: str, links: list[Link]) -> list[Flag]:
-    hosts = {_host(link.href).removeprefix("www.") for link in links}
-    return [Flag("url_shorteners", "medium", f"URL shortener: {h}") for h in sorted(hosts & URL_SHORTENERS)]
+    flags = []
+    seen: set[str] = set()
+    for link in links:
+        host = _host(link.href).removeprefix("www.")
+        if host in URL_SHORTENERS and host not in seen:
+            seen.add(host)
+            flags.append(Flag("url_shorteners", "medium", f"URL shortener: {host}", *_link_excerpt(link)))
+    return sorted(flags, key=lambda f: f.description)
 
 
 def _mixed_scripts(value: str) -> bool:
@@ -245,7 +300,12 @@ def _homoglyphs(subject: str, text: str, links: list[Link]) -> list[Flag]:
             non_ascii = any(ord(ch) > 127 for ch in value)
             if host.startswith("xn--") or ".xn--" in host or (non_ascii and _mixed_scripts(value)):
                 flags.append(
-                    Flag("homoglyphs", "high", f"Confusable characters in link {label}: {value[:60]}")
+                    Flag(
+                        "homoglyphs",
+                        "high",
+                        f"Confusable characters in link {label}: {value[:60]}",
+                        *_link_excerpt(link),
+                    )
                 )
                 break
     return flags
@@ -254,23 +314,33 @@ def _homoglyphs(subject: str, text: str, links: list[Link]) -> list[Flag]:
 def _subject_caps(subject: str, text: str, links: list[Link]) -> list[Flag]:
     letters = [ch for ch in subject if ch.isalpha()]
     if len(subject) >= 10 and letters and sum(ch.isupper() for ch in letters) / len(letters) > 0.5:
-        return [Flag("subject_caps", "low", "Subject is mostly upper-case")]
+        return [Flag("subject_caps", "low", "Subject is mostly upper-case", subject[:200], subject[:200])]
     return []
 
 
 def _subject_punctuation(subject: str, text: str, links: list[Link]) -> list[Flag]:
     if subject.count("!") >= 3 or subject.count("?") >= 3:
-        return [Flag("subject_punctuation", "low", "Subject has excessive punctuation")]
+        return [
+            Flag(
+                "subject_punctuation",
+                "low",
+                "Subject has excessive punctuation",
+                subject[:200],
+                subject[:200],
+            )
+        ]
     return []
 
 
 def _prohibited(subject: str, text: str, links: list[Link]) -> list[Flag]:
     haystack = f"{subject}\n{text}"
-    return [
-        Flag("prohibited_content", "high", f"Prohibited content: {name}")
-        for name, rx in PROHIBITED_PATTERNS
-        if rx.search(haystack)
-    ]
+    flags = []
+    for name, rx in PROHIBITED_PATTERNS:
+        found = rx.search(haystack)
+        if found:
+            excerpt, match = excerpt_at(haystack, found.start(), found.end())
+            flags.append(Flag("prohibited_content", "high", f"Prohibited content: {name}", excerpt, match))
+    return flags
 
 
 RULES = (

@@ -124,8 +124,14 @@ def test_review_queue_is_platform_staff_only(
     login(client, django_user_model, org, username="staff", superuser=True)
     listing = client.get(reverse("admin:campaigns_campaignreview_changelist"))
     assert listing.status_code == 200 and held.name.encode() in listing.content
+    # the list and the page show each rule that hit with the offending text
+    assert b"<mark>https://bit.ly/x</mark>" in listing.content
     detail = client.get(reverse("admin:campaigns_campaignreview_change", args=[held.pk]))
     assert b"url_shorteners" in detail.content and b"Approve and send" in detail.content
+    assert b"Go \xe2\x86\x92 <mark>https://bit.ly/x</mark>" in detail.content
+    assert b"<mark>HELLO THERE!!!</mark>" in detail.content
+    page = client.get(reverse("admin:campaigns_campaign_change", args=[held.pk]))
+    assert b'id="review-panel"' in page.content and b"<mark>https://bit.ly/x</mark>" in page.content
     reject_url = reverse("admin:campaigns_campaignreview_decide", args=[held.pk, "reject"])
     assert client.post(reject_url, {"reason": ""}).status_code == 200
     r = client.post(reject_url, {"reason": "Shortened links"})

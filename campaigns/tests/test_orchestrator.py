@@ -157,6 +157,9 @@ def test_blocked_content_returns_to_draft_without_rows(make_campaign, org, templ
     assert not rows(campaign).exists()
     scan = ContentScanResult.objects.get(campaign=campaign)
     assert scan.level == "blocked" and scan.score == 40
+    # each rule that hit is stored with the offending text the reviewer reads
+    assert {(f["rule"], f["match"]) for f in scan.flags} >= {("spam_keywords", "Free money")}
+    assert all(f.get("excerpt") for f in scan.flags)
 
 
 def test_suspicious_then_approved_sends_and_is_not_held_again(make_campaign, org, template, audience_world):

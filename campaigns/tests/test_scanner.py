@@ -81,3 +81,26 @@ def test_url_flags_add_to_the_score_capped_at_100():
 def test_fingerprint_depends_on_subject_and_html():
     assert content_fingerprint("a", "b") == content_fingerprint("a", "b")
     assert content_fingerprint("a", "b") != content_fingerprint("a ", "b")
+
+
+def test_each_flag_keeps_the_offending_text_with_its_context():
+    long_intro = "Dear reader, this is a long opening sentence about our spring garden news. "
+    r = scan_content(
+        "SUMMER SALE NOW!!!",
+        f"<p>{long_intro}Get FREE MONEY today and more.</p>"
+        '<p>Please send an urgent wire transfer to us.</p><a href="https://bit.ly/x">our offer</a>',
+    )
+    by_rule = {f.rule: f.as_dict() for f in r.flags}
+    spam = by_rule["spam_keywords"]
+    assert spam["match"] == "FREE MONEY" and spam["excerpt"].startswith("…")
+    assert "Get FREE MONEY today" in spam["excerpt"] and len(spam["excerpt"]) < 100
+    assert by_rule["prohibited_content"]["match"] == "urgent wire transfer"
+    assert by_rule["url_shorteners"] == {
+        "rule": "url_shorteners",
+        "severity": "medium",
+        "description": "URL shortener: bit.ly",
+        "excerpt": "our offer → https://bit.ly/x",
+        "match": "https://bit.ly/x",
+    }
+    assert by_rule["subject_caps"]["match"] == "SUMMER SALE NOW!!!"
+    assert by_rule["subject_punctuation"]["excerpt"] == "SUMMER SALE NOW!!!"
