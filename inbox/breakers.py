@@ -24,7 +24,6 @@ This module is the only writer of `CircuitBreaker` rows (row lock per organizati
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import logging
 from typing import Any
 
@@ -32,7 +31,7 @@ from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from inbox import rows
+from inbox import sql
 from inbox.models import BreakerKind, CircuitBreaker
 
 logger = logging.getLogger(__name__)
@@ -60,56 +59,28 @@ def open_breakers_qs(organization_id: Any, now: dt.datetime | None = None) -> Qu
 
 def open_breaker(organization_id: Any, now: dt.datetime | None = None) -> CircuitBreaker | None:
     """The first open breaker of the organization (the route gate), or None."""
-    if organization_id is not None and rows.enabled():
+    if organization_id is not None and sql.enabled():
         # the route step's gate, once per message: `open_breakers_qs(…).first()` written out and prepared
         now = now or timezone.now()
-        row = rows.fetchone(_open_sql(), [now, rows.uuid_text(organization_id)])
-        return None if row is None else rows.build(CircuitBreaker, row)
+        row = sql.fetchone(sql.breaker_open_sql(), [now, sql.uuid_text(organization_id)])
+        return None if row is None else sql.build(CircuitBreaker, row)
     return open_breakers_qs(organization_id, now).first()
-
-
-@functools.cache
-def _open_sql() -> str:
-    return (
-        f"SELECT {rows.select_list('b', CircuitBreaker)} FROM {rows.table(CircuitBreaker)} AS b "
-        "WHERE b.opened_at IS NOT NULL AND (b.closes_at IS NULL OR b.closes_at > %s) "
-        "AND b.organization_id = %s::uuid ORDER BY b.kind ASC LIMIT 1"
-    )
-
-
-@functools.cache
-def _locked_sql() -> str:
-    return (
-        f"SELECT {rows.select_list('b', CircuitBreaker)} FROM {rows.table(CircuitBreaker)} AS b "
-        "WHERE b.organization_id = %s::uuid AND b.kind = %s ORDER BY b.id ASC LIMIT 1 FOR UPDATE"
-    )
-
-
-@functools.cache
-def _save_sql() -> str:
-    sets = ", ".join(f"{name} = {rows.cast(CircuitBreaker, name)}" for name in _OBSERVED)
-    pk = rows.cast(CircuitBreaker, "id")
-    return f"UPDATE {rows.table(CircuitBreaker)} SET {sets}, updated_at = %s WHERE id = {pk}"
-
-
-#: what an observation may change on its row (besides `updated_at`)
-_OBSERVED = ("opened_at", "closes_at", "reason", "trip_count", "samples")
 
 
 def _save(row: CircuitBreaker) -> None:
     """`row.save()` after an observation: the fields it may have changed, and `updated_at`."""
-    if not rows.enabled():
+    if not sql.enabled():
         row.save()
         return
     row.updated_at = timezone.now()
-    values = [rows.db_value(CircuitBreaker, name, getattr(row, name)) for name in _OBSERVED]
-    rows.execute(_save_sql(), [*values, row.updated_at, row.pk])
+    values = [sql.db_value(CircuitBreaker, name, getattr(row, name)) for name in sql.BREAKER_OBSERVED]
+    sql.execute(sql.breaker_save_sql(), [*values, row.updated_at, row.pk])
 
 
 def _locked(organization_id: Any, kind: str) -> CircuitBreaker:
-    if rows.enabled():
-        found = rows.fetchone(_locked_sql(), [rows.uuid_text(organization_id), kind])
-        row = None if found is None else rows.build(CircuitBreaker, found)
+    if sql.enabled():
+        found = sql.fetchone(sql.breaker_locked_sql(), [sql.uuid_text(organization_id), kind])
+        row = None if found is None else sql.build(CircuitBreaker, found)
     else:
         row = (
             CircuitBreaker.objects.select_for_update()

@@ -3,7 +3,6 @@ and the import of a folder of Markdown/text files."""
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -11,7 +10,7 @@ from typing import Any
 
 from django.db import connection
 
-from inbox import rows
+from inbox import sql
 from inbox.models import KnowledgeEntry
 
 _WORD = re.compile(r"[A-Za-z0-9À-ɏ]{3,}")
@@ -88,24 +87,6 @@ def knowledge_vector() -> Any:
     )
 
 
-#: `knowledge_vector()` as SQL on the alias `k`, constants written in (as the GIN index `knowledge_search` has them)
-_DOCUMENT = (
-    "(setweight(to_tsvector('simple'::regconfig, COALESCE(k.\"title\", '')), 'A') || "
-    "setweight(to_tsvector('simple'::regconfig, COALESCE(k.\"content\", '')), 'B'))"
-)
-
-
-@functools.cache
-def _search_sql() -> str:
-    return (
-        f"SELECT {rows.select_list('k', KnowledgeEntry)}, "
-        f"ts_rank({_DOCUMENT}, to_tsquery('simple'::regconfig, %s)) AS rank "
-        f"FROM {rows.table(KnowledgeEntry)} AS k WHERE k.organization_id = %s::uuid "
-        "AND (%s::boolean OR NOT k.is_internal) "
-        f"AND {_DOCUMENT} @@ to_tsquery('simple'::regconfig, %s) ORDER BY rank DESC, k.title ASC LIMIT %s"
-    )
-
-
 def knowledge_search(
     *, organization_id: Any, text: str, limit: int = 10, include_internal: bool = True
 ) -> list[tuple[KnowledgeEntry, float]]:
@@ -115,14 +96,14 @@ def knowledge_search(
     if not words:
         return []
     raw_query = " | ".join(f"{w}:*" for w in words)
-    if rows.enabled() and organization_id is not None:
-        # the context step's search, once per message: written out and prepared (inbox.rows); the document
+    if sql.enabled() and organization_id is not None:
+        # the context step's search, once per message: written out and prepared (inbox.sql); the document
         # is the index's expression with its constants in the text, so the `@@` reads `knowledge_search`
-        found = rows.fetchall(
-            _search_sql(),
-            [raw_query, rows.uuid_text(organization_id), bool(include_internal), raw_query, int(limit)],
+        found = sql.fetchall(
+            sql.knowledge_search_sql(),
+            [raw_query, sql.uuid_text(organization_id), bool(include_internal), raw_query, int(limit)],
         )
-        return [(rows.build(KnowledgeEntry, row[:-1]), float(row[-1])) for row in found]
+        return [(sql.build(KnowledgeEntry, row[:-1]), float(row[-1])) for row in found]
     qs = KnowledgeEntry.objects.filter(organization_id=organization_id)
     if not include_internal:
         qs = qs.filter(is_internal=False)

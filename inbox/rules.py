@@ -9,25 +9,18 @@ from typing import Any
 PROTECTED_CATEGORIES = frozenset({"complaint", "spam"})
 
 
-_RULE_COLUMNS = ("id", "name", "match", "value", "action", "category")
-
-
 def rules_for(organization_id: Any) -> list[dict[str, Any]]:
-    from inbox import rows
+    from inbox import sql
     from inbox.models import HandlingRule
 
-    if rows.enabled() and organization_id is not None:
-        # the classify step's read, once per message: written out and prepared (inbox.rows)
-        sql = (
-            f"SELECT {', '.join(_RULE_COLUMNS)} FROM {rows.table(HandlingRule)} "
-            "WHERE organization_id = %s::uuid AND is_active ORDER BY position ASC, name ASC"
-        )
-        found = rows.fetchall(sql, [rows.uuid_text(organization_id)])
-        return [dict(zip(_RULE_COLUMNS, row, strict=True)) for row in found]
+    if sql.enabled() and organization_id is not None:
+        # the classify step's read, once per message: written out and prepared (inbox.sql)
+        found = sql.fetchall(sql.rules_sql(), [sql.uuid_text(organization_id)])
+        return [dict(zip(sql.RULE_COLUMNS, row, strict=True)) for row in found]
     return list(
         HandlingRule.objects.filter(organization_id=organization_id, is_active=True)
         .order_by("position", "name")
-        .values(*_RULE_COLUMNS)
+        .values(*sql.RULE_COLUMNS)
     )
 
 

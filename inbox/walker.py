@@ -18,7 +18,7 @@ from django.db import connection, transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
-from inbox import rows
+from inbox import sql
 from inbox.breakers import llm_failure_record
 from inbox.lifecycle import (
     action_claim,
@@ -144,13 +144,13 @@ def _start_load(message_id: Any) -> tuple[InboundMessage | None, AgentConfig | N
     """Inside the start's transaction, one statement: the message row locked, with its contact, the
     organization's agent configuration (None: no row yet), its stored flags and whether the message has a
     pending action (`pending_actions`)."""
-    if rows.enabled():
+    if sql.enabled():
         try:
-            pk = rows.uuid_text(message_id)
+            pk = sql.uuid_text(message_id)
         except ValueError:
             pk = None
         if pk is not None:
-            row = rows.fetchone(_start_sql(), [ActionStatus.PENDING, pk])
+            row = sql.fetchone(sql.walker_start_sql(), [ActionStatus.PENDING, pk])
             if row is None:
                 return None, None, None
             message, config, flags = _built(row, with_flags=True)
@@ -180,19 +180,19 @@ def _step_load(message_id: Any, action_id: Any) -> tuple[AgentAction, AgentConfi
     """One statement: the action, its message (with contact), the organization's agent configuration (None: no
     row yet), and whether the message has another pending action (a reset row the next step must reuse,
     AGT-24)."""
-    if rows.enabled():
+    if sql.enabled():
         try:
-            ids = [rows.uuid_text(action_id), rows.uuid_text(message_id)]
+            ids = [sql.uuid_text(action_id), sql.uuid_text(message_id)]
         except ValueError:
             ids = None
         if ids is not None:
-            row = rows.fetchone(_step_sql(), [ActionStatus.PENDING, *ids])
+            row = sql.fetchone(sql.walker_step_sql(), [ActionStatus.PENDING, *ids])
             if row is None:
                 return None
-            n = rows.width(AgentAction)
-            action = rows.build(AgentAction, row[:n])
+            n = sql.width(AgentAction)
+            action = sql.build(AgentAction, row[:n])
             message, config, _ = _built(row[n:])
-            rows.cache_related(action, "inbound_message", message)
+            sql.cache_related(action, "inbound_message", message)
             return action, config, row[-1]
     action = (
         AgentAction.objects.select_related(
@@ -213,42 +213,17 @@ def _step_load(message_id: Any, action_id: Any) -> tuple[AgentAction, AgentConfi
     return action, config, action.others_pending
 
 
-def _message_columns(with_flags: bool = False) -> str:
-    """The message (m), its contact (c), the agent configuration (g) and with `with_flags` the settings row's
-    flags (s), as `_built` reads them."""
-    columns = [
-        rows.select_list("m", InboundMessage),
-        rows.select_list("c", Contact),
-        rows.select_list("g", AgentConfig),
-    ]
-    if with_flags:
-        columns.append("s.id, s.feature_flags")
-    return ", ".join(columns)
-
-
-def _message_joins(with_flags: bool = False) -> str:
-    joins = (
-        f"LEFT JOIN {rows.table(Contact)} AS c ON c.id = m.contact_id "
-        f"LEFT JOIN {rows.table(AgentConfig)} AS g ON g.organization_id = m.organization_id"
-    )
-    if with_flags:
-        joins += (
-            f" LEFT JOIN {rows.table(OrganizationSettings)} AS s ON s.organization_id = m.organization_id"
-        )
-    return joins
-
-
 def _built(row: tuple, *, with_flags: bool = False) -> tuple[InboundMessage, AgentConfig | None, Any]:
     """The message with its contact cached, the agent configuration, and the stored flags ({} without a settings
-    row) from `_message_columns`' part of `row` (the row's last column is the pending-action test)."""
+    row) from `inbox.sql.message_columns`' part of `row` (the row's last column is the pending-action test)."""
     start = 0
     built = []
     for model in (InboundMessage, Contact, AgentConfig):
-        end = start + rows.width(model)
-        built.append(rows.build(model, row[start:end]))
+        end = start + sql.width(model)
+        built.append(sql.build(model, row[start:end]))
         start = end
     message, contact, config = built
-    rows.cache_related(message, "contact", contact)
+    sql.cache_related(message, "contact", contact)
     flags = None
     if with_flags:
         flags = {}
@@ -262,59 +237,21 @@ def _flags_field() -> Any:
     return OrganizationSettings._meta.get_field("feature_flags")
 
 
-@functools.cache
-def _start_sql() -> str:
-    actions = rows.table(AgentAction)
-    return (
-        f"SELECT {_message_columns(True)}, EXISTS (SELECT 1 FROM {actions} AS p WHERE "
-        f"p.inbound_message_id = m.id AND p.status = %s) "
-        f"FROM {rows.table(InboundMessage)} AS m {_message_joins(True)} "
-        "WHERE m.id = %s::uuid FOR UPDATE OF m"
-    )
-
-
-@functools.cache
-def _step_sql() -> str:
-    actions = rows.table(AgentAction)
-    return (
-        f"SELECT {rows.select_list('a', AgentAction)}, {_message_columns()}, EXISTS (SELECT 1 FROM {actions} "
-        "AS p WHERE p.inbound_message_id = a.inbound_message_id AND p.status = %s AND p.id <> a.id) "
-        f"FROM {actions} AS a JOIN {rows.table(InboundMessage)} AS m ON m.id = a.inbound_message_id "
-        f"{_message_joins()} WHERE a.id = %s::uuid AND a.inbound_message_id = %s::uuid"
-    )
-
-
-@functools.cache
-def _lock_sql() -> str:
-    return (
-        f"SELECT {rows.select_list('m', InboundMessage)} FROM {rows.table(InboundMessage)} AS m "
-        "WHERE m.id = %s::uuid FOR UPDATE"
-    )
-
-
-@functools.cache
-def _config_sql() -> str:
-    return (
-        f"SELECT {rows.select_list('g', AgentConfig)} FROM {rows.table(AgentConfig)} AS g "
-        f"WHERE g.id = {rows.cast(AgentConfig, 'id')} FOR UPDATE"
-    )
-
-
 def _config_locked(pk: Any) -> AgentConfig:
     """The agent configuration row locked and read anew (`select_for_update().get(pk=…)`)."""
-    if rows.enabled():
-        row = rows.fetchone(_config_sql(), [pk])
+    if sql.enabled():
+        row = sql.fetchone(sql.config_lock_sql(), [pk])
         if row is None:
             raise AgentConfig.DoesNotExist("AgentConfig matching query does not exist.")
-        return rows.build(AgentConfig, row)
+        return sql.build(AgentConfig, row)
     return AgentConfig.objects.select_for_update().get(pk=pk)
 
 
 def _lock(message_id: Any) -> InboundMessage | None:
     """The message row locked (`select_for_update`), its fields read anew."""
-    if rows.enabled():
-        row = rows.fetchone(_lock_sql(), [rows.uuid_text(message_id)])
-        return None if row is None else rows.build(InboundMessage, row)
+    if sql.enabled():
+        row = sql.fetchone(sql.message_lock_sql(), [sql.uuid_text(message_id)])
+        return None if row is None else sql.build(InboundMessage, row)
     return InboundMessage.objects.select_for_update().filter(pk=message_id).first()
 
 

@@ -85,6 +85,7 @@ SQLITE_E2E=(
   tests/test_delivery_e2e.py
   campaigns/tests/test_e2e.py
   inbox/tests/test_e2e.py
+  inbox/tests/test_sql.py
   tests/browser/test_welcome_automation.py
   tests/browser/test_admin_flows.py
   tests/browser/test_campaign_flows.py

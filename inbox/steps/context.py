@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import functools
 import re
 from typing import Any
 
-from inbox import rows
+from inbox import sql
 from inbox.fence import fence, new_fence_id
 from inbox.models import InboundMessage
 from inbox.models import ProcessingStatus as P
@@ -58,12 +57,10 @@ def guard_sample(m: InboundMessage, history: list[str]) -> str:
 
 def _recent_activities(contact_id: Any, organization_id: Any) -> list[tuple[str, Any]]:
     """The contact's five latest activities (type, time), newest first."""
-    if rows.enabled():
-        sql = (
-            f"SELECT activity_type, occurred_at FROM {rows.table(ContactActivity)} "
-            "WHERE contact_id = %s::uuid AND organization_id = %s::uuid ORDER BY occurred_at DESC LIMIT 5"
+    if sql.enabled():
+        return sql.fetchall(
+            sql.recent_activities_sql(), [sql.uuid_text(contact_id), sql.uuid_text(organization_id)]
         )
-        return rows.fetchall(sql, [rows.uuid_text(contact_id), rows.uuid_text(organization_id)])
     return list(
         ContactActivity.objects.filter(contact_id=contact_id, organization_id=organization_id)
         .order_by("-occurred_at")
@@ -76,17 +73,17 @@ def thread_history(m: InboundMessage) -> list[InboundMessage]:
     another sender's mail never reaches this contact's draft. The security scan guards exactly these too."""
     if m.thread_id is None or m.contact_id is None:
         return []
-    if rows.enabled():
-        found = rows.fetchall(
-            _history_sql(),
+    if sql.enabled():
+        found = sql.fetchall(
+            sql.thread_history_sql(),
             [
-                rows.uuid_text(m.thread_id),
-                rows.uuid_text(m.organization_id),
-                rows.uuid_text(m.contact_id),
-                rows.uuid_text(m.pk),
+                sql.uuid_text(m.thread_id),
+                sql.uuid_text(m.organization_id),
+                sql.uuid_text(m.contact_id),
+                sql.uuid_text(m.pk),
             ],
         )
-        return [rows.build(InboundMessage, row) for row in found]
+        return [sql.build(InboundMessage, row) for row in found]
     return list(
         InboundMessage.objects.filter(
             thread_id=m.thread_id, organization_id=m.organization_id, contact_id=m.contact_id
@@ -94,16 +91,6 @@ def thread_history(m: InboundMessage) -> list[InboundMessage]:
         .exclude(pk=m.pk)
         .exclude(processing_status=P.QUARANTINED)
         .order_by("-received_at")[:5]
-    )
-
-
-@functools.cache
-def _history_sql() -> str:
-    return (
-        f"SELECT {rows.select_list('m', InboundMessage)} FROM {rows.table(InboundMessage)} AS m "
-        "WHERE m.thread_id = %s::uuid AND m.organization_id = %s::uuid AND m.contact_id = %s::uuid "
-        f"AND NOT (m.id = %s::uuid) AND m.processing_status <> '{P.QUARANTINED.value}' "
-        "ORDER BY m.received_at DESC LIMIT 5"
     )
 
 

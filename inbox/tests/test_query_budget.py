@@ -113,8 +113,8 @@ def test_the_prepared_knowledge_search_reads_the_gin_index_and_ranks_as_the_orm(
 
     from django.db import connection
 
-    from inbox import rows
-    from inbox.knowledge import _DOCUMENT, _search_sql, knowledge_search
+    from inbox import sql as inbox_sql
+    from inbox.knowledge import knowledge_search
     from inbox.models import KnowledgeEntry
 
     KnowledgeEntry.objects.create(organization=org, title="Invoices", content="Download them under Billing.")
@@ -124,13 +124,13 @@ def test_the_prepared_knowledge_search_reads_the_gin_index_and_ranks_as_the_orm(
     KnowledgeEntry.objects.create(organization=other, title="Invoices", content="Not yours.")
     text = "Where is my invoice? Billing please"
     hits = knowledge_search(organization_id=org.pk, text=text)
-    with mock.patch.object(rows, "enabled", return_value=False):
+    with mock.patch.object(inbox_sql, "enabled", return_value=False):
         orm = knowledge_search(organization_id=org.pk, text=text)  # the ORM query it replaces
     assert {e.title for e, _ in hits} == {"Invoices", "Billing"}
     assert [(e.pk, round(r, 6)) for e, r in hits] == [(e.pk, round(r, 6)) for e, r in orm]
     # the expression alone (the organization filter has its own index, which a tiny table would pick)
-    match = f"{_DOCUMENT} @@ to_tsquery('simple'::regconfig, %s)"
-    assert match in _search_sql()
+    match = f"{inbox_sql.KNOWLEDGE_DOCUMENT} @@ to_tsquery('simple'::regconfig, %s)"
+    assert match in inbox_sql.knowledge_search_sql()
     with connection.cursor() as cursor:
         cursor.execute("SET LOCAL enable_seqscan = off")
         cursor.execute(f"EXPLAIN SELECT k.id FROM inbox_knowledgeentry AS k WHERE {match}", ["invoice:*"])

@@ -15,11 +15,7 @@ APPS = ("owlat", "templates", "delivery", "automations", "campaigns", "inbox")
 
 ALLOWED_WHILE_POOL_REWRITE = ("delivery/worker.py", "delivery/lifecycle/")
 
-NOT_YET_MOVED = frozenset(
-    {
-        "inbox/rows.py",
-    }
-)
+NOT_YET_MOVED: frozenset[str] = frozenset()
 
 
 def _production_modules() -> list[tuple[str, Path]]:
