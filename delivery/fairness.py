@@ -1,20 +1,23 @@
-"""The campaign pool's fair share: organizations are served round-robin, so one organization's large campaign
-does not hold another's small one behind it in the pool's first-in-first-out queue.
+"""The campaign pool's fair share: a small campaign of one organization is not queued behind another's large one
+in the pool's first-in-first-out queue.
 
-A campaign job is `BATCH_SIZE` rows of capacity. When other organizations have claimable campaign rows
-waiting, the job takes an equal share for each organization with rows waiting (weighted by
-`DELIVERY_POOL_WEIGHTS`, organization id → weight, default 1): its own organization's share from the rows it
-was given, each other organization's share from that organization's oldest claimable rows (their own jobs
-later find them claimed and skip them). The other organizations' rows come first (the job sends in this
-order), so a small campaign waiting behind a large one is through after half a job, not a whole one. The
-given rows over its share go back to the pool as a new job, so no row is left without a job. Campaigns on
-hold (paused, cancelled) are not taken.
+A campaign job is `BATCH_SIZE` rows of capacity (a round). When other organizations have claimable campaign rows
+waiting, the round is shared by `fair_shares`: every organization with rows waiting first gets its floor
+(`DELIVERY_POOL_FLOOR` of the round, times its weight from `DELIVERY_POOL_WEIGHTS`, organization id → weight,
+default 1), then the other organizations take the rest, the fewest rows waiting (per weight) first, and what
+they leave is the job's own organization's. The other organizations' rows are taken from their oldest
+claimable rows (their own jobs later find them claimed and skip them) and come first (the job sends in this
+order), so a newcomer's small backlog goes out at the next job of any organization, nearly at the pool's full
+speed, while the floor keeps every organization with rows waiting moving. The given rows over the own share
+go back to the pool as a new job, so no row is left without a job. Campaigns on hold (paused, cancelled) are
+not taken.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import math
+from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
 from django.conf import settings
@@ -33,23 +36,79 @@ def weight(organization_id: Any) -> float:
     return max(float(value), 0.01)
 
 
+def pool_floor() -> float:
+    """The share of a round each organization with rows waiting gets at least (0 … 1, times its weight)."""
+    return min(max(float(getattr(settings, "DELIVERY_POOL_FLOOR", 0.1)), 0.0), 1.0)
+
+
+def fair_shares(
+    capacity: int,
+    own: Hashable,
+    waiting: Mapping[Hashable, int],
+    *,
+    floor: float,
+    weight_of: Callable[[Any], float] = lambda org: 1.0,
+) -> dict[Hashable, int]:
+    """How many rows of a round of `capacity` each organization gets: `waiting` is each organization's rows
+    waiting (`own`: the job's organization, with the job's rows). First every organization its floor
+    (`ceil(floor × capacity × weight)`, the own organization first), then the others up to all their rows
+    waiting, the fewest per weight first, then the own organization. Never more than an organization has
+    waiting, never more than `capacity` in all. With two organizations `floor=0.5` is an equal split."""
+    share = dict.fromkeys(waiting, 0)
+    left = capacity
+
+    def give(org: Hashable, rows: int) -> None:
+        nonlocal left
+        rows = max(0, min(rows, waiting[org] - share[org], left))
+        share[org] += rows
+        left -= rows
+
+    others = sorted((org for org in waiting if org != own), key=lambda org: waiting[org] / weight_of(org))
+    everyone = [own, *others] if own in waiting else others
+    for org in everyone:
+        give(org, math.ceil(floor * capacity * weight_of(org)))
+    for org in others:
+        give(org, waiting[org])
+    if own in waiting:
+        give(own, waiting[own])
+    return share
+
+
 def fair_batch(ids: list[str], *, limit: int, now: dt.datetime) -> tuple[list[str], list[str]]:
     """(rows this job claims, given rows handed back to the pool). Alone in the pool, the job keeps its rows."""
     mine = list(EmailSend.objects.filter(pk__in=ids).values_list("organization_id", flat=True).distinct()[:2])
     if len(mine) != 1:  # no rows, or rows of several organizations (an operator re-drive): as given
         return ids, []
     own = mine[0]
+    by_org = waiting_rows(own, now)
+    if not by_org:
+        return ids, []
+    counts: dict[Hashable, int] = {org: len(rows) for org, rows in by_org.items()}
+    counts[own] = len(ids)
+    share = fair_shares(limit, own, counts, floor=pool_floor(), weight_of=weight)
+    taken: list[str] = []
+    for org in sorted(by_org, key=lambda org: counts[org] / weight(org)):  # the smallest backlog first
+        taken += by_org[org][: share[org]]
+    keep = share[own]
+    return taken + ids[:keep], ids[keep:]
+
+
+def waiting_rows(own: Any, now: dt.datetime) -> dict[Any, list[str]]:
+    """The other organizations' oldest claimable campaign rows (`LOOKAHEAD` at most, campaigns on hold left
+    out), by organization. The organization is asked as two ranges around `own` (not `!= own`), so the partial
+    index of queued rows by organization finds them without reading the job's own organization's rows: a job
+    alone in the pool pays almost nothing for the look."""
     waiting = list(
         EmailSend.objects.filter(
-            Q(claimed_at__isnull=True),
+            Q(organization_id__lt=own) | Q(organization_id__gt=own),
             Q(not_before__isnull=True) | Q(not_before__lte=now),
             status=SendStatus.QUEUED,
+            claimed_at__isnull=True,
             handed_off_at__isnull=True,
             deleted_at__isnull=True,
             outcome_unknown=False,
             queued_at__lte=now,
         )
-        .exclude(organization_id=own)
         .order_by("queued_at")
         .values_list("pk", "organization_id", "campaign_id")[:LOOKAHEAD]
     )
@@ -58,13 +117,4 @@ def fair_batch(ids: list[str], *, limit: int, now: dt.datetime) -> tuple[list[st
     for pk, org, campaign in waiting:
         if str(campaign) not in held:
             by_org.setdefault(org, []).append(str(pk))
-    if not by_org:
-        return ids, []
-    total = weight(own) + sum(weight(org) for org in by_org)
-    taken: list[str] = []
-    for org, rows in by_org.items():
-        taken += rows[: math.ceil(limit * weight(org) / total)]
-    own_share = max(limit - len(taken), math.ceil(limit * weight(own) / total))
-    taken = taken[: limit - min(own_share, len(ids))]
-    keep = max(limit - len(taken), 0)
-    return taken + ids[:keep], ids[keep:]
+    return by_org

@@ -163,6 +163,12 @@ class EmailSend(FSMModelMixin, SendRowFields):
             models.Index(fields=["campaign_id", "status"], name="emailsend_campaign_status"),
             models.Index(fields=["organization", "-queued_at"], name="emailsend_org_queued"),
             models.Index(fields=["id"], condition=Q(status="queued"), name="emailsend_queued_partial"),
+            # the fair pool's look for other organizations' waiting rows (delivery.fairness.waiting_rows)
+            models.Index(
+                fields=["organization", "queued_at"],
+                condition=Q(status="queued"),
+                name="emailsend_org_waiting",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -166,6 +166,8 @@ class PoolJob:
         self.transports: list[Transport] = []
         self.connections: Connections | None = None
         self.holds = _Holds(clock) if kind == "campaign" else None
+        # when the job last looked for other organizations' waiting rows (None: it never looks)
+        self.fair_checked = clock() if kind == "campaign" and retry_token is None else None
         self.held_rows: list[str] = []
         self.started = clock()
         self._lock = threading.Lock()
@@ -260,9 +262,10 @@ class PoolJob:
 
     # -- per row -------------------------------------------------------------------------------------------
 
-    def send_round(self, round_: Round) -> bool:
+    def send_round(self, round_: Round, *, nested: bool = False) -> bool:
         """Compose, pace, hand off and send one round's rows; False when the job ran out of time (the rest
-        went back to the pool)."""
+        went back to the pool). A campaign job lets other organizations' waiting rows in (`let_in`) every
+        `FAIR_CHECK_SECONDS`, as a round sent before its own rows still to go."""
         rows = round_.rows
         if self.threaded and len(rows) > RECORD_INLINE_ROWS:
             self.recorder.start_thread()
@@ -270,6 +273,12 @@ class PoolJob:
             if self.clock() - self.started > BATCH_TIME_BUDGET_SECONDS:
                 self.hand_back(rows[index:])
                 return False
+            if not nested and self.fair_due():
+                if not self.let_in(rows, index):
+                    self.hand_back(rows[index:])
+                    return False
+                if index >= len(rows):  # every own row still to go went back to the pool
+                    return True
             if self.holds is not None and self.holds.held(row, rows[index:]):
                 self.held_rows.append(str(row.pk))
                 continue
@@ -285,6 +294,34 @@ class PoolJob:
                 return False
             self.send(row, message)
         return True
+
+    def fair_due(self) -> bool:
+        if self.fair_checked is None or self.clock() - self.fair_checked < FAIR_CHECK_SECONDS:
+            return False
+        self.fair_checked = self.clock()
+        return True
+
+    def let_in(self, rows: list[Any], index: int) -> bool:
+        """The fair pool while the job runs: other organizations' rows waiting (a campaign handed to the pool
+        after this job started) get their share of this job's rows still to go (`fair_batch`); they are
+        claimed and sent now, and as many of the own rows go back to the pool as a new job (cut from `rows`).
+        False when the job ran out of time sending them."""
+        rest = [str(r.pk) for r in rows[index:]]
+        taken, _back = fair_batch(rest, limit=len(rest), now=self.now())
+        own = set(rest)
+        others = [pk for pk in taken if pk not in own]
+        if not others:
+            return True
+        self.token, won = claim_sends(self.kind, others, token=self.token, now=self.now())
+        wanted = set(others)
+        won = [pk for pk in won if pk in wanted]  # (on SQLite the claim lists every row under the token)
+        if not won:
+            return True
+        cut = index + max(len(rest) - len(won), 0)
+        self.hand_back(rows[cut:])
+        del rows[cut:]
+        self.summary.claimed += len(won)
+        return self.send_round(self.load(won), nested=True)
 
     def compose(self, row: Any, round_: Round) -> Any | None:
         """The row's message, or None when it was refused before the wire (recorded as failed)."""
@@ -399,6 +436,9 @@ def pool_name(kind: str) -> str:
     return "campaign" if kind == "campaign" else "transactional"
 
 
+# How often a campaign job looks for other organizations' rows waiting (the fair pool, `PoolJob.let_in`): a
+# campaign handed to the pool while every worker is in a job is let into those jobs within this.
+FAIR_CHECK_SECONDS = 0.2
 HOLD_CHECK_SECONDS = 1.0  # how often a campaign job asks whether its campaigns were paused or cancelled
 
 

@@ -388,6 +388,10 @@ DELIVERY_TRANSACTIONAL_RATE = env.float("DELIVERY_TRANSACTIONAL_RATE", default=3
 DELIVERY_CAMPAIGN_RATE = env.float("DELIVERY_CAMPAIGN_RATE", default=20.0)
 # SMTP connections one pool job sends over concurrently (each row still claimed and handed off once).
 DELIVERY_SMTP_CONNECTIONS = env.int("DELIVERY_SMTP_CONNECTIONS", default=4)
+# The fair campaign pool (delivery.fairness): the share of each job's 100 rows every organization with campaign
+# rows waiting gets at least (times its weight); the rest goes to the fewest rows waiting first. 0.5 splits two
+# organizations equally. Weights: DELIVERY_POOL_WEIGHTS, organization id -> weight (default 1), in code.
+DELIVERY_POOL_FLOOR = env.float("DELIVERY_POOL_FLOOR", default=0.1)
 # Warm-up capacity, campaign messages per UTC day for the install (CMP-21 #9 pre-flight); 0 = not planned.
 CAMPAIGN_DAILY_SEND_CAPACITY = env.int("CAMPAIGN_DAILY_SEND_CAPACITY", default=0)
 # CMP-25 link reputation: Google Safe Browsing v4 lookup in the content scan when a key is set.
