@@ -21,6 +21,7 @@ from inbox.security import html_to_visible_text, strip_invisible_chars
 from owlat.sandbox import sandboxed_frame, sandboxed_response
 
 _WORD = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|_")
+_CODE = re.compile(r"[a-z0-9]+(_[a-z0-9]+)+")
 
 
 def label(key: str) -> str:
@@ -41,6 +42,8 @@ def plain(value: Any) -> str:
         return "; ".join(f"{label(k).lower()}: {plain(v)}" for k, v in value.items())
     if isinstance(value, float):
         return f"{value:.2f}"
+    if isinstance(value, str) and _CODE.fullmatch(value):
+        return value.replace("_", " ")  # a stored code (`first_contact`) as words
     return str(value)
 
 

@@ -40,7 +40,13 @@ def test_review_queue_renders_sanitized_body_flags_and_timeline(staff, make_mess
     assert (
         "<script>alert(1)</script>" not in html and "SECRET-HIDDEN" not in html and "<b>there</b>" not in html
     )
-    assert "Spam score" in html and "spamScore" not in html and "support" in html and "gpt-x" in html and "42" in html
+    assert (
+        "Spam score" in html
+        and "spamScore" not in html
+        and "support" in html
+        and "gpt-x" in html
+        and "42" in html
+    )
     assert reverse("admin:inbox_reviewqueuemessage_verb", args=[m.pk, "approve"]) in html
 
 
