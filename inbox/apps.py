@@ -28,11 +28,19 @@ class InboxConfig(AppConfig):
         # django-anymail's inbound webhooks (signature checked by its views) → the receive path
         inbound.connect(anymail_inbound_received, dispatch_uid="inbox.anymail_inbound")
 
-        from inbox.dashboard import awaiting_review, open_breakers, quarantined_messages
+        from inbox.dashboard import (
+            awaiting_review,
+            needs_retry_messages,
+            open_breakers,
+            quarantined_messages,
+            waiting_while_off,
+        )
         from owlat.admin.dashboard import register_attention_source
 
         register_attention_source(quarantined_messages)
         register_attention_source(awaiting_review)
+        register_attention_source(needs_retry_messages)
+        register_attention_source(waiting_while_off)
         register_attention_source(open_breakers)  # AGT-20
 
         from inbox.provider_settings import organization_has_provider

@@ -4,12 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import transaction
-
 from inbox import review
 from inbox.models import InboundMessage
-from inbox.models import ProcessingStatus as P
-from inbox.queues import inbox_queue
 from owlat.lifecycle import Outcome
 
 VERBS = {
@@ -31,18 +27,13 @@ def message_operator_transition(*, message_id: Any, verb: str, actor: str) -> Ou
 
 
 def message_reprocess(*, message_id: Any, actor: str) -> str:
-    """Run the pipeline again: a `failed` message is retried (its failed action reset); a `received` message
-    that was stored without a run (agent off, automated, over the start limit) is started. Other states refuse."""
-    from owlat.jobs import enqueue
+    """Run the pipeline again through the retry service (`inbox.retry.message_restart`): a `failed` message is
+    retried at the step that failed, a waiting `received` one started, a stuck one resumed. Others refuse."""
+    from inbox.retry import message_restart
 
-    m = InboundMessage.objects.filter(pk=message_id).first()
-    if m is None:
-        return "refused: Message not found"
-    if m.processing_status == P.FAILED:
-        out = review.message_retry(message_id=m.pk, organization_id=m.organization_id, actor=actor)
-        return "restarted (retry)" if out.ok else f"refused: {out.message}"
-    if m.processing_status == P.RECEIVED:
-        with transaction.atomic():
-            enqueue("inbox.tasks.message_start_task", str(m.pk), queue=inbox_queue())
-        return "started"
-    return f"refused: message is {m.processing_status}; only failed or received messages can be reprocessed"
+    outcome = message_restart(message_id=message_id, organization_id=None, actor=actor)
+    if not outcome.ok:
+        return f"refused: {outcome.message}"
+    return {"started": "started", "resumed": "resumed (lost step enqueued)"}.get(
+        outcome.reason or "", "restarted (retry)"
+    )

@@ -11,27 +11,24 @@ import datetime as dt
 import email
 import email.policy
 import email.utils
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from inbox.authresults import RESULTS, AuthenticationResults, parse_authentication_results
-from inbox.models import AgentConfig, ConversationThread, InboundMessage, ProcessingStatus
+from inbox.models import AgentConfig, InboundMessage, ProcessingStatus
 from inbox.queues import inbox_queue
 from inbox.sender_auth import SenderAuth, from_summary, sender_auth_of_raw
+from inbox.threads import sender_refuted, thread_resolve
 from owlat.contacts import contact_find_or_create, is_valid_email, normalize_email
 from owlat.limits import LimitExceeded
 
 P = ProcessingStatus
 AUTH_RESULTS = RESULTS  # the API's `authentication` enum (settings' ENUM_NAME_OVERRIDES names it here)
 START_TASK = "inbox.tasks.message_start_task"
-_SUBJECT_PREFIX = re.compile(r"^\s*((re|fw|fwd|aw|wg|sv|antw)\s*(\[\d+\])?\s*:\s*)+", re.IGNORECASE)
-_MSGID = re.compile(r"<[^<>\s]+>")
 
 
 class MessageTooLarge(LimitExceeded):
@@ -82,10 +79,6 @@ def check_size(size: int) -> None:
         raise MessageTooLarge(size)
 
 
-def normalize_subject(subject: str) -> str:
-    return re.sub(r"\s+", " ", _SUBJECT_PREFIX.sub("", subject or "")).strip().lower()[:998]
-
-
 def parse_address(value: str) -> tuple[str, str]:
     """`addr` or `Name <addr>` → (name, lower-cased address); raises InvalidMessage("from") when invalid."""
     name, addr = email.utils.parseaddr(value or "")
@@ -134,14 +127,7 @@ def parse_raw(raw: bytes) -> ParsedMessage:
     results = parse_authentication_results(str(v) for v in msg.get_all("Authentication-Results", []))
     parsed.authentication, parsed.auth_results = results.summary(), results
     parsed.sender_auth = sender_auth_of_raw(raw, results, from_email)
-    date = msg.get("Date")
-    if date:
-        try:
-            parsed.received_at = email.utils.parsedate_to_datetime(str(date))
-        except (TypeError, ValueError):
-            parsed.received_at = None
-        if parsed.received_at is not None and parsed.received_at.tzinfo is None:
-            parsed.received_at = None
+    # `received_at` stays ours (the time of receipt): the sender's `Date:` is only a claim, kept in `headers`
     return parsed
 
 
@@ -221,121 +207,6 @@ def _start_allowed(organization_id: Any, sender: str) -> bool:
     ).allowed
 
 
-#: at most this many referenced Message-IDs are looked up (In-Reply-To first, then the newest References)
-MAX_REFERENCED_IDS = 50
-
-
-def _message_ids(value: str | None) -> list[str]:
-    return _MSGID.findall(value or "")
-
-
-def sender_refuted(authentication: dict[str, str | None] | None) -> bool:
-    """True when the (trusted) authentication results say the From address is forged: DMARC failed, or without
-    a DMARC result SPF or DKIM failed and neither passed. Absent results refute nothing (they prove nothing
-    either: such mail is never auto-sent, and its reply goes to the From address, not to whoever forged it)."""
-    auth = authentication or {}
-    if auth.get("dmarc") == "fail":
-        return True
-    if auth.get("dmarc") is None:
-        results = {auth.get("spf"), auth.get("dkim")}
-        return "fail" in results and "pass" not in results
-    return False
-
-
-def thread_participant(*, thread_id: Any, contact_id: Any, sender: str) -> bool:
-    """The sender takes part in the thread: it is the thread's contact, or the sender of one of its messages."""
-    return (
-        ConversationThread.objects.filter(pk=thread_id)
-        .filter(Q(contact_id=contact_id) | Q(messages__from_email=sender))
-        .exists()
-    )
-
-
-def _referenced_threads(organization_id: Any, ids: list[str]) -> list[tuple[Any, Any]]:
-    """(thread id, its contact id) of the referenced messages — stored inbound mail, else our sent replies — in
-    reference order, each thread once."""
-    from delivery.models import TransactionalSend
-
-    found = {
-        mid: (thread_id, contact_id)
-        for mid, thread_id, contact_id in InboundMessage.objects.filter(
-            organization_id=organization_id, message_id__in=ids, thread__isnull=False
-        ).values_list("message_id", "thread_id", "thread__contact_id")
-    }
-    missing = [i for i in ids if i not in found]
-    if missing:
-        replied_to = dict(
-            TransactionalSend.objects.filter(
-                organization_id=organization_id,
-                kind="agent_reply",
-                message_id__in=missing + [i.strip("<>") for i in missing],
-                inbound_message_id__isnull=False,
-            ).values_list("message_id", "inbound_message_id")
-        )
-        if replied_to:
-            thread_of = {
-                pk: (thread_id, contact_id)
-                for pk, thread_id, contact_id in InboundMessage.objects.filter(
-                    organization_id=organization_id, pk__in=set(replied_to.values()), thread__isnull=False
-                ).values_list("pk", "thread_id", "thread__contact_id")
-            }
-            for mid in missing:
-                inbound = replied_to.get(mid) or replied_to.get(mid.strip("<>"))
-                if inbound in thread_of:
-                    found[mid] = thread_of[inbound]
-    threads: list[tuple[Any, Any]] = []
-    for mid in ids:
-        if mid in found and found[mid] not in threads:
-            threads.append(found[mid])
-    return threads
-
-
-def thread_resolve(
-    *,
-    organization_id: Any,
-    contact_id: Any,
-    sender: str,
-    subject: str,
-    in_reply_to: str | None,
-    references: str | None,
-    at: dt.datetime,
-    refuted: bool = False,
-) -> ConversationThread:
-    """AGT-03: a message joins a thread only when its sender takes part in it (`thread_participant`): the thread
-    of a message it references (In-Reply-To/References, stored mail or our replies), else the sender's own thread
-    with the same normalized subject; otherwise it starts a new thread. A stranger naming another customer's
-    Message-ID therefore starts a thread of their own, and a sender whose authentication refutes the From
-    address (`refuted`, see `sender_refuted`) always does. Every way in (API, raw, webhooks) binds here."""
-    if not refuted:
-        ids = (_message_ids(in_reply_to) + list(reversed(_message_ids(references))))[:MAX_REFERENCED_IDS]
-        for thread_id, thread_contact_id in _referenced_threads(organization_id, ids) if ids else []:
-            if thread_contact_id == contact_id or thread_participant(
-                thread_id=thread_id, contact_id=contact_id, sender=sender
-            ):
-                ConversationThread.objects.filter(pk=thread_id).update(last_message_at=at)
-                return ConversationThread.objects.get(pk=thread_id)
-    normalized = normalize_subject(subject)
-    thread = None
-    if not refuted:
-        thread = (
-            ConversationThread.objects.filter(
-                organization_id=organization_id, contact_id=contact_id, normalized_subject=normalized
-            )
-            .order_by("-created_at")
-            .first()
-        )
-    if thread is not None:
-        ConversationThread.objects.filter(pk=thread.pk).update(last_message_at=at)
-        return thread
-    return ConversationThread.objects.create(
-        organization_id=organization_id,
-        contact_id=None if refuted else contact_id,  # not the contact's thread: the From address is forged
-        subject=subject[:998],
-        normalized_subject=normalized,
-        last_message_at=at,
-    )
-
-
 @dataclass(frozen=True)
 class Received:
     message: InboundMessage
@@ -383,30 +254,7 @@ def message_receive(
                 at=now,
                 refuted=sender_refuted(parsed.authentication),
             )
-            auth = parsed.authentication or {}
-            verdict = parsed.sender_auth or from_summary(auth)
-            message = InboundMessage.objects.create(
-                organization_id=organization_id,
-                message_id=parsed.message_id,
-                from_email=parsed.from_email,
-                from_name=parsed.from_name[:200],
-                to=parsed.to,
-                subject=parsed.subject[:998],
-                text_body=parsed.text_body,
-                html_body=parsed.html_body,
-                in_reply_to=parsed.in_reply_to,
-                references=parsed.references,
-                headers=parsed.headers or None,
-                attachment_meta=parsed.attachments or None,
-                spf_result=auth.get("spf"),
-                dkim_result=auth.get("dkim"),
-                dmarc_result=auth.get("dmarc"),
-                sender_authenticated=verdict.authenticated,
-                sender_auth_detail=verdict.detail[:200],
-                thread=thread,
-                contact=contact,
-                received_at=parsed.received_at or now,
-            )
+            message = _message_create(organization_id, parsed, thread=thread, contact=contact, now=now)
             activity_record(
                 organization_id=organization_id,
                 contact_id=contact.pk,
@@ -429,6 +277,36 @@ def message_receive(
     if pipeline == "blocked" or message.processing_status != P.RECEIVED:
         message.refresh_from_db()
     return Received(message, True, pipeline)
+
+
+def _message_create(
+    organization_id: Any, parsed: ParsedMessage, *, thread: Any, contact: Any, now: dt.datetime
+) -> InboundMessage:
+    """The message row, with the sender's authentication verdict."""
+    auth = parsed.authentication or {}
+    verdict = parsed.sender_auth or from_summary(auth)
+    return InboundMessage.objects.create(
+        organization_id=organization_id,
+        message_id=parsed.message_id,
+        from_email=parsed.from_email,
+        from_name=parsed.from_name[:200],
+        to=parsed.to,
+        subject=parsed.subject[:998],
+        text_body=parsed.text_body,
+        html_body=parsed.html_body,
+        in_reply_to=parsed.in_reply_to,
+        references=parsed.references,
+        headers=parsed.headers or None,
+        attachment_meta=parsed.attachments or None,
+        spf_result=auth.get("spf"),
+        dkim_result=auth.get("dkim"),
+        dmarc_result=auth.get("dmarc"),
+        sender_authenticated=verdict.authenticated,
+        sender_auth_detail=verdict.detail[:200],
+        thread=thread,
+        contact=contact,
+        received_at=parsed.received_at or now,
+    )
 
 
 def _correspondent_recorded(contact: Any, *, actor: str) -> None:

@@ -117,3 +117,101 @@ def test_resend_tracking_webhook_accepts_its_svix_signature(settings):
         url, body, content_type="application/json", HTTP_SVIX_SIGNATURE="v1,AAAA", **headers
     )
     assert forged.status_code == 400
+
+
+# --- attachments through the ESP webhooks: stored and judged as on every other intake ---------------------
+
+PDF = b"%PDF-1.4 invoice ATTACHMENT-BYTES"
+
+
+def _stored(org, message_id: str) -> dict[str, object]:
+    from inbox.models import InboundAttachment
+
+    m = received(org, message_id)
+    return {a.filename: a for a in InboundAttachment.objects.filter(inbound_message=m)}
+
+
+def test_postmark_json_attachments_are_stored_and_a_dangerous_one_quarantines(org, settings, tmp_path):
+    settings.MEDIA_ROOT = str(tmp_path)
+    body = json.dumps(
+        {
+            "MessageID": "x",
+            "FromFull": {"Email": "jane@example.com", "Name": "Jane"},
+            "ToFull": [{"Email": "support@acme.test"}],
+            "Subject": "Invoice",
+            "TextBody": "See attached.",
+            "Headers": [{"Name": "Message-ID", "Value": "<pm-att@example.com>"}],
+            "Attachments": [
+                {
+                    "Name": "invoice.pdf",
+                    "ContentType": "application/pdf",
+                    "Content": base64.b64encode(PDF).decode(),
+                },
+                {"Name": "invoice.pdf.exe", "ContentType": "application/octet-stream", "Content": "TVqQ"},
+            ],
+        }
+    )
+    r = Client().post("/webhooks/postmark/inbound/", body, content_type="application/json", **basic_auth())
+    assert r.status_code == 200, r.content
+    rows = _stored(org, "pm-att")
+    assert rows["invoice.pdf"].is_stored and rows["invoice.pdf"].file.read() == PDF
+    assert rows["invoice.pdf.exe"].is_dangerous
+
+
+def test_mailgun_form_attachments_are_stored_within_the_size_limit(org, settings, tmp_path):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    settings.MEDIA_ROOT = str(tmp_path)
+    settings.INBOX_ATTACHMENT_MAX_BYTES = 100
+    form = {
+        "recipient": "support@acme.test",
+        "sender": "jane@example.com",
+        "from": "Jane <jane@example.com>",
+        "subject": "Invoice",
+        "body-plain": "See attached.",
+        "message-headers": json.dumps(
+            [
+                ["Message-Id", "<mg-att@example.com>"],
+                ["From", "Jane <jane@example.com>"],
+                ["To", "support@acme.test"],
+            ]
+        ),
+        "attachment-count": "2",
+        "attachment-1": SimpleUploadedFile("invoice.pdf", PDF, content_type="application/pdf"),
+        "attachment-2": SimpleUploadedFile("big.zip", b"z" * 500, content_type="application/zip"),
+        **_mailgun_signature(MAILGUN_KEY),
+    }
+    r = Client().post("/webhooks/mailgun/inbound/", form, **basic_auth())
+    assert r.status_code == 200, r.content
+    rows = _stored(org, "mg-att")
+    assert rows["invoice.pdf"].is_stored and rows["invoice.pdf"].file.read() == PDF
+    assert not rows["big.zip"].is_stored and rows["big.zip"].size == 500
+
+
+def test_sendgrid_parsed_form_attachments_are_stored(org, settings, tmp_path):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    settings.MEDIA_ROOT = str(tmp_path)
+    form = {
+        "headers": "Message-ID: <sg-att@example.com>\r\nFrom: Jane <jane@example.com>\r\nTo: support@acme.test\r\n",
+        "from": "Jane <jane@example.com>",
+        "to": "support@acme.test",
+        "subject": "Invoice",
+        "text": "See attached.",
+        "attachments": "2",
+        "attachment-info": json.dumps(
+            {
+                "attachment1": {"filename": "invoice.pdf", "type": "application/pdf"},
+                "attachment2": {
+                    "filename": "form.docm",
+                    "type": "application/vnd.ms-word.document.macroEnabled.12",
+                },
+            }
+        ),
+        "attachment1": SimpleUploadedFile("invoice.pdf", PDF, content_type="application/pdf"),
+        "attachment2": SimpleUploadedFile("form.docm", b"PK macro", content_type="application/octet-stream"),
+    }
+    r = Client().post("/webhooks/sendgrid/inbound/", form, **basic_auth())
+    assert r.status_code == 200, r.content
+    rows = _stored(org, "sg-att")
+    assert rows["invoice.pdf"].file.read() == PDF and rows["form.docm"].is_dangerous

@@ -3,7 +3,10 @@ serializers validate (400 naming the field); response serializers render a messa
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
+import re
 from typing import Any
 
 from django.conf import settings
@@ -52,13 +55,42 @@ class FlexibleToField(serializers.Field):
         return value
 
 
+@extend_schema_field(OpenApiTypes.BYTE)
+class Base64Field(serializers.Field):
+    """Bytes sent as a base64 string (whitespace ignored)."""
+
+    default_error_messages = {"invalid": "Must be a base64-encoded string."}
+
+    def to_internal_value(self, data: Any) -> bytes:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        try:
+            return base64.b64decode(re.sub(r"\s+", "", data), validate=True)
+        except (binascii.Error, ValueError):
+            self.fail("invalid")
+        raise AssertionError("unreachable")
+
+    def to_representation(self, value: Any) -> str:
+        return base64.b64encode(value).decode()
+
+
 class InboundAttachmentSerializer(serializers.Serializer):
-    """An attachment's metadata (the content is not stored)."""
+    """An attachment: its metadata, and its content when sent. Content is stored and judged as on every other
+    intake (dangerous types quarantine the message; over `INBOX_ATTACHMENT_MAX_BYTES`, or past
+    `INBOX_ATTACHMENT_MAX_COUNT`, only the metadata is kept); the whole message stays within
+    `INBOX_MAX_MESSAGE_BYTES`."""
 
     # JSON strings only (DRF's CharField took `0` as "0")
     filename = StringField(allow_blank=True, max_length=500, trim_whitespace=True)
     contentType = StringField(allow_blank=False, max_length=200, trim_whitespace=True)
-    size = serializers.IntegerField(min_value=0, help_text="Bytes.")
+    size = serializers.IntegerField(
+        min_value=0, required=False, help_text="Bytes (0 when not given); with `content`, its decoded length."
+    )
+    content = Base64Field(required=False, help_text="The file, base64-encoded; stored for reviewers.")
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        attrs["size"] = len(attrs["content"]) if "content" in attrs else attrs.get("size", 0)
+        return attrs
 
 
 class AuthenticationSerializer(serializers.Serializer):

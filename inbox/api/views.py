@@ -101,7 +101,10 @@ class MessageListView(InboxView):
             in_reply_to=data.get("inReplyTo") or None,
             references=data.get("references") or None,
             headers={k.lower(): v for k, v in (data.get("headers") or {}).items()},
-            attachments=[dict(a) for a in data.get("attachments") or []],
+            attachments=[
+                {k: a[k] for k in ("filename", "contentType", "size")} for a in data.get("attachments") or []
+            ],
+            attachment_contents=[dict(a) for a in data.get("attachments") or [] if "content" in a],
             authentication={k: auth.get(k) for k in ("spf", "dkim", "dmarc")},
             received_at=data.get("receivedAt"),
         )

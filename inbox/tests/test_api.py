@@ -128,3 +128,57 @@ def test_actions_and_scopes(api, org, make_message):
     )
     assert api.get(f"/inbox/messages/{other.pk}").status_code == 404
     assert InboundMessage.objects.count() == 2
+
+
+def test_ingest_stores_base64_attachments_with_the_intakes_limits(api, settings, tmp_path):
+    import base64
+
+    from inbox.models import InboundAttachment
+
+    settings.MEDIA_ROOT = str(tmp_path)
+    settings.INBOX_ATTACHMENT_MAX_BYTES = 100
+    pdf = b"%PDF-1.4 invoice API-ATTACHMENT"
+    attachments = [
+        {
+            "filename": "invoice.pdf",
+            "contentType": "application/pdf",
+            "content": base64.b64encode(pdf).decode(),
+        },
+        {
+            "filename": "big.zip",
+            "contentType": "application/zip",
+            "content": base64.b64encode(b"z" * 500).decode(),
+        },
+        {"filename": "run.pdf.exe", "contentType": "application/octet-stream", "content": "TVqQ"},
+        {"filename": "listed.txt", "contentType": "text/plain", "size": 12},
+    ]
+    r = api.post(
+        "/inbox/messages", {**BODY, "messageId": "<api-att@example.com>", "attachments": attachments}
+    )
+    assert r.status_code == 201, r.content
+    rows = {
+        a.filename: a for a in InboundAttachment.objects.filter(inbound_message_id=r.json()["data"]["id"])
+    }
+    assert rows["invoice.pdf"].is_stored and rows["invoice.pdf"].file.read() == pdf
+    assert not rows["big.zip"].is_stored and rows["big.zip"].size == 500  # over the limit: metadata only
+    assert rows["run.pdf.exe"].is_dangerous
+    assert "listed.txt" not in rows  # metadata without content: listed on the message, no file
+    detail = api.get(f"/inbox/messages/{r.json()['data']['id']}").json()["data"]
+    meta = {a["filename"]: a for a in detail["attachments"]}
+    assert meta["invoice.pdf"]["size"] == len(pdf) and meta["listed.txt"]["size"] == 12
+
+
+@pytest.mark.parametrize(
+    "attachment",
+    [
+        {"filename": "a.pdf", "contentType": "application/pdf", "content": "not base64!"},
+        {"filename": "a.pdf", "contentType": "application/pdf", "content": 5},
+        {"filename": "a.pdf", "contentType": "application/pdf", "content": "eA==", "size": -1},
+    ],
+)
+def test_ingest_refuses_a_bad_attachment_naming_the_field(api, attachment):
+    r = api.post(
+        "/inbox/messages", {**BODY, "messageId": "<api-bad@example.com>", "attachments": [attachment]}
+    )
+    assert r.status_code == 400, r.content
+    assert "attachments[0]" in r.content.decode()

@@ -35,7 +35,7 @@ def test_retry_failed_agent_actions_and_reprocess(make_message, capsys):
     call_command("reprocess_message", str(m.pk))
     assert "started" in capsys.readouterr().out
     done = make_message("sent")
-    with pytest.raises(CommandError, match="only failed or received"):
+    with pytest.raises(CommandError, match="only failed, stuck or waiting"):
         call_command("reprocess_message", str(done.pk))
 
 

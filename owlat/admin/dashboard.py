@@ -70,6 +70,9 @@ class AttentionItem:
     link: str | None = None
     severity: str = "warning"
     detail: str = ""
+    #: an optional button: POSTed (with the CSRF token) to `action_url`
+    action_url: str | None = None
+    action_label: str = ""
 
 
 @dataclass(frozen=True)
