@@ -18,6 +18,20 @@ from campaigns.services import CampaignError
 from owlat.forms.nested import styled
 
 
+class ExplainForm(forms.Form):
+    email = forms.EmailField(
+        label="Email address",
+        max_length=254,
+        required=False,
+        help_text="A contact of this organization: the page says whether they would receive the campaign and, "
+        "if not, which rule leaves them out.",
+    )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        styled(self)
+
+
 class NonOpenersForm(forms.Form):
     name = forms.CharField(
         label="Name of the new campaign", max_length=200, help_text="Shown only in the back-office."
@@ -72,8 +86,12 @@ class CampaignFollowUpViews:
             "opts": Campaign._meta,
             "original": campaign,
             "campaign": campaign,
-            "preview": followups.followup_preview(campaign),
+            "preview": extra.pop("preview", None) or followups.followup_preview(campaign),
             "report_url": reverse("admin:campaigns_campaign_report", args=[campaign.pk]),
+            # the shared form page (owlat/templates/admin/owlat/form_page.html)
+            "subtitle": str(campaign),
+            "back_url": reverse("admin:campaigns_campaign_report", args=[campaign.pk]),
+            "back_label": "Back, change nothing",
             **extra,
         }
         return TemplateResponse(request, "admin/campaigns/campaign/followup.html", context)
@@ -99,7 +117,12 @@ class CampaignFollowUpViews:
                 )
                 return HttpResponseRedirect(reverse("admin:campaigns_campaign_change", args=[draft.pk]))
         return self._followup_page(
-            request, campaign, f"Resend “{campaign.name}” to non-openers", form=form, verb="non_openers"
+            request,
+            campaign,
+            f"Resend “{campaign.name}” to non-openers",
+            form=form,
+            verb="non_openers",
+            submit_label="Create the draft",
         )
 
     def retry_failed_view(self, request: HttpRequest, object_id: Any) -> HttpResponse:
@@ -116,8 +139,17 @@ class CampaignFollowUpViews:
             else:
                 messages.success(request, f"Re-queued {count} failed send(s).")
             return HttpResponseRedirect(reverse("admin:campaigns_campaign_report", args=[campaign.pk]))
+        preview = followups.followup_preview(campaign)
+        count = preview.retryable_failed
         return self._followup_page(
-            request, campaign, f"Retry the failed sends of “{campaign.name}”", verb="retry"
+            request,
+            campaign,
+            f"Retry the failed sends of “{campaign.name}”",
+            verb="retry",
+            preview=preview,
+            submit_label=f"Retry {count} send{'s' if count != 1 else ''}",
+            submit_disabled=not count,
+            disabled_attrs={"disabled": "disabled"},
         )
 
     def audience_view(self, request: HttpRequest, object_id: Any) -> HttpResponse:
@@ -145,6 +177,7 @@ class CampaignFollowUpViews:
             "campaign": campaign,
             "breakdown": audience_breakdown(campaign),
             "email": email,
+            "explain_form": ExplainForm(initial={"email": email}),
             "explanation": explanation,
             "lookup_error": lookup_error,
             "report_url": reverse("admin:campaigns_campaign_report", args=[campaign.pk]),

@@ -268,13 +268,29 @@ class TestSendForm(forms.Form):
     variant = forms.ChoiceField(
         label="Variant", choices=[("A", "A"), ("B", "B")], required=False, initial="A"
     )
+    language = forms.ChoiceField(
+        label="Language",
+        choices=(),
+        required=False,
+        help_text="The template's content and subject in this language, as a contact with this language gets it.",
+    )
 
-    def __init__(self, *args: Any, ab_test: bool, team: list[str], **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, ab_test: bool, team: list[str], languages: list[str] | None = None, **kwargs: Any
+    ) -> None:
         from unfold.widgets import UnfoldAdminSelectWidget, UnfoldAdminTextInputWidget
 
         super().__init__(*args, **kwargs)
         self.fields["to"].widget = UnfoldAdminTextInputWidget(attrs={"list": "test-send-team"})
         self.team = team
+        languages = languages or []
+        if languages:
+            choices = [(lang, f"{lang} (default)" if i == 0 else lang) for i, lang in enumerate(languages)]
+            self.fields["language"].choices = choices
+            self.fields["language"].initial = languages[0]
+            self.fields["language"].widget = UnfoldAdminSelectWidget(choices=choices)
+        else:
+            del self.fields["language"]
         if ab_test:
             self.fields["variant"].widget = UnfoldAdminSelectWidget(choices=self.fields["variant"].choices)
         else:

@@ -90,7 +90,7 @@ class CampaignPages:
 
     def test_send_view(self, request: HttpRequest, object_id: Any) -> HttpResponse:
         from campaigns.sender import campaign_sender
-        from campaigns.testsend import campaign_test_send
+        from campaigns.testsend import campaign_test_languages, campaign_test_send
         from owlat.models import Membership
 
         campaign = self._campaign(request, object_id)
@@ -110,6 +110,7 @@ class CampaignPages:
             initial={"to": getattr(request.user, "email", "") or ""},
             ab_test=campaign.is_ab_test,
             team=team,
+            languages=campaign_test_languages(campaign),
         )
         if request.method == "POST" and form.is_valid():
             try:
@@ -117,10 +118,11 @@ class CampaignPages:
                     campaign=campaign,
                     to=form.cleaned_data["to"],
                     variant=form.cleaned_data.get("variant") or None,
+                    language=form.cleaned_data.get("language") or None,
                     authority=self._authority(request),
                 )
             except services.CampaignError as exc:
-                form.add_error("to" if exc.field == "to" else None, exc.message)
+                form.add_error(exc.field if exc.field in form.fields else None, exc.message)
             else:
                 messages.success(request, f"Test queued to {', '.join(s.email for s in sends)}.")
                 return self._back(campaign)

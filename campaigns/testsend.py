@@ -33,6 +33,20 @@ def recipients_clean(to: list[str]) -> list[str]:
     return cleaned
 
 
+def campaign_test_languages(campaign: Campaign) -> list[str]:
+    """The languages a test can be sent in: the template's default first, then each language it has translated
+    content for (DOM-13; another language would fall back to the default)."""
+    template = campaign.email_template
+    if template is None:
+        return []
+    default = template.default_language or "en"
+    found = [default]
+    for language, entry in (template.html_translations or {}).items():
+        if isinstance(entry, dict) and (entry.get("htmlContent") or "").strip() and language not in found:
+            found.append(language)
+    return found
+
+
 def campaign_test_send(
     *,
     campaign: Campaign,
@@ -58,6 +72,14 @@ def campaign_test_send(
     sender = campaign_sender(campaign)
     if not sender.email:
         raise CampaignError("no_from_email", "Campaign must have a from email address")
+    if language and language not in campaign_test_languages(campaign):
+        choices = ", ".join(campaign_test_languages(campaign))
+        raise CampaignError(
+            "invalid_input",
+            f"The template has no content in “{language[:16]}”; choose one of: {choices}",
+            field="language",
+            category="invalid_input",
+        )
     content = _Contents(campaign).for_variant(variant)
     subject = content.subject_source or template_sources(content.template, language).subject or ""
     return [

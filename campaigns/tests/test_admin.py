@@ -435,6 +435,27 @@ def test_a_test_send_from_the_admin_goes_to_the_operator_by_default(
     assert not EmailSend.objects.filter(campaign_id=campaign.pk).exists()
 
 
+def test_a_test_send_from_the_admin_is_sent_in_the_chosen_language(
+    client, django_user_model, org, make_campaign
+):
+    from delivery.models import LocalMessage, TransactionalSend
+    from testsupport.queue import drain_queue
+
+    login(client, django_user_model, org)
+    campaign = make_campaign()
+    url = reverse("admin:campaigns_campaign_test_send", args=[campaign.pk])
+    page = client.get(url).content.decode()
+    assert 'name="language"' in page and '<option value="de">de</option>' in page and "en (default)" in page
+    r = client.post(url, {"to": "qa@example.com", "language": "fr"})
+    assert r.status_code == 200 and "Select a valid choice" in r.content.decode()
+    assert client.post(url, {"to": "qa@example.com", "language": "de"}).status_code == 302
+    send = TransactionalSend.objects.get(kind="test")
+    assert send.language == "de"
+    drain_queue(max_tasks=20)
+    mail = LocalMessage.objects.get(to="qa@example.com")
+    assert "Hallo" in mail.html and "Neues für" in mail.subject
+
+
 def test_approve_in_review_confirms_first(
     client, django_user_model, org, make_campaign, template, topic, make_contact
 ):

@@ -52,3 +52,14 @@ def test_a_member_without_manage_may_not_test_send(make_campaign):
     with pytest.raises(CampaignError) as err:
         campaign_test_send(campaign=campaign, to=["a@example.com"], authority=Authority.member("viewer"))
     assert err.value.category == "forbidden"
+
+
+@pytest.mark.django_db
+def test_a_test_send_in_a_language_the_template_lacks_is_refused_naming_the_field(make_campaign):
+    from campaigns.testsend import campaign_test_languages
+
+    campaign = make_campaign()
+    assert campaign_test_languages(campaign) == ["en", "de"]
+    with pytest.raises(CampaignError, match="choose one of: en, de") as err:
+        campaign_test_send(campaign=campaign, to=["a@example.com"], language="fr", authority=SYSTEM)
+    assert err.value.field == "language"
