@@ -14,7 +14,7 @@ CONFIRMED_VERBS = ("send", "cancel", "pause", "resume")
 
 def organization_zone(organization_id: Any) -> Any:
     """The organization's time zone (Settings), UTC when unset or unknown."""
-    from campaigns.walker import zone_for
+    from campaigns.timezones import zone_for
     from owlat.organizations import organization_settings
 
     return zone_for(organization_settings(organization_id).timezone or None, None)
@@ -33,7 +33,7 @@ def recipient_time_window(campaign: Campaign, *, start: Any, cap: int = 100_000)
     the audience get it (the walker's rule: the next local HH:MM after the start, per recipient zone, else the
     organization's), each with its zone; None without local-time sending or without eligible recipients."""
     from campaigns.audience import audience_page
-    from campaigns.walker import next_local_instant, zone_for
+    from campaigns.timezones import next_local_instant, zone_for
     from owlat.organizations import organization_settings
 
     if not campaign.use_recipient_timezone or campaign.scheduled_hour is None or start is None:

@@ -20,7 +20,6 @@ import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django.db import transaction
 from django.db.models import F, QuerySet
@@ -32,6 +31,7 @@ from campaigns.audience import PAGE_SIZE, Candidate, audience_page
 from campaigns.lifecycle import ACTOR_ORCHESTRATOR, PAUSED, SENDING, SENT, campaign_transition
 from campaigns.models import Campaign, CampaignSendJob, SendJobPhase, VariantMode
 from campaigns.queues import control_queue
+from campaigns.timezones import next_local_instant, zone_for
 
 logger = logging.getLogger(__name__)
 
@@ -39,34 +39,6 @@ CAMPAIGN_ENQUEUE_CHUNK_SIZE = 50  # DLV-16
 NO_PROVIDER_RETRY = dt.timedelta(minutes=5)  # CMP-29 [orig]
 STUCK_AFTER = dt.timedelta(minutes=10)  # CMP-36
 PAGE_TASK = "campaigns.tasks.campaign_resolve_page_task"
-
-
-# --- CMP-34: time zones (pure) -------------------------------------------------------------------------------
-
-
-def zone_for(name: str | None, org_default: str | None) -> ZoneInfo:
-    """Recipient zone; invalid/missing → the organization's default if valid → UTC."""
-    for candidate in (name, org_default):
-        if candidate:
-            try:
-                return ZoneInfo(candidate)
-            except (ZoneInfoNotFoundError, ValueError):
-                continue
-    return ZoneInfo("UTC")
-
-
-def next_local_instant(zone: ZoneInfo, hour: int, minute: int, now: dt.datetime) -> dt.datetime:
-    """The next instant strictly after `now` at which the wall clock in `zone` shows HH:MM (DST-correct:
-    computed per local date, not from an offset). A wall time skipped by a spring-forward gap is taken at
-    the pre-transition offset (zoneinfo's fold=0), i.e. just after the gap."""
-    local_now = now.astimezone(zone)
-    for days in range(0, 3):
-        day = local_now.date() + dt.timedelta(days=days)
-        candidate = dt.datetime(day.year, day.month, day.day, hour, minute, tzinfo=zone)
-        instant = candidate.astimezone(dt.UTC)
-        if instant > now:
-            return instant
-    raise AssertionError("unreachable: a wall time recurs within 3 days")  # pragma: no cover
 
 
 # --- bucketing (CMP-31, CMP-32, CMP-33) ---------------------------------------------------------------------

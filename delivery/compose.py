@@ -22,19 +22,17 @@ Every message's class (marketing, transactional, reply) and the headers that go 
 
 from __future__ import annotations
 
-import functools
 import html as html_lib
-import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
-
-from django.conf import settings
 
 from delivery import headers as headers_lib
 from delivery import tokens, verp
 from delivery.mail_options import DEFAULT_OPTIONS, AutomationMailOptions
 from delivery.messages import Attachment, OutgoingMessage
+from delivery.tracking import insert_before_body_end, tracked
 from templates.rendering import contact_variables, prepare_template, prepared_uses, render_prepared
 
 UNSUBSCRIBE_VARIABLE = "unsubscribeUrl"
@@ -75,87 +73,6 @@ def unsubscribe_mailto_for(send: Any, from_email: str | None) -> str:
 def message_id_for(send: Any, from_email: str | None) -> str:
     """Stable per send row (D-07): the row id labelled with the message class (`delivery.headers`)."""
     return headers_lib.message_id(send.pk, getattr(send, "kind", "campaign"), message_domain(from_email))
-
-
-# --- tracking (DLV-20) ------------------------------------------------------------------------------------
-
-_ANCHOR_RE = re.compile(r"<a\b[^>]*>", re.IGNORECASE)
-_HREF_RE = re.compile(r"""(\bhref\s*=\s*)(["'])(.*?)\2""", re.IGNORECASE | re.DOTALL)
-_SKIP_PREFIXES = ("mailto:", "tel:", "#", "javascript:", "sms:", "data:")
-
-
-def rewrite_links(markup: str, *, organization_id: Any, send_id: Any, no_track: tuple[str, ...] = ()) -> str:
-    """Rewrite each link to a signed click URL, except mailto/tel/#/javascript, already tracked links, links
-    marked `data-no-track`, and the given no-track URLs (view-in-browser, unsubscribe, preferences)."""
-    tracked_prefix = f"{tokens.site_url()}/t/c/"
-
-    def anchor(match: re.Match[str]) -> str:
-        tag = match.group(0)
-        if "data-no-track" in tag.lower():
-            return tag
-        plan = _anchor_plan(tag)
-        if plan is None:
-            return tag
-        before, target, encoded, after = plan
-        if target.startswith(tracked_prefix) or target in no_track:
-            return tag
-        url = tokens.click_url(
-            organization_id=organization_id, send_id=send_id, target=target, encoded=encoded
-        )
-        return f"{before}{html_lib.escape(url, quote=True)}{after}"
-
-    return _ANCHOR_RE.sub(anchor, markup)
-
-
-@functools.lru_cache(maxsize=2048)
-def _anchor_plan(tag: str) -> tuple[str, str, str, str] | None:
-    """How an `<a …>` tag is tracked, worked out once per distinct tag (a campaign's links repeat in every
-    message): (the tag up to the href value, the target, `tokens.encode_target(target)`, the rest of the tag),
-    or None when its link is never tracked (no href, mailto/tel/#/javascript, not a safe http(s) URL)."""
-    m = _HREF_RE.search(tag)
-    if m is None:
-        return None
-    target = html_lib.unescape(m.group(3)).strip()
-    if not target or target.lower().startswith(_SKIP_PREFIXES) or not tokens.is_safe_target(target):
-        return None
-    return tag[: m.start(3)], target, tokens.encode_target(target), tag[m.end(3) :]
-
-
-#: Below this much visible text (bytes; setting `DELIVERY_OPEN_PIXEL_MIN_TEXT`) a 1×1 image makes the body look
-#: image-only to filters (SpamAssassin's HTML_IMAGE_ONLY_04 … _32 cover 0–3,200 bytes of text with any image);
-#: such messages get no open pixel, and their opens are not measured (`OutgoingMessage.open_tracked`).
-OPEN_PIXEL_MIN_TEXT = 3300
-_SKIPPED_BLOCKS_RE = re.compile(r"<(head|style|script)\b.*?</\1\s*>", re.IGNORECASE | re.DOTALL)
-_TAG_RE = re.compile(r"<[^>]*>")
-_SPACE_RE = re.compile(r"\s+")
-
-
-def visible_text_length(markup: str) -> int:
-    """About what a filter counts as the HTML's text: tags, head, styles and scripts removed, whitespace
-    collapsed, entities as one character."""
-    text = _TAG_RE.sub(" ", _SKIPPED_BLOCKS_RE.sub(" ", markup))
-    return len(_SPACE_RE.sub(" ", html_lib.unescape(text)).strip().encode("utf-8"))
-
-
-def pixel_fits(markup: str) -> bool:
-    """The open pixel goes in only when the body has enough text not to look image-only."""
-    minimum = getattr(settings, "DELIVERY_OPEN_PIXEL_MIN_TEXT", OPEN_PIXEL_MIN_TEXT)
-    return minimum <= 0 or visible_text_length(markup) >= minimum
-
-
-def add_open_pixel(markup: str, *, organization_id: Any, send_id: Any) -> str:
-    url = html_lib.escape(tokens.open_url(organization_id=organization_id, send_id=send_id), quote=True)
-    pixel = f'<img src="{url}" width="1" height="1" alt="" style="display:none;border:0" />'
-    return _insert_before_body_end(markup, pixel)
-
-
-def _insert_before_body_end(markup: str, snippet: str) -> str:
-    index = markup.rfind("</body>")
-    if index == -1 or "</body" in markup[index + 7 :].lower():  # not written in lower case
-        index = markup.lower().rfind("</body>")
-    if index == -1:
-        return markup + snippet
-    return markup[:index] + snippet + markup[index:]
 
 
 # --- footer (DLV-21) -------------------------------------------------------------------------------------
@@ -235,16 +152,7 @@ def compose_campaign(send: Any, ctx: Any, *, postal_address: str = "") -> Outgoi
     if not prepared.has_html:
         raise ComposeError("TEMPLATE_NO_CONTENT", "Email template has no HTML content")
     org_id = send.organization_id
-    site = tokens.site_url()
-    unsubscribe = preferences = None
-    uses_unsubscribe = prepared_uses(prepared, UNSUBSCRIBE_VARIABLE)
-    uses_preferences = prepared_uses(prepared, PREFERENCES_VARIABLE)
-    if site and send.contact_id:
-        unsubscribe = tokens.unsubscribe_url(
-            organization_id=org_id, contact_id=send.contact_id, send_kind="campaign", send_id=send.pk
-        )
-        if ctx.topic_id or uses_preferences:
-            preferences = tokens.preferences_url(organization_id=org_id, contact_id=send.contact_id)
+    unsubscribe, preferences = _campaign_links(send, ctx, prepared)
     headers = headers_lib.class_headers(
         headers_lib.MARKETING,
         organization_id=org_id,
@@ -268,14 +176,62 @@ def compose_campaign(send: Any, ctx: Any, *, postal_address: str = "") -> Outgoi
     if prepared_uses(prepared, POSTAL_ADDRESS_VARIABLE):
         postal_address = ""  # once: the template's footer has it
     rendered = render_prepared(prepared, variables)
-    subject = send.personalized_subject or rendered.subject
+    html, text = _campaign_body(rendered, prepared, ctx, unsubscribe, preferences, postal_address)
+    open_tracked = False
+    if tokens.site_url() and ctx.track:
+        no_track = tuple(u for u in (unsubscribe, preferences, ctx.view_in_browser_url) if u)
+        html, open_tracked = tracked(html, organization_id=org_id, send_id=send.pk, no_track=no_track)
+    return OutgoingMessage(
+        from_email=ctx.from_email,
+        from_name=ctx.from_name or "",
+        reply_to=ctx.reply_to or "",
+        to=send.contact_email,
+        subject=send.personalized_subject or rendered.subject,
+        html=html,
+        text=text,
+        headers=headers,
+        message_id=message_id_for(send, ctx.from_email),
+        organization_id=org_id,
+        send_kind="campaign",
+        send_id=send.pk,
+        return_path=return_path_for(send, ctx.from_email),
+        open_tracked=open_tracked,
+    )
+
+
+def _campaign_links(send: Any, ctx: Any, prepared: Any) -> tuple[str | None, str | None]:
+    """A campaign row's unsubscribe URL, and its preference-centre URL for topic campaigns or a template that
+    places it; None without SITE_URL or contact."""
+    if not (tokens.site_url() and send.contact_id):
+        return None, None
+    org_id = send.organization_id
+    unsubscribe = tokens.unsubscribe_url(
+        organization_id=org_id, contact_id=send.contact_id, send_kind="campaign", send_id=send.pk
+    )
+    preferences = None
+    if ctx.topic_id or prepared_uses(prepared, PREFERENCES_VARIABLE):
+        preferences = tokens.preferences_url(organization_id=org_id, contact_id=send.contact_id)
+    return unsubscribe, preferences
+
+
+def _campaign_body(
+    rendered: Any,
+    prepared: Any,
+    ctx: Any,
+    unsubscribe: str | None,
+    preferences: str | None,
+    postal_address: str,
+) -> tuple[str, str]:
+    """The rendered campaign's HTML and text with the archive link and the footer added."""
     # CMP-27: the archive link, unless the template places `{{viewInBrowserUrl}}` itself (never tracked)
     view = "" if prepared_uses(prepared, VIEW_IN_BROWSER_VARIABLE) else (ctx.view_in_browser_url or "")
     # Topic and segment campaigns alike carry a visible unsubscribe link (overriding DLV-21's
     # "segment campaigns: header only"), once: not in the footer when the template has {{unsubscribeUrl}}.
-    body_unsubscribe = None if uses_unsubscribe else unsubscribe
-    body_preferences = preferences if ctx.topic_id and not uses_preferences else None
-    html = _insert_before_body_end(
+    body_unsubscribe = None if prepared_uses(prepared, UNSUBSCRIBE_VARIABLE) else unsubscribe
+    body_preferences = (
+        preferences if ctx.topic_id and not prepared_uses(prepared, PREFERENCES_VARIABLE) else None
+    )
+    html = insert_before_body_end(
         rendered.html,
         view_in_browser_html(view)
         + footer_html(
@@ -289,29 +245,7 @@ def compose_campaign(send: Any, ctx: Any, *, postal_address: str = "") -> Outgoi
             unsubscribe=body_unsubscribe, preferences=body_preferences, postal_address=postal_address
         )
     )
-    open_tracked = False
-    if site and ctx.track:
-        no_track = tuple(u for u in (unsubscribe, preferences, ctx.view_in_browser_url) if u)
-        html = rewrite_links(html, organization_id=org_id, send_id=send.pk, no_track=no_track)
-        if pixel_fits(html):
-            html = add_open_pixel(html, organization_id=org_id, send_id=send.pk)
-            open_tracked = True
-    return OutgoingMessage(
-        from_email=ctx.from_email,
-        from_name=ctx.from_name or "",
-        reply_to=ctx.reply_to or "",
-        to=send.contact_email,
-        subject=subject,
-        html=html,
-        text=text,
-        headers=headers,
-        message_id=message_id_for(send, ctx.from_email),
-        organization_id=org_id,
-        send_kind="campaign",
-        send_id=send.pk,
-        return_path=return_path_for(send, ctx.from_email),
-        open_tracked=open_tracked,
-    )
+    return html, text
 
 
 def _contact_links(send: Any, *, with_preferences: bool) -> tuple[str | None, str | None]:
@@ -343,106 +277,24 @@ def compose_transactional(
     automation's mail switches (automation rows; defaults when None), `postal_address` the organization's."""
     kind = send.kind
     options = options or DEFAULT_OPTIONS
-    headers: dict[str, str] = {}
-    variables = dict(send.data_variables or {})
-    subject = send.subject or ""
-    unsubscribe = preferences = None
-    uses_unsubscribe = uses_preferences = False
-    html: str | None
-    text: str | None
     if kind == "agent_reply" or (send.html_body or send.text_body):
-        html, text = send.html_body, send.text_body
-        if not text and html:
-            from templates.rendering import html_to_text
-
-            text = html_to_text(html)
+        body = _given_body(send, postal_address)
     else:
-        template = send.transactional_email if kind == "transactional" else send.email_template
-        if template is None:
-            raise ComposeError("TEMPLATE_NOT_FOUND", "Email template not found")
-        if kind == "transactional" and send.contact is not None:
-            variables = contact_variables(send.contact, variables)
-        prepared = prepare_template(template, send.language)
-        uses_unsubscribe = prepared_uses(prepared, UNSUBSCRIBE_VARIABLE)
-        uses_preferences = prepared_uses(prepared, PREFERENCES_VARIABLE)
-        # transactional mail signs the links only when its template uses them (the API path stays cheap)
-        if kind == "automation" or (kind == "transactional" and (uses_unsubscribe or uses_preferences)):
-            unsubscribe, preferences = _contact_links(
-                send, with_preferences=uses_preferences or (kind == "automation" and options.footer)
-            )
-            links = {
-                UNSUBSCRIBE_VARIABLE: unsubscribe or "",
-                PREFERENCES_VARIABLE: preferences or "",
-                POSTAL_ADDRESS_VARIABLE: postal_address,
-            }
-            if kind == "automation":
-                variables.update(links)
-            else:  # the API caller's own data variables win
-                variables = {**links, **variables}
-        if prepared_uses(prepared, POSTAL_ADDRESS_VARIABLE):
-            variables.setdefault(POSTAL_ADDRESS_VARIABLE, postal_address)
-            postal_address = ""  # once: the template's footer has it
-        rendered = render_prepared(prepared, variables)
-        if not rendered.html.strip():
-            raise ComposeError("TEMPLATE_NO_CONTENT", "Email template has no HTML content")
-        html, text = rendered.html, rendered.text
-        # `send.subject` is the final subject when it was personalized at intake (AUT-31 step 5).
-        subject = send.subject or rendered.subject
-    if kind == "test":
-        subject = f"[Test] {subject}"
-    for name, value in (send.extra_headers or {}).items():
-        headers[str(name)] = str(value).replace("\r", " ").replace("\n", " ")
-    cls = headers_lib.message_class(kind)
-    open_tracked = False
-    if kind == "automation" and unsubscribe is None:  # content given directly, no template
-        unsubscribe, preferences = _contact_links(send, with_preferences=options.footer)
+        body = _template_body(send, options, postal_address)
+    subject = f"[Test] {body.subject}" if kind == "test" else body.subject
+    if kind == "automation" and body.unsubscribe is None:  # content given directly, no template
+        body.unsubscribe, body.preferences = _contact_links(send, with_preferences=options.footer)
     from_email = send.from_email or ""
-    headers.update(
-        headers_lib.class_headers(
-            cls,
-            organization_id=send.organization_id,
-            domain=message_domain(from_email),
-            source_kind="automation",
-            source_id=send.automation_id,
-            list_key=send.automation_id,
-            list_label="Automation",
-            unsubscribe_url=unsubscribe if kind == "automation" else None,
-            unsubscribe_mailto=unsubscribe_mailto_for(send, from_email)
-            if kind == "automation" and unsubscribe
-            else "",
-        )
-    )
-    if kind == "automation":
-        if options.footer and html is not None:
-            # Overrides AUT-31 step 5's "no footer": the visible link, once.
-            body_unsubscribe = None if uses_unsubscribe else unsubscribe
-            body_preferences = None if uses_preferences else preferences
-            html = _insert_before_body_end(
-                html,
-                footer_html(
-                    unsubscribe=body_unsubscribe, preferences=body_preferences, postal_address=postal_address
-                ),
-            )
-            text = (text or "") + footer_text(
-                unsubscribe=body_unsubscribe, preferences=body_preferences, postal_address=postal_address
-            )
-        if options.track and tokens.site_url() and html:
-            # Optional per automation (off by default), the campaign tracking (DLV-20 extended).
-            no_track = tuple(u for u in (unsubscribe, preferences) if u)
-            html = rewrite_links(
-                html, organization_id=send.organization_id, send_id=send.pk, no_track=no_track
-            )
-            if pixel_fits(html):
-                html = add_open_pixel(html, organization_id=send.organization_id, send_id=send.pk)
-                open_tracked = True
+    headers = _transactional_headers(send, from_email, body.unsubscribe)
+    open_tracked = _automation_extras(send, body, options) if kind == "automation" else False
     return OutgoingMessage(
         from_email=from_email,
         from_name=send.from_name or "",
         reply_to=send.reply_to or "",
         to=send.email,
         subject=subject.replace("\r", " ").replace("\n", " "),
-        html=html,
-        text=text or "",
+        html=body.html,
+        text=body.text or "",
         headers=headers,
         attachments=attachments or [],
         message_id=message_id_for(send, from_email),
@@ -452,3 +304,121 @@ def compose_transactional(
         return_path=return_path_for(send, from_email),
         open_tracked=open_tracked,
     )
+
+
+@dataclass
+class _Body:
+    """A transactional row's content as composed so far, and the contact links it carries."""
+
+    html: str | None
+    text: str | None
+    subject: str
+    postal_address: str = ""
+    unsubscribe: str | None = None
+    preferences: str | None = None
+    uses_unsubscribe: bool = False
+    uses_preferences: bool = False
+
+
+def _given_body(send: Any, postal_address: str) -> _Body:
+    """The content given on the row (agent replies, API content): the text from the HTML when it has none."""
+    html, text = send.html_body, send.text_body
+    if not text and html:
+        from templates.rendering import html_to_text
+
+        text = html_to_text(html)
+    return _Body(html=html, text=text, subject=send.subject or "", postal_address=postal_address)
+
+
+def _template_body(send: Any, options: AutomationMailOptions, postal_address: str) -> _Body:
+    """The row's template rendered with its variables and, where it needs them, the contact's links."""
+    kind = send.kind
+    template = send.transactional_email if kind == "transactional" else send.email_template
+    if template is None:
+        raise ComposeError("TEMPLATE_NOT_FOUND", "Email template not found")
+    variables = dict(send.data_variables or {})
+    if kind == "transactional" and send.contact is not None:
+        variables = contact_variables(send.contact, variables)
+    prepared = prepare_template(template, send.language)
+    uses_unsubscribe = prepared_uses(prepared, UNSUBSCRIBE_VARIABLE)
+    uses_preferences = prepared_uses(prepared, PREFERENCES_VARIABLE)
+    unsubscribe = preferences = None
+    # transactional mail signs the links only when its template uses them (the API path stays cheap)
+    if kind == "automation" or (kind == "transactional" and (uses_unsubscribe or uses_preferences)):
+        unsubscribe, preferences = _contact_links(
+            send, with_preferences=uses_preferences or (kind == "automation" and options.footer)
+        )
+        links = {
+            UNSUBSCRIBE_VARIABLE: unsubscribe or "",
+            PREFERENCES_VARIABLE: preferences or "",
+            POSTAL_ADDRESS_VARIABLE: postal_address,
+        }
+        if kind == "automation":
+            variables.update(links)
+        else:  # the API caller's own data variables win
+            variables = {**links, **variables}
+    if prepared_uses(prepared, POSTAL_ADDRESS_VARIABLE):
+        variables.setdefault(POSTAL_ADDRESS_VARIABLE, postal_address)
+        postal_address = ""  # once: the template's footer has it
+    rendered = render_prepared(prepared, variables)
+    if not rendered.html.strip():
+        raise ComposeError("TEMPLATE_NO_CONTENT", "Email template has no HTML content")
+    return _Body(
+        html=rendered.html,
+        text=rendered.text,
+        # `send.subject` is the final subject when it was personalized at intake (AUT-31 step 5).
+        subject=send.subject or rendered.subject,
+        postal_address=postal_address,
+        unsubscribe=unsubscribe,
+        preferences=preferences,
+        uses_unsubscribe=uses_unsubscribe,
+        uses_preferences=uses_preferences,
+    )
+
+
+def _transactional_headers(send: Any, from_email: str, unsubscribe: str | None) -> dict[str, str]:
+    """The row's own extra headers (folded to one line), then its class's headers."""
+    kind = send.kind
+    headers: dict[str, str] = {}
+    for name, value in (send.extra_headers or {}).items():
+        headers[str(name)] = str(value).replace("\r", " ").replace("\n", " ")
+    automation = kind == "automation"
+    headers.update(
+        headers_lib.class_headers(
+            headers_lib.message_class(kind),
+            organization_id=send.organization_id,
+            domain=message_domain(from_email),
+            source_kind="automation",
+            source_id=send.automation_id,
+            list_key=send.automation_id,
+            list_label="Automation",
+            unsubscribe_url=unsubscribe if automation else None,
+            unsubscribe_mailto=unsubscribe_mailto_for(send, from_email) if automation and unsubscribe else "",
+        )
+    )
+    return headers
+
+
+def _automation_extras(send: Any, body: _Body, options: AutomationMailOptions) -> bool:
+    """An automation's footer and tracking, per its mail options, added to `body`; True when the open pixel
+    was added."""
+    unsubscribe, preferences = body.unsubscribe, body.preferences
+    if options.footer and body.html is not None:
+        # Overrides AUT-31 step 5's "no footer": the visible link, once.
+        body_unsubscribe = None if body.uses_unsubscribe else unsubscribe
+        body_preferences = None if body.uses_preferences else preferences
+        links = {
+            "unsubscribe": body_unsubscribe,
+            "preferences": body_preferences,
+            "postal_address": body.postal_address,
+        }
+        body.html = insert_before_body_end(body.html, footer_html(**links))
+        body.text = (body.text or "") + footer_text(**links)
+    if options.track and tokens.site_url() and body.html:
+        # Optional per automation (off by default), the campaign tracking (DLV-20 extended).
+        no_track = tuple(u for u in (unsubscribe, preferences) if u)
+        body.html, open_tracked = tracked(
+            body.html, organization_id=send.organization_id, send_id=send.pk, no_track=no_track
+        )
+        return open_tracked
+    return False

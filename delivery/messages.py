@@ -98,7 +98,7 @@ class OutgoingMessage:
     send_id: Any = None
     return_path: str = ""  # the envelope sender (VERP, delivery.verp); empty → the From address
     #: The body carries the open pixel; False when tracking is off or the body is too short for one
-    #: (delivery.compose.OPEN_PIXEL_MIN_TEXT): an open of that message is not measured.
+    #: (delivery.tracking.OPEN_PIXEL_MIN_TEXT): an open of that message is not measured.
     open_tracked: bool = False
     _bytes: bytes | None = field(default=None, repr=False)
 

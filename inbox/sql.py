@@ -118,14 +118,6 @@ def execute(sql: str, params: list[Any]) -> int:
 
 #: the fields `action_prepare` inserts
 ACTION_INSERT_FIELDS = tuple(f.attname for f in AgentAction._meta.concrete_fields)
-ACTION_COMPLETE_FIELDS = (
-    "output",
-    "completed_at",
-    "duration_ms",
-    "model_used",
-    "token_usage",
-    "error_message",
-)
 #: what a breaker observation may change on its row (besides `updated_at`)
 BREAKER_OBSERVED = ("opened_at", "closes_at", "reason", "trip_count", "samples")
 RULE_COLUMNS = ("id", "name", "match", "value", "action", "category")

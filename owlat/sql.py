@@ -28,6 +28,7 @@ keeps the 100 most recent per connection and deallocates older ones).
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 from typing import Any
 
@@ -35,6 +36,8 @@ from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db import connection as default_connection
 from django.db.models import Model
+
+from owlat.ids import PrimaryKey
 
 _ALWAYS_ASKED = 2**31  # psycopg prepares only when asked (prepare=True) with a threshold that is not None
 
@@ -258,7 +261,7 @@ def _api_key_select() -> str:
     )
 
 
-def api_key_row(key_hash: str, now: Any) -> tuple[Any, ...] | None:
+def api_key_row(key_hash: str, now: dt.datetime) -> tuple[Any, ...] | None:
     """The key row of `owlat.apikeys.api_key_authenticate` (its ORM twin: the filtered queryset). Why raw:
     every API request runs it, and the queryset's compilation was a third of the events API's CPU."""
     with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
@@ -337,7 +340,7 @@ def compare_and_set_statement(
     )
 
 
-def compare_and_set_run(statement: str, params: list[Any]) -> list[Any]:
+def compare_and_set_run(statement: str, params: list[Any]) -> list[PrimaryKey]:
     """Run a `compare_and_set_statement` prepared; the primary keys it wrote, as the database returns them."""
     with prepared_cursor() as cursor:
         cursor.execute(statement, params)

@@ -4,7 +4,8 @@ Usage: `python scripts/codebase_figures.py [ROOT]` (ROOT defaults to this checko
 `.py` file of the apps except migrations, tests, testsupport and bench. The figures:
 
 - production lines per app (physical lines, and non-blank lines);
-- raw-SQL sites: `cursor.execute` / `executemany` calls, and string literals that read as SQL;
+- raw-SQL sites: `cursor.execute` / `executemany` calls, and string literals that read as SQL (and how many of
+  both are outside an `sql.py` module);
 - PostgreSQL-only branches: comparisons with a `.vendor` attribute (`connection.vendor == "postgresql"`);
 - functions over 80 lines, and modules over 500 lines;
 - `duplicates` pairs that are not shape-only (the library's `duplicates` command, when it is on PATH).
@@ -36,6 +37,7 @@ class AppFigures:
     code_lines: int = 0
     executes: int = 0
     sql_literals: int = 0
+    sql_outside: int = 0
     vendor_branches: int = 0
     long_functions: list[str] = field(default_factory=list)
     long_modules: list[str] = field(default_factory=list)
@@ -102,6 +104,7 @@ def module_figures(path: Path, rel: str, figures: AppFigures) -> None:
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and _is_execute(node):
             figures.executes += 1
+            figures.sql_outside += not rel.endswith("/sql.py")
         elif isinstance(node, ast.Compare) and _is_vendor_branch(node):
             figures.vendor_branches += 1
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
@@ -112,6 +115,7 @@ def module_figures(path: Path, rel: str, figures: AppFigures) -> None:
             literal = _literal_text(node)
             if literal is not None and SQL_LITERAL.match(literal):
                 figures.sql_literals += 1
+                figures.sql_outside += not rel.endswith("/sql.py")
 
 
 def collect(root: Path) -> dict[str, AppFigures]:
@@ -142,25 +146,27 @@ def duplicates_line(root: Path) -> str:
 def render(per_app: dict[str, AppFigures], duplicates: str) -> str:
     """The figures as Markdown."""
     rows = [
-        "| app | lines | non-blank | cursor.execute | SQL literals | vendor branches | functions > 80 |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| app | lines | non-blank | cursor.execute | SQL literals | raw SQL outside sql.py | vendor branches "
+        "| functions > 80 |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     total = AppFigures()
     for app, fig in per_app.items():
         rows.append(
             f"| {app} | {fig.lines} | {fig.code_lines} | {fig.executes} | {fig.sql_literals} "
-            f"| {fig.vendor_branches} | {len(fig.long_functions)} |"
+            f"| {fig.sql_outside} | {fig.vendor_branches} | {len(fig.long_functions)} |"
         )
         total.lines += fig.lines
         total.code_lines += fig.code_lines
         total.executes += fig.executes
         total.sql_literals += fig.sql_literals
+        total.sql_outside += fig.sql_outside
         total.vendor_branches += fig.vendor_branches
         total.long_functions += fig.long_functions
         total.long_modules += fig.long_modules
     rows.append(
         f"| **total** | {total.lines} | {total.code_lines} | {total.executes} | {total.sql_literals} "
-        f"| {total.vendor_branches} | {len(total.long_functions)} |"
+        f"| {total.sql_outside} | {total.vendor_branches} | {len(total.long_functions)} |"
     )
     rows += ["", f"Functions over {FUNCTION_LIMIT} lines: {', '.join(total.long_functions) or 'none'}"]
     rows += [f"Modules over {MODULE_LIMIT} lines: {', '.join(total.long_modules) or 'none'}", duplicates]

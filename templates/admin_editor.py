@@ -20,6 +20,7 @@ from django.utils.html import format_html, json_script
 from owlat.forms.languages import language_name
 from owlat.sandbox import SANDBOX_FLAGS, sandboxed_response
 from templates.block_render import render_document
+from templates.block_translations import overrides_clean
 from templates.blocks import (
     FONT_FAMILIES,
     TRANSLATABLE,
@@ -27,7 +28,6 @@ from templates.blocks import (
     document_clean,
     html_document,
     is_block_document,
-    overrides_clean,
 )
 from templates.layouts import LAYOUTS
 

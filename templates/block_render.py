@@ -18,7 +18,8 @@ from typing import Any
 import css_inline
 import mjml
 
-from templates.blocks import FONT_FAMILIES, apply_overrides, iter_blocks
+from templates.block_translations import apply_overrides
+from templates.blocks import FONT_FAMILIES, iter_blocks
 from templates.social_icons import ICON_SIZE, icon_url
 
 POSTAL_ADDRESS_VARIABLE = "postalAddress"

@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from templates.block_render import render_document
-from templates.blocks import document_clean, is_block_document, overrides_clean
+from templates.block_translations import overrides_clean
+from templates.blocks import document_clean, is_block_document
 
 # the writes after which the rendered HTML is rendered again
 RENDER_INPUTS = frozenset(

@@ -222,7 +222,8 @@ class ContentSources:
 def template_sources(template: Any, language: str | None) -> ContentSources:
     """The language-resolved (DOM-13), CSS-inlined sources of `template`, placeholders not yet filled."""
     from templates.block_render import document_text
-    from templates.blocks import BlockError, apply_overrides, document_clean, is_block_document
+    from templates.block_translations import apply_overrides
+    from templates.blocks import BlockError, document_clean, is_block_document
     from templates.content import language_texts
 
     resolved = resolve_language(template, language)

@@ -7,7 +7,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from campaigns.walker import next_local_instant, zone_for
+from campaigns.timezones import next_local_instant, zone_for
 
 BERLIN = ZoneInfo("Europe/Berlin")
 NEW_YORK = ZoneInfo("America/New_York")

@@ -116,15 +116,38 @@ def automation_email_prepare_many(requests: Sequence[AutomationEmailRequest]) ->
     templates, senders, contacts and suppressions once for the batch; nothing is written. A `queued` result
     carries its row (id assigned, not inserted) as `send`: `automation_email_insert_many` writes the rows the
     caller keeps. One result per request, in order."""
+    reads = _batch_reads(requests)
+    return [_prepare_one(r, reads) for r in requests]
+
+
+@dataclass
+class _BatchReads:
+    """What a batch of requests reads once: templates by pk, contacts not given on their request, the senders
+    per organization (filled as they are needed), whether delivery is configured, the suppressed addresses."""
+
+    templates: dict[Any, Any]
+    contacts: dict[Any, Any]
+    configured: bool
+    blocked: set[tuple[str, str]]
+    senders: dict[str, Any] = field(default_factory=dict)
+
+    def contact_of(self, r: AutomationEmailRequest) -> Any:
+        return r.contact if r.contact is not None else self.contacts.get(uuid_or_none(r.contact_id))
+
+    def sender_of(self, org: str) -> Any:
+        if org not in self.senders:
+            self.senders[org] = default_sender(org)
+        return self.senders[org]
+
+
+def _batch_reads(requests: Sequence[AutomationEmailRequest]) -> _BatchReads:
     from owlat.contacts import normalize_email
-    from templates.rendering import contact_variables, personalize_subject, prepare_template
 
     template_pks = {uuid_or_none(r.email_template_id) for r in requests if r.email_template_id} - {None}
     organizations = {str(r.organization_id) for r in requests}
     templates = {t.pk: t for t in _templates(template_pks, organizations)} if template_pks else {}
     missing = [uuid_or_none(r.contact_id) for r in requests if r.contact is None]
     loaded = {c.pk: c for c in Contact.objects.filter(pk__in=[m for m in missing if m])} if missing else {}
-    senders: dict[str, Any] = {}
     configured = delivery_configured()
     addresses = {
         (str(r.organization_id), normalize_email(c.email))
@@ -132,73 +155,65 @@ def automation_email_prepare_many(requests: Sequence[AutomationEmailRequest]) ->
         if (c := r.contact or loaded.get(uuid_or_none(r.contact_id))) is not None and (c.email or "").strip()
     }
     blocked = _blocked(addresses) if addresses else set()
-    out: list[AutomationEmailResult] = []
-    for r in requests:
-        org = str(r.organization_id)
-        # 1
-        if not r.email_template_id:
-            out.append(AutomationEmailResult("failed", reason="No email template configured"))
-            continue
-        # 2
-        template = templates.get(uuid_or_none(r.email_template_id))
-        if template is None or str(template.organization_id) != org:
-            out.append(AutomationEmailResult("failed", reason="Email template not found"))
-            continue
-        if not (template.html_content or "").strip():
-            out.append(AutomationEmailResult("failed", reason="Email template has no HTML content"))
-            continue
-        # 3
-        if org not in senders:
-            senders[org] = default_sender(org)
-        sender = senders[org]
-        if sender is None:
-            out.append(
-                AutomationEmailResult(
-                    "failed",
-                    reason="Email sender not configured. Please set a default sender email in organization "
-                    "settings.",
-                )
-            )
-            continue
-        # 4
-        contact = r.contact if r.contact is not None else loaded.get(uuid_or_none(r.contact_id))
-        if contact is None or str(contact.organization_id) != org or not (contact.email or "").strip():
-            out.append(AutomationEmailResult("failed", reason="Contact has no email address"))
-            continue
-        # 5
-        variables = contact_variables(contact)
-        prepared = prepare_template(template, contact.language)
-        subject = (
-            personalize_subject(r.subject_override, variables)
-            if r.subject_override
-            else prepared.subject.render(variables, single_line=True)
+    return _BatchReads(templates=templates, contacts=loaded, configured=configured, blocked=blocked)
+
+
+def _prepare_one(r: AutomationEmailRequest, reads: _BatchReads) -> AutomationEmailResult:
+    """AUT-31 steps 1–7 for one request of the batch."""
+    from owlat.contacts import normalize_email
+    from templates.rendering import contact_variables, personalize_subject, prepare_template
+
+    org = str(r.organization_id)
+    # 1
+    if not r.email_template_id:
+        return AutomationEmailResult("failed", reason="No email template configured")
+    # 2
+    template = reads.templates.get(uuid_or_none(r.email_template_id))
+    if template is None or str(template.organization_id) != org:
+        return AutomationEmailResult("failed", reason="Email template not found")
+    if not (template.html_content or "").strip():
+        return AutomationEmailResult("failed", reason="Email template has no HTML content")
+    # 3
+    sender = reads.sender_of(org)
+    if sender is None:
+        return AutomationEmailResult(
+            "failed",
+            reason="Email sender not configured. Please set a default sender email in organization settings.",
         )
-        # 6
-        if not configured:
-            out.append(AutomationEmailResult("failed", reason="No delivery provider configured"))
-            continue
-        # 7
-        if contact.unsubscribed_at is not None:
-            out.append(AutomationEmailResult("skipped", reason="Contact unsubscribed"))
-            continue
-        if (org, normalize_email(contact.email)) in blocked:
-            out.append(AutomationEmailResult("skipped", reason="Recipient suppressed"))
-            continue
-        send = _new_send(
-            organization_id=org,
-            kind=SendKind.AUTOMATION,
-            email_template_id=template.pk,
-            automation_id=uuid_or_none(r.automation_id),
-            contact_id=contact.pk,
-            email=contact.email,
-            subject=subject,
-            language=prepared.language,
-            data_variables=variables,
-            from_email=sender.email,
-            from_name=sender.name,
-        )
-        out.append(AutomationEmailResult("queued", send_id=str(send.pk), send=send))
-    return out
+    # 4
+    contact = reads.contact_of(r)
+    if contact is None or str(contact.organization_id) != org or not (contact.email or "").strip():
+        return AutomationEmailResult("failed", reason="Contact has no email address")
+    # 5
+    variables = contact_variables(contact)
+    prepared = prepare_template(template, contact.language)
+    subject = (
+        personalize_subject(r.subject_override, variables)
+        if r.subject_override
+        else prepared.subject.render(variables, single_line=True)
+    )
+    # 6
+    if not reads.configured:
+        return AutomationEmailResult("failed", reason="No delivery provider configured")
+    # 7
+    if contact.unsubscribed_at is not None:
+        return AutomationEmailResult("skipped", reason="Contact unsubscribed")
+    if (org, normalize_email(contact.email)) in reads.blocked:
+        return AutomationEmailResult("skipped", reason="Recipient suppressed")
+    send = _new_send(
+        organization_id=org,
+        kind=SendKind.AUTOMATION,
+        email_template_id=template.pk,
+        automation_id=uuid_or_none(r.automation_id),
+        contact_id=contact.pk,
+        email=contact.email,
+        subject=subject,
+        language=prepared.language,
+        data_variables=variables,
+        from_email=sender.email,
+        from_name=sender.name,
+    )
+    return AutomationEmailResult("queued", send_id=str(send.pk), send=send)
 
 
 def _templates(pks: set[Any], organizations: set[str]) -> list[Any]:

@@ -56,7 +56,7 @@ def test_a_long_ascii_line_is_quoted_printable_not_over_998():
 
 
 def test_the_open_pixel_goes_only_into_bodies_with_enough_text(settings):
-    from delivery.compose import OPEN_PIXEL_MIN_TEXT, pixel_fits, visible_text_length
+    from delivery.tracking import OPEN_PIXEL_MIN_TEXT, pixel_fits, visible_text_length
 
     settings.DELIVERY_OPEN_PIXEL_MIN_TEXT = OPEN_PIXEL_MIN_TEXT
     short = "<html><head><style>p{color:red}</style></head><body><p>Hello &amp; welcome</p></body></html>"

@@ -9,7 +9,7 @@ import pytest
 from django.core import signing
 
 from delivery import tokens
-from delivery.compose import rewrite_links
+from delivery.tracking import rewrite_links
 
 
 @pytest.mark.parametrize(

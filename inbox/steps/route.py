@@ -63,115 +63,97 @@ def decide(
     draft_quality: dict | None,
     classification: dict | None,
 ) -> tuple[str, str, float]:
-    """(decision `auto` | `human_review`, reason, score)."""
+    """(decision `auto` | `human_review`, reason, score): the first gate that holds the draft back, in order
+    (the organization's configuration, the message, the draft), then shadow mode."""
     score = float((draft_quality or {}).get("score") or 0.0)
-    threshold = config.confidence_threshold
     classification = classification or message.classification or {}
-    flags = message.security_flags or {}
-    draft = message.draft_response or ""
+    reason = (
+        _configuration_gate(message, config, now, score)
+        or _message_gate(message, classification)
+        or _draft_gate(message, config, draft_quality or {})
+    )
+    if reason is None and config.shadow_mode:
+        reason = "Shadow mode: would have sent automatically. Routing to human review."
+    if reason is not None:
+        return "human_review", reason, score
+    return "auto", "All auto-send gates passed.", score
+
+
+def _configuration_gate(
+    message: InboundMessage, config: AgentConfig, now: dt.datetime, score: float
+) -> str | None:
+    """Why the organization's state or configuration holds this draft back (None: it does not)."""
+    threshold = config.confidence_threshold
     breaker = open_breaker(message.organization_id, now)
     if breaker is not None:
-        return (
-            "human_review",
-            f"Circuit breaker {breaker.kind} is open: {breaker.reason} Routing to human review.",
-            score,
-        )
+        return f"Circuit breaker {breaker.kind} is open: {breaker.reason} Routing to human review."
     if not config.is_auto_reply_enabled:
-        return "human_review", "Auto-reply is disabled. Routing to human review.", score
+        return "Auto-reply is disabled. Routing to human review."
     if uses_internal_knowledge(message):
-        return (
-            "human_review",
-            "The draft draws on internal knowledge, which is never sent automatically. Routing to human review.",
-            score,
-        )
+        return "The draft draws on internal knowledge, which is never sent automatically. Routing to human review."
     if score < threshold:
-        return (
-            "human_review",
-            f"Draft quality {score:.2f} < threshold {threshold:.1f}. Routing to human review.",
-            score,
-        )
+        return f"Draft quality {score:.2f} < threshold {threshold:.1f}. Routing to human review."
     if daily_limit_reached(config, now):
         limit = config.max_daily_auto_replies
-        return (
-            "human_review",
-            f"Daily auto-reply limit reached ({config.daily_auto_reply_count}/{limit}). Routing to human review.",
-            score,
-        )
+        return f"Daily auto-reply limit reached ({config.daily_auto_reply_count}/{limit}). Routing to human review."
     if config.is_working_hours_enabled and not within_working_hours(config, now):
-        return "human_review", "Outside working hours. Routing to human review.", score
+        return "Outside working hours. Routing to human review."
+    return None
+
+
+def _message_gate(message: InboundMessage, classification: dict) -> str | None:
+    """Why the message itself (its classification, flags, size or sender) holds the draft back."""
+    flags = message.security_flags or {}
     if (message.draft_options or {}).get("clarificationTimedOut"):
-        return (
-            "human_review",
-            "The owner did not answer the clarification questions; the draft is a guess. Routing to human review.",
-            score,
-        )
+        return "The owner did not answer the clarification questions; the draft is a guess. Routing to human review."
     if message.is_auto_send_blocked:
-        return "human_review", "Auto-send is blocked for this message. Routing to human review.", score
+        return "Auto-send is blocked for this message. Routing to human review."
     if classification.get("invalid"):
         invalid = ", ".join(str(v) for v in classification["invalid"][:4])
-        return (
-            "human_review",
-            f"The classification answer was invalid ({invalid}). Routing to human review.",
-            score,
-        )
+        return f"The classification answer was invalid ({invalid}). Routing to human review."
     if classification.get("category") == "complaint":
-        return "human_review", "Complaints are never auto-sent. Routing to human review.", score
+        return "Complaints are never auto-sent. Routing to human review."
     if classification.get("priority") == "urgent":
-        return "human_review", "Urgent messages are never auto-sent. Routing to human review.", score
+        return "Urgent messages are never auto-sent. Routing to human review."
     if flags.get("guardUnavailable") or not flags:
-        return "human_review", "The security guard was unavailable. Routing to human review.", score
+        return "The security guard was unavailable. Routing to human review."
     if flags.get("hiddenContent"):
         hidden = ", ".join(flags.get("hiddenReasons") or []) or "hidden text"
-        return (
-            "human_review",
-            f"The message hides text from its reader ({hidden}). Routing to human review.",
-            score,
-        )
+        return f"The message hides text from its reader ({hidden}). Routing to human review."
     read = len(visible_body(message.text_body, message.html_body))
     if read > CURRENT_MAX_CHARS:
         return (
-            "human_review",
             f"The message is longer ({read} characters) than the agent reads ({CURRENT_MAX_CHARS}); a person "
-            "must read all of it. Routing to human review.",
-            score,
+            "must read all of it. Routing to human review."
         )
     if not authenticated_sender(message):
         detail = message.sender_auth_detail or "no results"
-        return (
-            "human_review",
-            f"The sender is not authenticated (DMARC-aligned SPF/DKIM: {detail}). Routing to human review.",
-            score,
-        )
+        return f"The sender is not authenticated (DMARC-aligned SPF/DKIM: {detail}). Routing to human review."
+    return None
+
+
+def _draft_gate(message: InboundMessage, config: AgentConfig, quality: dict) -> str | None:
+    """Why the draft's text or grounding holds it back."""
+    draft = message.draft_response or ""
     if find_injection(draft):
-        return "human_review", "The draft contains an injection pattern. Routing to human review.", score
+        return "The draft contains an injection pattern. Routing to human review."
     if find_secret(draft):
-        return "human_review", "The draft contains a credential or secret. Routing to human review.", score
+        return "The draft contains a credential or secret. Routing to human review."
     promise = promise_in(draft, operator_phrases(config.auto_send_blocked_phrases))
     if promise:
         return (
-            "human_review",
             f'The draft promises money, credentials or an account change ("{promise[:60]}"), which is never '
-            "sent automatically. Routing to human review.",
-            score,
+            "sent automatically. Routing to human review."
         )
-    quality = draft_quality or {}
     if quality.get("grounded") is False or (message.context_coverage or {}).get("lowCoverage", True):
-        return (
-            "human_review",
-            "The draft is not grounded in the knowledge base or the contact's thread. Routing to human review.",
-            score,
-        )
+        return "The draft is not grounded in the knowledge base or the contact's thread. Routing to human review."
     if quality.get("ungrounded"):
         claims = ", ".join(str(c) for c in quality["ungrounded"][:3])
         return (
-            "human_review",
             f"The draft states facts found nowhere in the knowledge base or the thread ({claims}). "
-            "Routing to human review.",
-            score,
+            "Routing to human review."
         )
-    if config.shadow_mode:
-        return "human_review", "Shadow mode: would have sent automatically. Routing to human review.", score
-    return "auto", "All auto-send gates passed.", score
+    return None
 
 
 def route(output: dict[str, Any], input: dict[str, Any], ctx: StepContext) -> Route:

@@ -17,6 +17,7 @@ from owlat.admin import (  # noqa: F401  (importing registers the screens)
     contacts,
     domains,
     infrastructure,
+    organization_settings,
     organizations,
     senders,
     signup_forms,
@@ -26,7 +27,7 @@ from owlat.admin import (  # noqa: F401  (importing registers the screens)
     unfold_patches,
     webhooks,
 )
-from owlat.admin.organizations import organization_abuse_status_change
+from owlat.admin.organization_settings import organization_abuse_status_change
 from owlat.admin.topics_segments import segment_live_counts
 
 

@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from owlat.api.errors import ApiError
 from owlat.apikeys import KEY_FORMAT, MIN_KEY_LENGTH
+from owlat.ids import PrimaryKey
 from owlat.models import ApiKey
 
 if TYPE_CHECKING:
@@ -113,7 +114,7 @@ def touch_last_used(key: ApiKey, *, now: dt.datetime | None = None) -> None:
     key.last_used_at = now
 
 
-def _touch(key_id: object, now: dt.datetime) -> None:
+def _touch(key_id: PrimaryKey, now: dt.datetime) -> None:
     """The conditional UPDATE of `touch_last_used` (the ORM on every database: it runs at most once a minute
     per key, so a written-out form saves nothing measurable)."""
     ApiKey.objects.filter(pk=str(key_id)).filter(

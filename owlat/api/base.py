@@ -38,6 +38,7 @@ from owlat.api.pagination import KeysetPagination
 from owlat.api.parsers import body_is_blank, raw_body
 from owlat.api.permissions import FeatureFlagEnabled, HasScope
 from owlat.api.throttling import TAKE_WITH_AUTH_ATTR, ApiKeyRateThrottle, RateLimited, rate_state
+from owlat.ids import PrimaryKey, UUIDLike
 
 UTC = dt.UTC
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
@@ -162,7 +163,7 @@ class ApiView(GenericAPIView):
 
     # -- identity ----------------------------------------------------------------------------------------
     @property
-    def organization_id(self) -> Any:
+    def organization_id(self) -> uuid.UUID:
         return self.request.auth.organization_id  # type: ignore[union-attr]  # the ApiKey
 
     @property
@@ -170,7 +171,7 @@ class ApiView(GenericAPIView):
         """The audit actor of this request (API-12): `api_key:<key id>`."""
         return f"api_key:{self.request.auth.pk}"
 
-    def get_owned(self, model: type[Model], object_id: Any, resource: str) -> Any:
+    def get_owned(self, model: type[Model], object_id: UUIDLike, resource: str) -> Any:
         """The key's organization's `model` row with this id: a malformed id → 400 "Invalid <resource> ID
         format" (API-09); none, or another organization's → 404 "<Resource> not found" (API-02)."""
         pk = require_uuid(object_id, resource)
@@ -189,7 +190,7 @@ class ApiView(GenericAPIView):
     def accepted(self, data: Any) -> Response:
         return Response({"data": data}, status=202)
 
-    def deleted(self, obj_id: Any) -> Response:
+    def deleted(self, obj_id: PrimaryKey) -> Response:
         return Response({"data": {"id": str(obj_id), "deleted": True}}, status=200)
 
     def delete_unless_in_use(

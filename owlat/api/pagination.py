@@ -30,6 +30,7 @@ from rest_framework.pagination import BasePagination
 from rest_framework.response import Response
 
 from owlat.api.errors import ApiError
+from owlat.ids import UUIDLike
 
 DEFAULT_LIMIT = 25
 MAX_LIMIT = 100
@@ -111,12 +112,12 @@ def _decode_value(value: Any) -> Any:
     return value
 
 
-def encode_cursor(*, list_key: str, organization_id: Any, values: Sequence[Any]) -> str:
+def encode_cursor(*, list_key: str, organization_id: UUIDLike, values: Sequence[Any]) -> str:
     payload = {"l": list_key, "o": str(organization_id), "v": [_encode_value(v) for v in values]}
     return signing.dumps(payload, salt=CURSOR_SALT, compress=True)
 
 
-def decode_cursor(raw: str, *, list_key: str, organization_id: Any, width: int) -> list[Any]:
+def decode_cursor(raw: str, *, list_key: str, organization_id: UUIDLike, width: int) -> list[Any]:
     try:
         payload = signing.loads(raw, salt=CURSOR_SALT)
     except (signing.BadSignature, ValueError, TypeError, UnicodeError):
@@ -173,7 +174,7 @@ def paginate(
     *,
     keys: Sequence[OrderKey],
     list_key: str,
-    organization_id: Any,
+    organization_id: UUIDLike,
     limit: int,
     cursor: str | None,
     total: int | None = None,

@@ -31,6 +31,7 @@ from owlat.conditions.language import (
     PROPERTY_OPERATORS,
     TOPIC_OPERATORS,
 )
+from owlat.ids import UUIDLike
 from owlat.limits import CONTACT_PROPERTIES
 
 NAME_MAX = 200
@@ -359,7 +360,7 @@ class SegmentFiltersField(JSONValueField):
         return {"logic": filters.get("logic", "AND"), "conditions": filters.get("conditions", [])}
 
 
-def _topic_exists(organization_id: Any, topic_id: Any) -> bool:
+def _topic_exists(organization_id: UUIDLike, topic_id: object) -> bool:
     from owlat.api.base import parse_uuid
     from owlat.models import Topic
 

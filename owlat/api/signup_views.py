@@ -4,8 +4,6 @@ forms; the public posting endpoints are outside `/api/v1` (owlat.signup.views)."
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.db.models import QuerySet
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
@@ -19,6 +17,7 @@ from owlat.api.fields import TimestampField
 from owlat.api.schema import DeletedSerializer, envelope, errors
 from owlat.api.signup_inputs import SignupFormUpdateSerializer, SignupFormWriteSerializer
 from owlat.api.views import SEARCH
+from owlat.ids import UUIDLike
 from owlat.inuse import form_in_use
 from owlat.models import SignupForm
 from owlat.signup.writes import SETTINGS_KEYS, SignupFormChanges, SignupFormInvalid, signup_form_write
@@ -65,13 +64,13 @@ class SignupFormSerializer(serializers.Serializer):
         return obj.origins()
 
 
-def _forms(organization_id: Any) -> QuerySet[SignupForm]:
+def _forms(organization_id: UUIDLike) -> QuerySet[SignupForm]:
     return SignupForm.objects.filter(organization_id=organization_id).prefetch_related(
         "form_topics__topic", "fields__property"
     )
 
 
-def _write(organization_id: object, form: SignupForm | None, fields: dict) -> SignupForm:
+def _write(organization_id: UUIDLike, form: SignupForm | None, fields: dict) -> SignupForm:
     """The validated body through `signup_form_write`; a refusal → 400 naming the field."""
     changes = SignupFormChanges(
         settings={SETTINGS_KEYS[key]: value for key, value in fields.items() if key in SETTINGS_KEYS},

@@ -11,8 +11,23 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from django.db import connection, models, transaction
 from django.utils import timezone
 
+from owlat.ids import PrimaryKey
 from owlat.lifecycle.types import Audit, Call, Decision, Move, Outcome
 from owlat.sql import compare_and_set_run, compare_and_set_statement
+
+#: one accepted move: its index in `moves`, the row, the reducer's decision and the columns to write
+_PlannedRow = tuple[int, Any, Decision, dict[str, Any]]
+
+
+def _rounds(moves: list[Move]) -> tuple[list[int], list[int]]:
+    """The indices of each row's first move, and of the moves naming a row again (moved in a second round)."""
+    seen: set[PrimaryKey] = set()
+    first: list[int] = []
+    later: list[int] = []
+    for i, m in enumerate(moves):
+        (later if m.obj.pk in seen else first).append(i)
+        seen.add(m.obj.pk)
+    return first, later
 
 
 class SetBasedRunner:
@@ -62,12 +77,7 @@ class SetBasedRunner:
         moves = list(moves)
         if not moves:
             return []
-        seen: set[Any] = set()
-        first: list[int] = []
-        later: list[int] = []
-        for i, m in enumerate(moves):
-            (later if m.obj.pk in seen else first).append(i)
-            seen.add(m.obj.pk)
+        first, later = _rounds(moves)
         if later:
             outcomes_by_index: dict[int, Outcome] = {}
             with transaction.atomic(savepoint=self.savepoint):
@@ -79,87 +89,112 @@ class SetBasedRunner:
         outcomes: list[Outcome | None] = [None] * len(moves)
         with transaction.atomic(savepoint=self.savepoint):
             if lock:
-                fresh = {
-                    obj.pk: obj
-                    for obj in self.model._default_manager.select_for_update()
-                    .filter(pk__in=[m.obj.pk for m in moves])
-                    .order_by("pk")
-                }
-                for i, m in enumerate(moves):
-                    if m.obj.pk in fresh:
-                        moves[i] = Move(fresh[m.obj.pk], m.to, m.input)
-                    else:
-                        outcomes[i] = Outcome(
-                            ok=False,
-                            reason=self.not_found_reason,
-                            message=self.message_for(self.not_found_reason),
-                            object_id=m.obj.pk,
-                        )
-            groups: dict[tuple, list[tuple[int, Any, Decision, dict[str, Any]]]] = defaultdict(list)
+                self._lock_moves(moves, outcomes)
             audits: list[tuple[Any, Audit]] = []
-            auto_now: dict[type, list[str]] = {}
-            stamp = timezone.now()
-            for i, m in enumerate(moves):
-                if outcomes[i] is not None:
-                    continue
-                obj = m.obj
-                frm = getattr(obj, self.field)
-                if frm == m.to and self.self_loop == "record":
-                    action = self.self_loop_audit_action(frm) if self.writes_audit else None
-                    if action:
-                        details = {
-                            "previousStatus": frm,
-                            "newStatus": frm,
-                            "applied": "recorded",
-                            "no_op": True,
-                        }
-                        audits.append((obj, Audit(action, details)))
-                    outcomes[i] = Outcome(
-                        ok=True, applied="recorded", from_state=frm, to_state=frm, object_id=obj.pk, obj=obj
-                    )
-                    continue
-                decision = self.reduce(obj, frm, m.to, input=m.input, actor=actor, at=at)
-                if not decision.ok or decision.applied == "duplicate":
-                    outcomes[i] = self._unapplied(obj, frm, m.to, decision)
-                    continue
-                patch = dict(decision.patch)
-                new_state = patch.pop(self.field, frm)
-                if new_state != frm:
-                    self._fsm_method(obj, frm, new_state)  # the reducer and the declared graph must agree
-                model = type(obj)
-                if model not in auto_now:
-                    auto_now[model] = [
-                        f.name for f in model._meta.concrete_fields if getattr(f, "auto_now", False)
-                    ]
-                for name in auto_now[model]:
-                    patch.setdefault(name, stamp)
-                key = (model, frm, new_state, tuple(sorted(patch)), tuple(sorted(decision.guard)))
-                groups[key].append((i, obj, decision, patch))
-
-            applied: list[tuple[Any, Decision]] = []
-            for (model, frm, new_state, fields, guarded), rows in groups.items():
-                won = self._compare_and_set(model, frm, new_state, fields, guarded, rows)
-                for i, obj, decision, patch in rows:
-                    if obj.pk not in won:
-                        outcomes[i] = Outcome(
-                            ok=False,
-                            reason=self.conflict_reason,
-                            message=self.message_for(self.conflict_reason),
-                            from_state=frm,
-                            to_state=moves[i].to,
-                            object_id=obj.pk,
-                            obj=obj,
-                        )
-                        continue
-                    if new_state != frm:
-                        self._fsm_method(obj, frm, new_state)(patch)
-                    else:
-                        for name, value in patch.items():
-                            setattr(obj, name, value)
-                    applied.append((obj, decision))
-                    outcomes[i] = self._applied(obj, frm, new_state, decision)
+            groups = self._plan_moves(moves, outcomes, audits, actor=actor, at=at)
+            applied = self._write_groups(groups, moves, outcomes)
             self._apply_effects_many(applied, audits, actor)
         return [o for o in outcomes if o is not None]
+
+    def _lock_moves(self, moves: list[Move], outcomes: list[Outcome | None]) -> None:
+        """Re-read the rows under `SELECT … FOR UPDATE` (ordered by pk); a row that is gone is `not_found`."""
+        fresh = {
+            obj.pk: obj
+            for obj in self.model._default_manager.select_for_update()
+            .filter(pk__in=[m.obj.pk for m in moves])
+            .order_by("pk")
+        }
+        for i, m in enumerate(moves):
+            if m.obj.pk in fresh:
+                moves[i] = Move(fresh[m.obj.pk], m.to, m.input)
+            else:
+                outcomes[i] = Outcome(
+                    ok=False,
+                    reason=self.not_found_reason,
+                    message=self.message_for(self.not_found_reason),
+                    object_id=m.obj.pk,
+                )
+
+    def _plan_moves(
+        self,
+        moves: list[Move],
+        outcomes: list[Outcome | None],
+        audits: list[tuple[Any, Audit]],
+        *,
+        actor: str,
+        at: dt.datetime,
+    ) -> dict[tuple[Any, ...], list[_PlannedRow]]:
+        """Reduce every move still without an outcome; the accepted ones grouped by edge and patched columns
+        (recorded self-loops and refusals get their outcome here)."""
+        groups: dict[tuple[Any, ...], list[_PlannedRow]] = defaultdict(list)
+        auto_now: dict[type, list[str]] = {}
+        stamp = timezone.now()
+        for i, m in enumerate(moves):
+            if outcomes[i] is not None:
+                continue
+            obj = m.obj
+            frm = getattr(obj, self.field)
+            if frm == m.to and self.self_loop == "record":
+                outcomes[i] = self._record_self_loop(obj, frm, audits)
+                continue
+            decision = self.reduce(obj, frm, m.to, input=m.input, actor=actor, at=at)
+            if not decision.ok or decision.applied == "duplicate":
+                outcomes[i] = self._unapplied(obj, frm, m.to, decision)
+                continue
+            patch = dict(decision.patch)
+            new_state = patch.pop(self.field, frm)
+            if new_state != frm:
+                self._fsm_method(obj, frm, new_state)  # the reducer and the declared graph must agree
+            model = type(obj)
+            if model not in auto_now:
+                auto_now[model] = [
+                    f.name for f in model._meta.concrete_fields if getattr(f, "auto_now", False)
+                ]
+            for name in auto_now[model]:
+                patch.setdefault(name, stamp)
+            key = (model, frm, new_state, tuple(sorted(patch)), tuple(sorted(decision.guard)))
+            groups[key].append((i, obj, decision, patch))
+        return groups
+
+    def _record_self_loop(self, obj: Any, frm: str, audits: list[tuple[Any, Audit]]) -> Outcome:
+        """A self-loop of a lifecycle that records them: an audit row (when it has an action), no write."""
+        action = self.self_loop_audit_action(frm) if self.writes_audit else None
+        if action:
+            details = {"previousStatus": frm, "newStatus": frm, "applied": "recorded", "no_op": True}
+            audits.append((obj, Audit(action, details)))
+        return Outcome(ok=True, applied="recorded", from_state=frm, to_state=frm, object_id=obj.pk, obj=obj)
+
+    def _write_groups(
+        self,
+        groups: dict[tuple[Any, ...], list[_PlannedRow]],
+        moves: list[Move],
+        outcomes: list[Outcome | None],
+    ) -> list[tuple[Any, Decision]]:
+        """One compare-and-set per group; a row it did not return lost a race (`conflict`). Returns the rows
+        that moved, with their decisions, their instances patched."""
+        applied: list[tuple[Any, Decision]] = []
+        for (model, frm, new_state, fields, guarded), rows in groups.items():
+            won = self._compare_and_set(model, frm, new_state, fields, guarded, rows)
+            for i, obj, decision, patch in rows:
+                if obj.pk not in won:
+                    outcomes[i] = Outcome(
+                        ok=False,
+                        reason=self.conflict_reason,
+                        message=self.message_for(self.conflict_reason),
+                        from_state=frm,
+                        to_state=moves[i].to,
+                        object_id=obj.pk,
+                        obj=obj,
+                    )
+                    continue
+                if new_state != frm:
+                    self._fsm_method(obj, frm, new_state)(patch)
+                else:
+                    for name, value in patch.items():
+                        setattr(obj, name, value)
+                applied.append((obj, decision))
+                outcomes[i] = self._applied(obj, frm, new_state, decision)
+        return applied
 
     def create_many(self, moves: Iterable[Move], *, actor: str, at: dt.datetime | None = None) -> list[Any]:
         """Insert new rows that arrive in their state through a declared edge (e.g. a step run created
@@ -238,8 +273,8 @@ class SetBasedRunner:
         to: str,
         fields: tuple[str, ...],
         guarded: tuple[str, ...],
-        rows: list[tuple[int, Any, Decision, dict[str, Any]]],
-    ) -> set[Any]:
+        rows: list[_PlannedRow],
+    ) -> set[PrimaryKey]:
         """Write one edge's rows: `UPDATE … SET state = to, <patch> WHERE pk = … AND state = frm AND <guard>`;
         returns the pks of the rows written. PostgreSQL: one statement per 500 rows, `FROM unnest(<one array
         per column>)` and `RETURNING`, a text fixed per edge whatever the number of rows, run prepared
@@ -247,7 +282,7 @@ class SetBasedRunner:
         are serialized) one conditional UPDATE per row."""
         manager = model._default_manager
         if connection.vendor != "postgresql":
-            won: set[Any] = set()
+            won: set[PrimaryKey] = set()
             for _, obj, decision, patch in rows:
                 if manager.filter(pk=obj.pk, **{self.field: frm}, **decision.guard).update(
                     **{self.field: to}, **patch

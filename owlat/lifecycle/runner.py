@@ -26,6 +26,7 @@ from typing import Any, ClassVar, Literal
 from django.db import models, transaction
 from django.utils import timezone
 
+from owlat.ids import PrimaryKey, UUIDLike
 from owlat.lifecycle.batch import SetBasedRunner
 from owlat.lifecycle.types import Analytics, Audit, Call, Decision, Effect, Enqueue, Outcome
 
@@ -73,13 +74,13 @@ class Lifecycle(SetBasedRunner, ABC):
 
     def transition(
         self,
-        pk: Any,
+        pk: PrimaryKey,
         to: str,
         *,
         actor: str,
         at: dt.datetime | None = None,
         input: dict[str, Any] | None = None,
-        organization_id: Any = None,
+        organization_id: UUIDLike | None = None,
     ) -> Outcome:
         at = at or timezone.now()
         input = input or {}

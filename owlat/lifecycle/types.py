@@ -10,6 +10,8 @@ from typing import Any, Literal
 
 from django.db import models
 
+from owlat.ids import PrimaryKey
+
 Applied = Literal["transitioned", "recorded", "duplicate"]
 
 
@@ -96,7 +98,7 @@ class Outcome:
     message: str | None = None
     from_state: str | None = None
     to_state: str | None = None
-    object_id: Any = None
+    object_id: PrimaryKey | None = None
     obj: Any = field(default=None, repr=False, compare=False)
 
     def as_transition(self) -> dict[str, Any]:

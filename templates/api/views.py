@@ -27,7 +27,8 @@ from templates.api.serializers import (
     TemplateSummarySerializer,
     TemplateWriteSerializer,
 )
-from templates.blocks import BlockError, is_block_document, overrides_clean
+from templates.block_translations import overrides_clean
+from templates.blocks import BlockError, is_block_document
 from templates.lifecycle import email_template_set_status
 from templates.models import EmailTemplate, TemplateStatus
 from templates.services import (

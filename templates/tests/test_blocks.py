@@ -8,7 +8,8 @@ import re
 import pytest
 
 from templates.block_render import render_document
-from templates.blocks import BlockError, document_clean, html_document, overrides_clean
+from templates.block_translations import overrides_clean
+from templates.blocks import BlockError, document_clean, html_document
 
 
 def doc(*blocks, **settings):
