@@ -303,11 +303,13 @@ class PoolJob:
 
     def let_in(self, rows: list[Any], index: int) -> bool:
         """The fair pool while the job runs: other organizations' rows waiting (a campaign handed to the pool
-        after this job started) get their share of this job's rows still to go (`fair_batch`); they are
-        claimed and sent now, and as many of the own rows go back to the pool as a new job (cut from `rows`).
+        after this job started) get their share of the job's next `LET_IN_ROWS` rows (`fair_batch`); they are
+        claimed and sent now, and as many of the own rows still to go go back to the pool as a new job (cut
+        from `rows`). The job looks again right after, so every running job takes the newcomer's rows a part
+        at a time, side by side, until none wait.
         False when the job ran out of time sending them."""
         rest = [str(r.pk) for r in rows[index:]]
-        taken, _back = fair_batch(rest, limit=len(rest), now=self.now())
+        taken, _back = fair_batch(rest, limit=min(len(rest), LET_IN_ROWS), now=self.now())
         own = set(rest)
         others = [pk for pk in taken if pk not in own]
         if not others:
@@ -321,7 +323,10 @@ class PoolJob:
         self.hand_back(rows[cut:])
         del rows[cut:]
         self.summary.claimed += len(won)
-        return self.send_round(self.load(won), nested=True)
+        if not self.send_round(self.load(won), nested=True):
+            return False
+        self.fair_checked = float("-inf")  # look again at once: the newcomer may have more rows waiting
+        return True
 
     def compose(self, row: Any, round_: Round) -> Any | None:
         """The row's message, or None when it was refused before the wire (recorded as failed)."""
@@ -439,6 +444,9 @@ def pool_name(kind: str) -> str:
 # How often a campaign job looks for other organizations' rows waiting (the fair pool, `PoolJob.let_in`): a
 # campaign handed to the pool while every worker is in a job is let into those jobs within this.
 FAIR_CHECK_SECONDS = 0.2
+# What a running job lets in at a time: small parts, so every running job takes its part of a newcomer's rows
+# (over all their connections) instead of the first one to look taking them all.
+LET_IN_ROWS = 25
 HOLD_CHECK_SECONDS = 1.0  # how often a campaign job asks whether its campaigns were paused or cancelled
 
 
