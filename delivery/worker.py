@@ -168,6 +168,7 @@ class PoolJob:
         self.holds = _Holds(clock) if kind == "campaign" else None
         # when the job last looked for other organizations' waiting rows (None: it never looks)
         self.fair_checked = clock() if kind == "campaign" and retry_token is None else None
+        self.fair_again_at: int | None = None
         self.held_rows: list[str] = []
         self.started = clock()
         self._lock = threading.Lock()
@@ -273,7 +274,7 @@ class PoolJob:
             if self.clock() - self.started > BATCH_TIME_BUDGET_SECONDS:
                 self.hand_back(rows[index:])
                 return False
-            if not nested and self.fair_due():
+            if not nested and self.fair_due(index):
                 if not self.let_in(rows, index):
                     self.hand_back(rows[index:])
                     return False
@@ -295,19 +296,28 @@ class PoolJob:
             self.send(row, message)
         return True
 
-    def fair_due(self) -> bool:
-        if self.fair_checked is None or self.clock() - self.fair_checked < FAIR_CHECK_SECONDS:
+    def fair_due(self, index: int) -> bool:
+        """Whether the job looks for other organizations' waiting rows before the row at `index`: every
+        `FAIR_CHECK_SECONDS`, and right after a let-in once the own rows of its share went out (the floor)."""
+        if self.fair_checked is None:
             return False
-        self.fair_checked = self.clock()
+        if self.fair_again_at is not None:
+            if index < self.fair_again_at:
+                return False
+        elif self.clock() - self.fair_checked < FAIR_CHECK_SECONDS:
+            return False
+        self.fair_checked, self.fair_again_at = self.clock(), None
         return True
 
     def let_in(self, rows: list[Any], index: int) -> bool:
         """The fair pool while the job runs: other organizations' rows waiting (a campaign handed to the pool
-        after this job started) get their share of this job's rows still to go (`fair_batch`); they are
-        claimed and sent now, and as many of the own rows go back to the pool as a new job (cut from `rows`).
+        after this job started) get their share of the job's next `LET_IN_ROWS` rows (`fair_batch`); they are
+        claimed and sent now, and as many of the own rows still to go go back to the pool as a new job (cut
+        from `rows`). The job looks again as soon as the own rows of that share (the floor) went out, so every
+        running job takes the newcomer's rows a part at a time, side by side, until none wait.
         False when the job ran out of time sending them."""
         rest = [str(r.pk) for r in rows[index:]]
-        taken, _back = fair_batch(rest, limit=len(rest), now=self.now())
+        taken, _back = fair_batch(rest, limit=min(len(rest), LET_IN_ROWS), now=self.now())
         own = set(rest)
         others = [pk for pk in taken if pk not in own]
         if not others:
@@ -321,7 +331,11 @@ class PoolJob:
         self.hand_back(rows[cut:])
         del rows[cut:]
         self.summary.claimed += len(won)
-        return self.send_round(self.load(won), nested=True)
+        if not self.send_round(self.load(won), nested=True):
+            return False
+        # look again once the own rows of this share went out: the newcomer may have more rows waiting
+        self.fair_again_at = index + max(len(taken) - len(others), 1)
+        return True
 
     def compose(self, row: Any, round_: Round) -> Any | None:
         """The row's message, or None when it was refused before the wire (recorded as failed)."""
@@ -439,6 +453,9 @@ def pool_name(kind: str) -> str:
 # How often a campaign job looks for other organizations' rows waiting (the fair pool, `PoolJob.let_in`): a
 # campaign handed to the pool while every worker is in a job is let into those jobs within this.
 FAIR_CHECK_SECONDS = 0.2
+# What a running job lets in at a time: small parts, so every running job takes its part of a newcomer's rows
+# (over all their connections) instead of the first one to look taking them all.
+LET_IN_ROWS = 25
 HOLD_CHECK_SECONDS = 1.0  # how often a campaign job asks whether its campaigns were paused or cancelled
 
 

@@ -99,23 +99,17 @@ def test_a_job_sends_the_other_organizations_share_first(make_campaign_send):
     assert [str(row.pk) for row in job.load(won).rows] == won
 
 
-@pytest.mark.django_db
-def test_a_running_job_lets_a_newcomer_in_before_its_own_rows_still_to_go(
-    make_campaign_send, smtp_sink, settings
-):
-    """A campaign handed to the pool while a job of another organization runs does not wait for that job's
-    end: at the job's next look (`FAIR_CHECK_SECONDS`) its rows are claimed and sent before the job's own rows
-    still to go, and as many own rows go back to the pool as a new job."""
+def _newcomer_during_a_job(make_campaign_send, mine_n, theirs_n):
+    """Runs a job of `mine_n` rows; `theirs_n` rows of another organization are handed to the pool while its
+    second row is on its way. Returns (the job's summary, the recipients in wire order, mine, theirs)."""
     import itertools
     import uuid
 
     from delivery.worker import dispatch_batch
-    from testsupport import queued_tasks
     from testsupport.world import sending_organization
 
-    settings.DELIVERY_CAMPAIGN_RATE = 0
-    mine = _rows(make_campaign_send, 10)
-    theirs = _rows(make_campaign_send, 4)
+    mine = _rows(make_campaign_send, mine_n)
+    theirs = _rows(make_campaign_send, theirs_n)
     other = sending_organization("Other", "other.test", postal_address="Other Inc.")
     # not waiting yet: held by a claim of their own until the job below is under way
     EmailSend.objects.filter(pk__in=theirs).update(
@@ -129,13 +123,45 @@ def test_a_running_job_lets_a_newcomer_in_before_its_own_rows_still_to_go(
 
     ticks = itertools.count()
     summary = dispatch_batch("campaign", mine, pacer=pacer, clock=lambda: next(ticks) * 0.1, connections=1)
+    emails = dict(EmailSend.objects.filter(pk__in=mine + theirs).values_list("pk", "contact_email"))
+    return summary, {emails[uuid.UUID(pk)] for pk in theirs}, mine
+
+
+@pytest.mark.django_db
+def test_a_running_job_lets_a_newcomer_in_before_its_own_rows_still_to_go(
+    make_campaign_send, smtp_sink, settings
+):
+    """A campaign handed to the pool while a job of another organization runs does not wait for that job's
+    end: at the job's next look (`FAIR_CHECK_SECONDS`) its rows are claimed and sent before the job's own rows
+    still to go, and as many own rows go back to the pool as a new job."""
+    from testsupport import queued_tasks
+
+    settings.DELIVERY_CAMPAIGN_RATE = 0
+    summary, newcomer, mine = _newcomer_during_a_job(make_campaign_send, 10, 4)
     assert summary.sent == 10
     smtp_sink.wait_for(10)
     order = [rcpt for m in smtp_sink.messages for rcpt in m.rcpt_tos]
-    emails = dict(EmailSend.objects.filter(pk__in=mine + theirs).values_list("pk", "contact_email"))
-    newcomer = {emails[uuid.UUID(pk)] for pk in theirs}
     assert set(order[2:6]) == newcomer  # after the two own rows already on their way, before the others
     back = [pk for pk in mine if EmailSend.objects.get(pk=pk).status == "queued"]
     assert len(back) == 4 and not EmailSend.objects.filter(pk__in=back, claimed_at__isnull=False).exists()
     jobs = [t for t in queued_tasks() if t.func.endswith("send_batch_task")]
     assert [sorted(t.args[1]) for t in jobs] == [sorted(back)]  # handed back to the pool as a new job
+
+
+@pytest.mark.django_db
+def test_a_running_job_keeps_its_floor_between_the_parts_it_lets_in(make_campaign_send, smtp_sink, settings):
+    """A newcomer with more rows waiting than a part (`LET_IN_ROWS`) is let in a part at a time, and the
+    job's own floor (`DELIVERY_POOL_FLOOR` of each part) goes out between the parts: nobody starves."""
+    from itertools import groupby
+
+    settings.DELIVERY_CAMPAIGN_RATE = 0
+    settings.DELIVERY_POOL_FLOOR = 0.1
+    summary, newcomer, mine = _newcomer_during_a_job(make_campaign_send, 30, 60)
+    smtp_sink.wait_for(summary.sent)
+    order = [rcpt for m in smtp_sink.messages for rcpt in m.rcpt_tos]
+    runs = [(theirs, len(list(group))) for theirs, group in groupby(order, key=lambda r: r in newcomer)]
+    # the own rows under way, a part of 22 newcomer rows and the own floor of 3 (ceil(0.1 × 25)), then the
+    # last own rows shared again (3 left: floor 1, 2 newcomer rows)
+    assert runs == [(False, 2), (True, 22), (False, 3), (True, 2), (False, 1)]
+    # the 24 own rows not sent went back to the pool, unclaimed
+    assert EmailSend.objects.filter(pk__in=mine, status="queued", claimed_at__isnull=True).count() == 24
