@@ -138,7 +138,8 @@ class InboundMessageAdmin(RetryAdminMixin, MessageDisplayMixin, AttachmentsAdmin
         return format_html_join(
             " ",
             '<button type="submit" formaction="{}" formmethod="post" class="button" '
-            'style="margin-right:6px">{}</button>',
+            'style="margin-right:6px;padding:4px 10px;border:1px solid #cbd5e1;border-radius:6px;'
+            'font-weight:500">{}</button>',
             buttons,
         )
 
