@@ -70,7 +70,6 @@ class InboundMessageAdmin(RetryAdminMixin, MessageDisplayMixin, AttachmentsAdmin
     search_fields = ("subject", "from_email", "message_id")
     list_select_related = ("contact",)
     ordering = ("-received_at",)
-    actions = ("retry_selected",)
     readonly_fields = (
         "review_buttons",
         "processing_status",
@@ -224,7 +223,7 @@ def _done(label: str, outcome: Any) -> str:
 
 @admin.register(InboundMessage)
 class AllMessagesAdmin(InboundMessageAdmin):
-    pass
+    actions = ("retry_selected",)
 
 
 @admin.register(ReviewQueueMessage)
