@@ -99,6 +99,7 @@ SQLITE_E2E=(
   inbox/tests/test_imap_intake.py
   tests/browser/test_signup_forms.py
   tests/browser/test_bounce_screens.py
+  tests/browser/test_inbox_review.py
   tests/browser/test_automation_simulate.py
   tests/browser/test_campaign_operator.py
   tests/browser/test_campaign_reports.py

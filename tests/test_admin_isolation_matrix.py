@@ -149,8 +149,13 @@ EXPECTED: dict[str, tuple[frozenset[str], frozenset[str], tuple[str, ...], tuple
     "inbox.InboundMessage": (
         ALL,
         NOBODY,
-        ("inbox_inboundmessage_attachment", "inbox_inboundmessage_html", "inbox_inboundmessage_verb"),
-        (),
+        (
+            "inbox_inboundmessage_attachment",
+            "inbox_inboundmessage_html",
+            "inbox_inboundmessage_retry_bulk",
+            "inbox_inboundmessage_verb",
+        ),
+        ("retry_selected",),
     ),
     "inbox.ReviewQueueMessage": (
         ALL,
@@ -158,6 +163,7 @@ EXPECTED: dict[str, tuple[frozenset[str], frozenset[str], tuple[str, ...], tuple
         (
             "inbox_reviewqueuemessage_attachment",
             "inbox_reviewqueuemessage_html",
+            "inbox_reviewqueuemessage_retry_bulk",
             "inbox_reviewqueuemessage_verb",
         ),
         (),
@@ -168,6 +174,7 @@ EXPECTED: dict[str, tuple[frozenset[str], frozenset[str], tuple[str, ...], tuple
         (
             "inbox_quarantinedmessage_attachment",
             "inbox_quarantinedmessage_html",
+            "inbox_quarantinedmessage_retry_bulk",
             "inbox_quarantinedmessage_verb",
         ),
         (),
@@ -683,7 +690,19 @@ RULES: dict[
         None,
         {"approve_selected": (S, None, lambda o: _row(o)["status"] != "pending_review")},
     ),
-    "inbox.InboundMessage": (ALL_S, MANAGERS_S, MANAGERS_S, ("draft_response", "Edited reply"), {}),
+    "inbox.InboundMessage": (
+        ALL_S,
+        MANAGERS_S,
+        MANAGERS_S,
+        ("draft_response", "Edited reply"),
+        {
+            "retry_selected": (
+                MANAGERS_S,
+                {"processing_status": "failed"},
+                lambda o: _row(o)["processing_status"] == "received",
+            )
+        },
+    ),
     "inbox.ReviewQueueMessage": (ALL_S, MANAGERS_S, MANAGERS_S, ("draft_response", "Edited reply"), {}),
     "inbox.QuarantinedMessage": (ALL_S, MANAGERS_S, MANAGERS_S, None, {}),
     "inbox.AgentConfig": (ALL_S, MANAGERS_S, MANAGERS_S, ("tone_description", "Friendly"), {}),

@@ -13,6 +13,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join, linebreaks
+from django.utils.safestring import mark_safe
 
 from inbox.clarification import questions_of
 from inbox.models import AgentAction, InboundMessage
@@ -86,7 +87,8 @@ class MessageDisplayMixin:
     @admin.display(description="body")
     def body_sanitized(self, obj: InboundMessage) -> str:
         text = strip_invisible_chars(obj.text_body or "") or html_to_visible_text(obj.html_body or "")
-        return linebreaks(text or "(empty)", autoescape=True)
+        # escaped by `linebreaks` itself; only its own <p>/<br> are markup (unmarked, the admin showed them as text)
+        return mark_safe(linebreaks(text or "(empty)", autoescape=True))
 
     @admin.display(description="HTML")
     def html_frame(self, obj: InboundMessage) -> str:

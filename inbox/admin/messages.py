@@ -70,7 +70,6 @@ class InboundMessageAdmin(RetryAdminMixin, MessageDisplayMixin, AttachmentsAdmin
     search_fields = ("subject", "from_email", "message_id")
     list_select_related = ("contact",)
     ordering = ("-received_at",)
-    actions = ("retry_selected",)
     readonly_fields = (
         "review_buttons",
         "processing_status",
@@ -138,7 +137,8 @@ class InboundMessageAdmin(RetryAdminMixin, MessageDisplayMixin, AttachmentsAdmin
         return format_html_join(
             " ",
             '<button type="submit" formaction="{}" formmethod="post" class="button" '
-            'style="margin-right:6px">{}</button>',
+            'style="margin-right:6px;padding:4px 10px;border:1px solid #cbd5e1;border-radius:6px;'
+            'font-weight:500">{}</button>',
             buttons,
         )
 
@@ -223,7 +223,7 @@ def _done(label: str, outcome: Any) -> str:
 
 @admin.register(InboundMessage)
 class AllMessagesAdmin(InboundMessageAdmin):
-    pass
+    actions = ("retry_selected",)
 
 
 @admin.register(ReviewQueueMessage)

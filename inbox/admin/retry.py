@@ -8,9 +8,10 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
-from django.urls import path, reverse
+from django.urls import re_path, reverse
 
 from inbox import retry
 
@@ -29,12 +30,13 @@ class RetryAdminMixin:
     get_queryset: Any
     tenancy: Any
     actor: Any
+    has_change_permission: Any
 
     def retry_urls(self) -> list:
         info = self.opts.app_label, self.opts.model_name
         return [
-            path(
-                "retry/<str:scope>/",
+            re_path(
+                r"^retry/(?P<scope>stuck|waiting)/$",
                 self.admin_site.admin_view(self.retry_bulk_view),
                 name="{}_{}_retry_bulk".format(*info),
             )
@@ -76,13 +78,15 @@ class RetryAdminMixin:
     def retry_bulk_view(self, request: HttpRequest, scope: str) -> HttpResponse:
         if scope not in SCOPES:
             raise Http404("Unknown retry scope.")
+        if not self.has_change_permission(request):
+            raise PermissionDenied("Retrying messages needs the permission to manage the organization.")
         rows = list(self._scope_qs(request, scope)[: retry.BULK_LIMIT])
         if request.method == "POST":
             self._restart(request, [m.pk for m in rows])
             return HttpResponseRedirect(self._changelist())
         return self._confirm(request, rows, title=SCOPES[scope], selected=False)
 
-    @admin.action(description="Retry selected messages…")
+    @admin.action(description="Retry selected messages…", permissions=["change"])
     def retry_selected(self, request: HttpRequest, queryset: Any) -> HttpResponse | None:
         rows = list(queryset.order_by("received_at")[: retry.BULK_LIMIT])
         if request.POST.get("post") == "yes":

@@ -147,3 +147,15 @@ def test_the_reprocess_command_goes_through_the_retry_service(make_message, caps
     call_command("reprocess_message", str(m.pk))
     assert "restarted (retry)" in capsys.readouterr().out and calls[0]["message_id"] == str(m.pk)
     assert InboundMessage.objects.get(pk=m.pk).processing_status == "received"
+
+
+def test_members_who_cannot_manage_the_organization_cannot_bulk_retry(
+    client, django_user_model, org, make_message
+):
+    m = _failed(make_message)
+    user = django_user_model.objects.create_user(username="ed", password="pw", is_staff=True)
+    Membership.objects.create(user=user, organization=org, role="editor")
+    client.force_login(user)
+    url = reverse("admin:inbox_inboundmessage_retry_bulk", args=["stuck"])
+    assert client.get(url).status_code == 403 and client.post(url).status_code == 403
+    assert InboundMessage.objects.get(pk=m.pk).processing_status == "failed"

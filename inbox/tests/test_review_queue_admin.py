@@ -79,6 +79,9 @@ def test_the_page_shows_addresses_and_no_json_field_names_or_spec_ids(operator, 
     page = page[page.index('id="reviewqueuemessage_form"') :]
     page = page[: page.index("</form>")]  # the message's fields (not the admin's own markup)
     assert "support@acme.test, help@acme.test" in page
+    assert (
+        "&lt;p&gt;" not in page and "<p>Hello, where can I download my invoice?</p>" in page
+    )  # body as text
     assert '["support@acme.test"' not in page and "[&quot;support" not in page
     for raw in ("spamScore", "injectionDetected", "first_contact", "AGT-", "{&#x27;", "{'"):
         assert raw not in page, raw
