@@ -90,6 +90,7 @@ SQLITE_E2E=(
   tests/browser/test_admin_flows.py
   tests/browser/test_campaign_flows.py
   tests/browser/test_contact_import.py
+  tests/browser/test_operator_timeline.py
   campaigns/tests/test_e2e_local_time.py
   campaigns/tests/test_e2e_pause_cancel.py
   delivery/tests/test_e2e_fair_pool.py

@@ -94,6 +94,12 @@ def test_import_does_not_fire_contact_created_but_merge_fires_contact_updated(or
     old = Contact.objects.get(email="old@example.com")
     assert old.first_name == "Olga"
     assert ContactPropertyValue.objects.get(contact=old, property__key="plan").value == "gold"
+    # each contact's timeline says the import touched it, and how
+    imported = ContactActivity.objects.filter(activity_type="imported").order_by("contact__email")
+    assert [(a.contact.email, a.metadata["outcome"]) for a in imported] == [
+        ("new@example.com", "created"),
+        ("old@example.com", "updated"),
+    ]
 
 
 def test_merge_never_overwrites_filled_fields_and_reimport_is_unchanged(org, triggers):

@@ -147,6 +147,8 @@ def test_a_held_campaign_says_why_and_staff_approve_it_after_the_confirmation(
     page.goto(f"{live_server.url}/admin/campaigns/campaign/{campaign.pk}/change/")
     panel = page.inner_text("#review-panel")
     assert "url_shorteners" in panel and "Platform staff review it" in panel
+    # each rule that hit shows the offending text, the match marked
+    assert page.locator("#review-panel mark", has_text="bit.ly").count() >= 1
     screenshot(page, "campaign-held-for-review")
 
     # platform staff: Approve and send asks first, with the recipient count
