@@ -10,7 +10,8 @@ claimable rows (their own jobs later find them claimed and skip them) and come f
 order), so a newcomer's small backlog goes out at the next job of any organization, nearly at the pool's full
 speed, while the floor keeps every organization with rows waiting moving. The given rows over the own share
 go back to the pool as a new job, so no row is left without a job. Campaigns on hold (paused, cancelled) are
-not taken.
+not taken. A job already running applies the same rule to its rows still to go, a part at a time
+(`delivery.worker.PoolJob.let_in`), so a newcomer does not wait for the jobs in flight either.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Any
 from django.conf import settings
 from django.db.models import Q
 
-from delivery.lifecycle import campaigns_on_hold
+from delivery.lifecycle import campaigns_on_hold, claim_sends
 from delivery.models import EmailSend, SendStatus
 
 # How many of the other organizations' oldest claimable rows a job looks at to find who is waiting.
@@ -118,3 +119,37 @@ def waiting_rows(own: Any, now: dt.datetime) -> dict[Any, list[str]]:
         if str(campaign) not in held:
             by_org.setdefault(org, []).append(str(pk))
     return by_org
+
+
+# What a running job lets in at a time: small parts, so every running job takes its part of a newcomer's rows
+# (over all their connections) instead of the first one to look taking them all.
+LET_IN_ROWS = 25
+
+
+def let_in(job: Any, rows: list[Any], index: int) -> bool:
+    """The fair pool while a campaign job (`delivery.worker.PoolJob`) runs: other organizations' rows waiting
+    (a campaign handed to the pool after the job started) get their share of the job's next `LET_IN_ROWS` rows
+    (`fair_batch`); they are claimed and sent now, and as many of the own rows still to go (`rows[index:]`) go
+    back to the pool as a new job (cut from `rows`). The job looks again as soon as the own rows of that share
+    (the floor) went out, so every running job takes the newcomer's rows a part at a time, side by side, until
+    none wait. False when the job ran out of time sending them."""
+    rest = [str(r.pk) for r in rows[index:]]
+    taken, _back = fair_batch(rest, limit=min(len(rest), LET_IN_ROWS), now=job.now())
+    own = set(rest)
+    others = [pk for pk in taken if pk not in own]
+    if not others:
+        return True
+    job.token, won = claim_sends(job.kind, others, token=job.token, now=job.now())
+    wanted = set(others)
+    won = [pk for pk in won if pk in wanted]  # (on SQLite the claim lists every row under the token)
+    if not won:
+        return True
+    cut = index + max(len(rest) - len(won), 0)
+    job.hand_back(rows[cut:])
+    del rows[cut:]
+    job.summary.claimed += len(won)
+    if not job.send_round(job.load(won), nested=True):
+        return False
+    # look again once the own rows of this share went out: the newcomer may have more rows waiting
+    job.fair_again_at = index + max(len(taken) - len(others), 1)
+    return True

@@ -7,8 +7,10 @@ the job's provider connections (`DELIVERY_SMTP_CONNECTIONS` SMTP connections, a 
 record every result through the send lifecycle (batched per campaign, in a recorder thread of its own;
 delivery.pipeline). A retryable refusal is parked and handed to the pool as a due task after the provider's
 delay; the job never sleeps between attempts, and checks its time budget before each row and while it waits
-for a pacing token. A transactional job tops its batch up with queued rows whose own job has not run yet and,
-while the pool has a backlog, goes on with it a round of `BATCH_SIZE` rows at a time (`DRAIN_SECONDS`).
+for a pacing token. A campaign job shares its rows with other organizations' waiting rows (the fair pool,
+`delivery.fairness`) when it starts and, a part at a time, while it runs (`let_in`). A transactional job tops
+its batch up with queued rows whose own job has not run yet and, while the pool has a backlog, goes on with it
+a round of `BATCH_SIZE` rows at a time (`DRAIN_SECONDS`).
 
 A row is dispatched at most once: the claim is a compare-and-set, the hand-off mark is a compare-and-set on the
 claim token, and a row handed off without a result stays `queued` and flagged outcome-unknown, never re-sent
@@ -34,7 +36,7 @@ from delivery import attachments as attachment_fetch
 from delivery import profiling
 from delivery.compose import ComposeError, compose_campaign, compose_transactional
 from delivery.dispatch import send_provider_attempt
-from delivery.fairness import fair_batch
+from delivery.fairness import fair_batch, let_in
 from delivery.health import provider_health_flush
 from delivery.lifecycle import (
     ClaimKeeper,
@@ -310,32 +312,9 @@ class PoolJob:
         return True
 
     def let_in(self, rows: list[Any], index: int) -> bool:
-        """The fair pool while the job runs: other organizations' rows waiting (a campaign handed to the pool
-        after this job started) get their share of the job's next `LET_IN_ROWS` rows (`fair_batch`); they are
-        claimed and sent now, and as many of the own rows still to go go back to the pool as a new job (cut
-        from `rows`). The job looks again as soon as the own rows of that share (the floor) went out, so every
-        running job takes the newcomer's rows a part at a time, side by side, until none wait.
-        False when the job ran out of time sending them."""
-        rest = [str(r.pk) for r in rows[index:]]
-        taken, _back = fair_batch(rest, limit=min(len(rest), LET_IN_ROWS), now=self.now())
-        own = set(rest)
-        others = [pk for pk in taken if pk not in own]
-        if not others:
-            return True
-        self.token, won = claim_sends(self.kind, others, token=self.token, now=self.now())
-        wanted = set(others)
-        won = [pk for pk in won if pk in wanted]  # (on SQLite the claim lists every row under the token)
-        if not won:
-            return True
-        cut = index + max(len(rest) - len(won), 0)
-        self.hand_back(rows[cut:])
-        del rows[cut:]
-        self.summary.claimed += len(won)
-        if not self.send_round(self.load(won), nested=True):
-            return False
-        # look again once the own rows of this share went out: the newcomer may have more rows waiting
-        self.fair_again_at = index + max(len(taken) - len(others), 1)
-        return True
+        """Other organizations' waiting rows let into the running job ahead of its own rows still to go
+        (`delivery.fairness.let_in`); False when the job ran out of time sending them."""
+        return let_in(self, rows, index)
 
     def compose(self, row: Any, round_: Round) -> Any | None:
         """The row's message, or None when it was refused before the wire (recorded as failed)."""
@@ -453,9 +432,6 @@ def pool_name(kind: str) -> str:
 # How often a campaign job looks for other organizations' rows waiting (the fair pool, `PoolJob.let_in`): a
 # campaign handed to the pool while every worker is in a job is let into those jobs within this.
 FAIR_CHECK_SECONDS = 0.2
-# What a running job lets in at a time: small parts, so every running job takes its part of a newcomer's rows
-# (over all their connections) instead of the first one to look taking them all.
-LET_IN_ROWS = 25
 HOLD_CHECK_SECONDS = 1.0  # how often a campaign job asks whether its campaigns were paused or cancelled
 
 
