@@ -80,8 +80,13 @@ def fair_batch(ids: list[str], *, limit: int, now: dt.datetime) -> tuple[list[st
     mine = list(EmailSend.objects.filter(pk__in=ids).values_list("organization_id", flat=True).distinct()[:2])
     if len(mine) != 1:  # no rows, or rows of several organizations (an operator re-drive): as given
         return ids, []
-    own = mine[0]
-    by_org = waiting_rows(own, now)
+    return share_out(ids, mine[0], waiting_rows(mine[0], now), limit=limit)
+
+
+def share_out(
+    ids: list[str], own: Any, by_org: dict[Any, list[str]], *, limit: int
+) -> tuple[list[str], list[str]]:
+    """`fair_batch` once the job's organization (`own`) and the others' waiting rows (`by_org`) are known."""
     if not by_org:
         return ids, []
     counts: dict[Hashable, int] = {org: len(rows) for org, rows in by_org.items()}
@@ -129,12 +134,18 @@ LET_IN_ROWS = 25
 def let_in(job: Any, rows: list[Any], index: int) -> bool:
     """The fair pool while a campaign job (`delivery.worker.PoolJob`) runs: other organizations' rows waiting
     (a campaign handed to the pool after the job started) get their share of the job's next `LET_IN_ROWS` rows
-    (`fair_batch`); they are claimed and sent now, and as many of the own rows still to go (`rows[index:]`) go
+    (`share_out`, as `fair_batch`); they are claimed and sent now, and as many of the own rows still to go (`rows[index:]`) go
     back to the pool as a new job (cut from `rows`). The job looks again as soon as the own rows of that share
     (the floor) went out, so every running job takes the newcomer's rows a part at a time, side by side, until
     none wait. False when the job ran out of time sending them."""
+    own_org = rows[index].organization_id
+    if any(r.organization_id != own_org for r in rows[index:]):  # rows of several organizations: as given
+        return True
+    by_org = waiting_rows(own_org, job.now())  # one cheap statement while nobody else waits
+    if not by_org:
+        return True
     rest = [str(r.pk) for r in rows[index:]]
-    taken, _back = fair_batch(rest, limit=min(len(rest), LET_IN_ROWS), now=job.now())
+    taken, _back = share_out(rest, own_org, by_org, limit=min(len(rest), LET_IN_ROWS))
     own = set(rest)
     others = [pk for pk in taken if pk not in own]
     if not others:
