@@ -137,6 +137,13 @@ def _activity_links(contact: Contact, meta: dict[str, Any]) -> list[Link]:
         found.append(admin_link("send", f"admin:delivery_{name}_change", send_id))
     if meta.get("automationId"):
         found.append(admin_link("automation", "admin:automations_automation_change", meta["automationId"]))
+        found.append(
+            admin_link(
+                "run",
+                "admin:automations_automationrun_changelist",
+                query=f"automation__exact={meta['automationId']}&contact__exact={contact.pk}",
+            )
+        )
     if meta.get("campaignId"):
         found.append(admin_link("campaign", "admin:campaigns_campaign_change", meta["campaignId"]))
     if meta.get("topicId"):

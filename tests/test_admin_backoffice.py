@@ -280,10 +280,12 @@ def test_changelist_queries_do_not_grow_with_rows(
 def test_pages_answer_in_a_constant_number_of_queries(
     client, staff_owner, org, page, django_assert_max_num_queries
 ):
+    # the contact page reads one query per timeline source (owlat.timeline), whatever the contact's history
+    limit = 30 if page == "contact page" else 25
     _rows(org, 3)
-    small = _queries_for(client, _more_pages(org)[page], django_assert_max_num_queries, limit=25)
+    small = _queries_for(client, _more_pages(org)[page], django_assert_max_num_queries, limit=limit)
     _rows(org, 25)
-    big = _queries_for(client, _more_pages(org)[page], django_assert_max_num_queries, limit=25)
+    big = _queries_for(client, _more_pages(org)[page], django_assert_max_num_queries, limit=limit)
     assert len(big) == len(small), "\n".join(big)
 
 
