@@ -156,6 +156,8 @@ def _lost_step_enqueue(m: InboundMessage) -> Outcome:
         )
     with transaction.atomic():
         enqueue(STEP_TASK, str(m.pk), str(action.pk), queue=inbox_queue())
+        # progress: not listed as stuck again before another `STUCK_AFTER` (no status changes here)
+        InboundMessage.objects.filter(pk=m.pk).update(updated_at=timezone.now())
     return Outcome(ok=True, reason="resumed", from_state=m.processing_status, to_state=m.processing_status)
 
 

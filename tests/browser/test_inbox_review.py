@@ -120,4 +120,5 @@ def test_stuck_message_retry_one_and_bulk(page, live_server, operator):
     page.wait_for_load_state()
     assert "2 message(s) sent back to the agent" in page.inner_text("body")
     assert InboundMessage.objects.get(pk=two.pk).processing_status == "received"
+    assert "failed or are stuck" not in page.inner_text("body")  # the stuck one's step is enqueued again
     screenshot(page, "inbox-retry-all-done")
