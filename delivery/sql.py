@@ -1,6 +1,6 @@
 """The delivery app's hand-written statements (PostgreSQL), each with its reason and the ORM twin its caller
-runs on the other databases. The pool job's own statements (`delivery/worker.py`, `delivery/lifecycle/`) are
-not here yet. Values are bound as parameters; table and column names come from the models' `_meta`.
+runs on the other databases. The send lifecycle's claim and hand-off statements are in
+`delivery/lifecycle/sql.py`. Values are bound as parameters; table and column names come from the models' `_meta`.
 """
 
 from __future__ import annotations

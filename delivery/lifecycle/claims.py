@@ -13,15 +13,12 @@ from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from delivery.lifecycle import sql
 from delivery.lifecycle.effects import _run_completion
 from delivery.lifecycle.refs import claim_lease, model_for, orphan_after, redrive_lease
 from delivery.models import SendStatus as S
 
 logger = logging.getLogger(__name__)
-
-
-def _table(model: type) -> str:
-    return model._meta.db_table
 
 
 def claim_sends(
@@ -46,19 +43,7 @@ def claim_sends(
         return token, []
     expired = now - lease
     if connection.vendor == "postgresql":
-        table = _table(model)
-        sql = (
-            f"UPDATE {table} SET claimed_at = %s, claim_token = %s, "  # table name is ours
-            "dispatch_attempts = dispatch_attempts + 1 "
-            f"WHERE id = ANY(ARRAY(SELECT id FROM {table} WHERE id = ANY(%s) AND status = 'queued' "
-            "AND handed_off_at IS NULL AND deleted_at IS NULL "
-            "AND (claimed_at IS NULL OR claimed_at < %s OR claim_token = %s) "
-            "AND (not_before IS NULL OR not_before <= %s) "
-            "ORDER BY id FOR UPDATE SKIP LOCKED)) RETURNING id"
-        )
-        with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute(sql, [now, token, id_list, expired, retry_token, now])
-            won = [str(row[0]) for row in cursor.fetchall()]
+        won = sql.claim_given(model, id_list, now=now, token=token, expired=expired, retry_token=retry_token)
         return token, won
     # SQLite form (D-16): writers are serialized (IMMEDIATE transactions), so a conditional UPDATE is a CAS.
     claimable = Q(claimed_at__isnull=True) | Q(claimed_at__lt=expired)
@@ -97,24 +82,10 @@ def claim_sends_topped_up(
     now = now or timezone.now()
     expired = now - (lease or claim_lease())
     id_list = [uuid.UUID(str(i)) for i in ids]
-    table = _table(model)
-    sql = (
-        f"WITH own AS (SELECT id FROM {table} WHERE id = ANY(%s) AND status = 'queued' "  # table name is ours
-        "AND handed_off_at IS NULL AND deleted_at IS NULL "
-        "AND (claimed_at IS NULL OR claimed_at < %s OR claim_token = %s) "
-        "AND (not_before IS NULL OR not_before <= %s) ORDER BY id FOR UPDATE SKIP LOCKED), "
-        f"more AS (SELECT id FROM {table} WHERE status = 'queued' AND NOT (id = ANY(%s)) "
-        "AND handed_off_at IS NULL AND deleted_at IS NULL AND outcome_unknown = false "
-        "AND (claimed_at IS NULL OR claimed_at < %s) AND queued_at <= %s "
-        "AND (not_before IS NULL OR not_before <= %s) "
-        "ORDER BY queued_at LIMIT %s FOR UPDATE SKIP LOCKED) "
-        f"UPDATE {table} SET claimed_at = %s, claim_token = %s, dispatch_attempts = dispatch_attempts + 1 "
-        "WHERE id IN (SELECT id FROM own UNION ALL SELECT id FROM more) RETURNING id, id = ANY(%s)"
+    more = max(0, limit - len(id_list))
+    rows = sql.claim_given_and_queued(
+        model, id_list, more=more, now=now, token=token, expired=expired, retry_token=retry_token
     )
-    params = [id_list, expired, retry_token, now, id_list, expired, now, now, max(0, limit - len(id_list))]
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(sql, [*params, now, token, id_list])
-        rows = cursor.fetchall()
     won = sorted(str(pk) for pk, given in rows if given)
     return won, [str(pk) for pk, given in rows if not given]
 
@@ -138,19 +109,7 @@ def claim_queued(
     expired = now - (lease or claim_lease())
     skip = [uuid.UUID(str(i)) for i in exclude]
     if connection.vendor == "postgresql":
-        table = _table(model)
-        sql = (
-            f"UPDATE {table} SET claimed_at = %s, claim_token = %s, "  # table name is ours
-            "dispatch_attempts = dispatch_attempts + 1 "
-            f"WHERE id = ANY(ARRAY(SELECT id FROM {table} WHERE status = 'queued' AND NOT (id = ANY(%s)) "
-            "AND handed_off_at IS NULL AND deleted_at IS NULL AND outcome_unknown = false "
-            "AND (claimed_at IS NULL OR claimed_at < %s) AND queued_at <= %s "
-            "AND (not_before IS NULL OR not_before <= %s) "
-            "ORDER BY queued_at LIMIT %s FOR UPDATE SKIP LOCKED)) RETURNING id"
-        )
-        with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute(sql, [now, token, skip, expired, now, now, limit])
-            return [str(row[0]) for row in cursor.fetchall()]
+        return sql.claim_queued(model, limit=limit, skip=skip, now=now, token=token, expired=expired)
     with transaction.atomic():
         candidates = list(
             model._default_manager.filter(
@@ -306,22 +265,15 @@ def mark_handed_off(
     the wire; False when the claim was lost. One statement per message, so it is written without the ORM's
     per-call query compilation."""
     model = model_for(kind)
-    qn = connection.ops.quote_name
-    sql = (
-        f"UPDATE {qn(_table(model))} SET handed_off_at = %s, message_id = %s, open_tracked = %s "  # table name is ours
-        "WHERE id = %s AND claim_token = %s AND handed_off_at IS NULL AND status = 'queued'"
-    )
     pk = uuid.UUID(str(send_id))
-    if connection.vendor != "postgresql":
-        return bool(
-            model._default_manager.filter(
-                pk=pk, claim_token=token, handed_off_at__isnull=True, status=S.QUEUED
-            ).update(handed_off_at=now or timezone.now(), message_id=message_id, open_tracked=open_tracked)
-        )
-    params: list[Any] = [now or timezone.now(), message_id, open_tracked, pk, token]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.rowcount == 1
+    at = now or timezone.now()
+    if connection.vendor == "postgresql":
+        return sql.mark_handed_off(model, pk, token, at=at, message_id=message_id, open_tracked=open_tracked)
+    return bool(
+        model._default_manager.filter(
+            pk=pk, claim_token=token, handed_off_at__isnull=True, status=S.QUEUED
+        ).update(handed_off_at=at, message_id=message_id, open_tracked=open_tracked)
+    )
 
 
 def mark_handed_off_many(
@@ -342,17 +294,7 @@ def mark_handed_off_many(
                 pk=pk, claim_token=token, handed_off_at__isnull=True, status=S.QUEUED
             ).update(handed_off_at=at, message_id=message_id)
         }
-    table = _table(model)
-    sql = (
-        f"UPDATE {table} AS s SET handed_off_at = %s, message_id = v.message_id "  # table name is ours
-        "FROM unnest(%s::uuid[], %s::text[]) AS v(id, message_id) "
-        "WHERE s.id = v.id AND s.claim_token = %s AND s.handed_off_at IS NULL AND s.status = 'queued' "
-        "RETURNING s.id"
-    )
-    ids = [uuid.UUID(str(pk)) for pk, _ in items]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [at, ids, [message_id for _, message_id in items], token])
-        return {str(row[0]) for row in cursor.fetchall()}
+    return sql.mark_handed_off_many(model, items, token, at=at)
 
 
 def mark_outcome_unknown(kind: str, send_id: str, *, error_code: str, error_message: str) -> bool:

@@ -4,7 +4,6 @@ sending stats, activities, webhooks, suppression, completion and complaint handl
 from __future__ import annotations
 
 import datetime as dt
-import json
 from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
@@ -216,23 +215,9 @@ def _insert_activities(rows: list[tuple[Any, Any, str, dict[str, Any], dt.dateti
             batch_size=500,
         )
         return
-    meta = ContactActivity._meta
-    qn = connection.ops.quote_name
-    column = {f.name: qn(f.column) for f in meta.concrete_fields}
-    document = json.dumps(
-        [
-            {"o": str(org), "c": str(contact), "k": kind, "m": metadata, "t": at.isoformat()}
-            for org, contact, kind, metadata, at in rows
-        ]
-    )
-    sql = (
-        f"INSERT INTO {qn(meta.db_table)} ({column['id']}, {column['organization']}, {column['contact']}, "
-        f"{column['activity_type']}, {column['metadata']}, {column['occurred_at']}) "
-        "SELECT gen_random_uuid(), r.o, r.c, r.k, r.m, r.t "
-        "FROM jsonb_to_recordset(%s::jsonb) AS r(o uuid, c uuid, k text, m jsonb, t timestamptz)"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [document])
+    from delivery.lifecycle.sql import activities_insert
+
+    activities_insert(rows)
 
 
 def _fx_webhook_many(items: list[tuple[Any, dict[str, Any]]]) -> None:
