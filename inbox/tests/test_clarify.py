@@ -9,9 +9,11 @@ import datetime as dt
 import pytest
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.html import escape
 
 from inbox.clarification import clarification_timeouts_resume, message_clarify
 from inbox.models import AgentAction, AgentConfig, InboundMessage
+from inbox.models import ProcessingStatus as P
 from owlat.models import Membership
 
 pytestmark = pytest.mark.django_db
@@ -127,6 +129,7 @@ def test_owner_answers_in_the_admin(
     answer = reverse("admin:inbox_inboundmessage_verb", args=[r.message.pk, "answer"])
     assert answer in page
     response = client.post(answer, {"answer_0": "59 EUR"}, follow=True)
-    assert "done (awaiting_clarification → drafting)" in response.content.decode()
+    done = f"done ({P.AWAITING_CLARIFICATION.label} → {P.DRAFTING.label})"
+    assert escape(done) in response.content.decode()
     run_pipeline()
     assert _m(r).processing_status == "draft_ready"

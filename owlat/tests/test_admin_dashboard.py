@@ -100,7 +100,7 @@ def test_dashboard_answers_in_a_bounded_number_of_queries(client, owner, org, dj
         contact_find_or_create(organization_id=org.pk, email=f"q{i}@acme.test", source="api", actor="t")
     client.force_login(owner)
     client.get(reverse("admin:index"))  # warm caches (content types, flags)
-    with django_assert_max_num_queries(25):
+    with django_assert_max_num_queries(27):  # one or two per "Needs attention" source, not per row
         assert client.get(reverse("admin:index")).status_code == 200
 
 
